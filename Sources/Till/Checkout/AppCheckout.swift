@@ -1,0 +1,138 @@
+import Foundation
+
+/// The app's view of the merchant server: the only party that holds secrets and knows the
+/// authoritative status. The real implementation speaks to TillServer over HTTP; TillTesting ships
+/// an in-memory one.
+public protocol MerchantBackend: Sendable {
+    /// Picks a gateway and runs its **Prepare** for `intent`, registering `returnURL` as the
+    /// attempt's return URL.
+    func prepare(_ intent: PaymentIntent, returnURL: URL?) async throws -> Preparation
+    /// Tells the server what the app saw. Informational only: it never marks a payment paid.
+    func report(_ outcome: ClientOutcome, for attempt: AttemptReference) async throws
+    /// The authoritative status of an attempt, from verified notifications and inquiries.
+    func status(of attempt: AttemptReference) async throws -> StatusReport?
+}
+
+/// The app's UI side of a checkout: what Till asks the app to do during **Present**.
+public protocol CheckoutPresenter: Sendable {
+    /// Open a URL: a wallet app, H5 page, browser or 3-D Secure page (`UIApplication.open`,
+    /// `ASWebAuthenticationSession`, a web view).
+    func open(_ url: URL, handoff: Handoff) async throws
+    /// Hand parameters to a wallet SDK the app embeds.
+    func launch(_ wallet: WalletLaunch) async throws
+    /// Show a form and return what the customer entered, or `nil` when they cancelled.
+    func collect(_ form: FormSpec) async throws -> FormValues?
+}
+
+/// How a checkout ended, as far as the app can know.
+public struct CheckoutResult: Sendable, Hashable {
+    public var preparation: Preparation
+    /// What the app saw during Present/Return. Informational.
+    public var clientOutcome: ClientOutcome
+    /// The authoritative report, if the server had one before the confirmation wait ended.
+    public var confirmed: StatusReport?
+    /// True if the customer was handed to a wallet, 3-D Secure or a redirect during this attempt.
+    public var customerMayHaveAuthenticated: Bool
+
+    /// The status to act on: the confirmed one, or `pending` while nothing authoritative is known.
+    /// Never derived from the client outcome.
+    public var status: PaymentStatus { confirmed?.status ?? .pending }
+}
+
+/// The single checkout API an app embeds: prepare on the merchant server, present with the
+/// gateway's client half, wait for the return, then confirm with the server.
+///
+/// ```swift
+/// let checkout = AppCheckout(backend: myServer, gateways: [citcon, payfort], returns: returns, presenter: ui)
+/// let result = try await checkout.pay(intent)
+/// if result.status == .paid { showReceipt() }
+/// ```
+public struct AppCheckout: Sendable {
+    public let backend: any MerchantBackend
+    public let returns: ReturnURLHandler
+    public let presenter: any CheckoutPresenter
+    /// How long to wait for the customer to come back from a wallet or page.
+    public var returnTimeout: Duration
+    /// How long to poll the server for the authoritative status, and how often.
+    public var confirmationTimeout: Duration
+    public var confirmationInterval: Duration
+    private let gateways: [GatewayID: any Checkout]
+
+    public init(backend: any MerchantBackend, gateways: [any Checkout], returns: ReturnURLHandler,
+                presenter: any CheckoutPresenter, returnTimeout: Duration = .seconds(900),
+                confirmationTimeout: Duration = .seconds(30), confirmationInterval: Duration = .milliseconds(500)) {
+        self.backend = backend
+        self.gateways = Dictionary(gateways.map { ($0.gateway, $0) }, uniquingKeysWith: { first, _ in first })
+        self.returns = returns
+        self.presenter = presenter
+        self.returnTimeout = returnTimeout
+        self.confirmationTimeout = confirmationTimeout
+        self.confirmationInterval = confirmationInterval
+    }
+
+    /// Runs one checkout: Prepare (server) → Present → Return → Confirm (server).
+    ///
+    /// - Throws: ``CheckoutError`` for invalid intents, unknown gateways, and failures of the
+    ///   backend or presenter. A decline or a cancel is not thrown: it is the result's outcome.
+    public func pay(_ intent: PaymentIntent) async throws -> CheckoutResult {
+        _ = try intent.validated()
+        let expected = try returns.expectReturn()
+        defer { returns.cancel(expected) }
+        let preparation = try await backend.prepare(intent, returnURL: expected.url)
+        guard let gateway = gateways[preparation.gateway] else {
+            throw CheckoutError(.misconfigured, field: "gateway",
+                                message: "the server chose gateway \(preparation.gateway), which this app does not include")
+        }
+        let (outcome, handedOff) = try await presentUntilDone(preparation, gateway: gateway, expected: expected)
+        try? await backend.report(outcome, for: preparation.attempt)
+        let confirmed = try await awaitConfirmation(of: preparation.attempt)
+        return CheckoutResult(preparation: preparation, clientOutcome: outcome, confirmed: confirmed,
+                              customerMayHaveAuthenticated: handedOff)
+    }
+
+    private func presentUntilDone(_ preparation: Preparation, gateway: any Checkout,
+                                  expected: ExpectedReturn) async throws -> (ClientOutcome, Bool) {
+        var input = PresentInput.start
+        var handedOff = false
+        // A gateway can ask for a form, then a 3-D Secure page: bounded so a faulty module cannot loop.
+        for _ in 0..<8 {
+            let step = try await gateway.present(preparation, input: input)
+            handedOff = handedOff || step.customerMayAuthenticate
+            switch step {
+            case .completed(let outcome):
+                return (outcome, handedOff)
+            case .collect(let form):
+                guard let values = try await presenter.collect(form) else {
+                    return (ClientOutcome(.cancelled, message: "the customer closed the form"), handedOff)
+                }
+                input = .submit(values)
+            case .openURL(let url, let handoff):
+                try await presenter.open(url, handoff: handoff)
+                return (await awaitReturn(preparation, gateway: gateway, expected: expected), handedOff)
+            case .launchWallet(let launch):
+                try await presenter.launch(launch)
+                return (await awaitReturn(preparation, gateway: gateway, expected: expected), handedOff)
+            }
+        }
+        throw CheckoutError(.gatewayError, message: "the gateway module asked for too many steps", gateway: gateway.gateway)
+    }
+
+    private func awaitReturn(_ preparation: Preparation, gateway: any Checkout, expected: ExpectedReturn) async -> ClientOutcome {
+        switch await returns.wait(for: expected, timeout: returnTimeout) {
+        case .returned(let url): gateway.interpretReturn(.url(url), for: preparation)
+        case .timedOut: gateway.interpretReturn(.timedOut, for: preparation)
+        case .cancelled: gateway.interpretReturn(.abandoned, for: preparation)
+        }
+    }
+
+    private func awaitConfirmation(of attempt: AttemptReference) async throws -> StatusReport? {
+        let deadline = ContinuousClock.now + confirmationTimeout
+        var last: StatusReport?
+        while true {
+            last = try await backend.status(of: attempt)
+            if let last, last.status.isFinal || last.status == .authorized { return last }
+            if ContinuousClock.now >= deadline { return last }
+            try await Task.sleep(for: confirmationInterval)
+        }
+    }
+}

@@ -1,0 +1,106 @@
+/// The customer paying.
+public struct Customer: Hashable, Sendable, Codable {
+    /// The merchant's own identifier for the customer.
+    public var reference: String?
+    public var email: String?
+    public var firstName: String?
+    public var lastName: String?
+    public var phone: String?
+    /// The customer's IP address, which some gateways require for fraud screening.
+    public var ipAddress: String?
+    /// Preferred language for gateway pages (`"en"`, `"ar"`, `"zh"`).
+    public var locale: String?
+
+    public init(reference: String? = nil, email: String? = nil, firstName: String? = nil, lastName: String? = nil,
+                phone: String? = nil, ipAddress: String? = nil, locale: String? = nil) {
+        self.reference = reference
+        self.email = email
+        self.firstName = firstName
+        self.lastName = lastName
+        self.phone = phone
+        self.ipAddress = ipAddress
+        self.locale = locale
+    }
+}
+
+/// What the merchant wants to be paid: the input of every checkout.
+public struct PaymentIntent: Hashable, Sendable, Codable {
+    /// The merchant's order reference; unique per merchant. Attempts get their own references.
+    public var merchantReference: String
+    /// How much, in which currency.
+    public var amount: Money
+    /// The customer's country, used for routing and by gateways that need it.
+    public var country: CountryCode?
+    /// The chosen payment method.
+    public var method: PaymentMethod
+    public var action: PaymentAction
+    public var customer: Customer
+    /// Shown on statements or gateway pages where the gateway supports it.
+    public var description: String?
+    /// The first 6 to 8 digits of the card, for routing by IIN; never more.
+    public var cardIIN: String?
+    /// Free-form merchant data, available to routing rules and passed through where gateways allow.
+    public var metadata: [String: String]
+
+    public init(merchantReference: String, amount: Money, country: CountryCode? = nil, method: PaymentMethod,
+                action: PaymentAction = .sale, customer: Customer = Customer(), description: String? = nil,
+                cardIIN: String? = nil, metadata: [String: String] = [:]) {
+        self.merchantReference = merchantReference
+        self.amount = amount
+        self.country = country
+        self.method = method
+        self.action = action
+        self.customer = customer
+        self.description = description
+        self.cardIIN = cardIIN
+        self.metadata = metadata
+    }
+
+    /// Limits that apply to every intent, whatever the gateway.
+    public static let maxReferenceLength = 64
+    public static let maxMetadataEntries = 50
+    public static let maxMetadataValueLength = 500
+
+    /// Checks the intent on its own and returns every problem found, each with its field path.
+    ///
+    /// Gateway modules apply their own stricter limits on top of these.
+    public func validate(path: String = "intent") -> [ValidationIssue] {
+        var issues: [ValidationIssue] = []
+        issues += Validators.reference(merchantReference, field: "\(path).merchantReference",
+                                       maxLength: Self.maxReferenceLength)
+        if action == .verify {
+            if amount.minorUnits != 0 {
+                issues.append(.init(field: "\(path).amount", code: .invalidAmount,
+                                    message: "a verify payment must have a zero amount"))
+            }
+        } else if !amount.isPositive {
+            issues.append(.init(field: "\(path).amount", code: .invalidAmount, message: "amount must be greater than zero"))
+        }
+        if let iin = cardIIN, !(6...8).contains(iin.count) || !iin.allSatisfy(\.isASCIIDigit) {
+            issues.append(.init(field: "\(path).cardIIN", code: .invalidField,
+                                message: "card IIN must be 6 to 8 digits (never the full card number)"))
+        }
+        if let email = customer.email {
+            issues += Validators.email(email, field: "\(path).customer.email")
+        }
+        if metadata.count > Self.maxMetadataEntries {
+            issues.append(.init(field: "\(path).metadata", code: .fieldTooLong,
+                                message: "at most \(Self.maxMetadataEntries) metadata entries"))
+        }
+        for key in metadata.keys.sorted() where metadata[key]!.count > Self.maxMetadataValueLength {
+            issues.append(.init(field: "\(path).metadata.\(key)", code: .fieldTooLong,
+                                message: "at most \(Self.maxMetadataValueLength) characters"))
+        }
+        return issues
+    }
+
+    /// Throws the first problem ``validate(path:)`` finds, as a ``CheckoutError``.
+    public func validated(path: String = "intent") throws(CheckoutError) -> PaymentIntent {
+        if let first = validate(path: path).first { throw first.error }
+        return self
+    }
+}
+
+extension Character {
+    var isASCIIDigit: Bool { isASCII && isNumber }
+}

@@ -1,0 +1,53 @@
+/// One problem found by a validator: where, what, and why.
+public struct ValidationIssue: Hashable, Sendable, Codable, CustomStringConvertible {
+    /// The path of the field, as in `merchants[0].routing.rules[2].currency`.
+    public var field: String
+    public var code: CheckoutError.Code
+    public var message: String
+
+    public init(field: String, code: CheckoutError.Code, message: String) {
+        self.field = field
+        self.code = code
+        self.message = message
+    }
+
+    /// `field: message`.
+    public var description: String { "\(field): \(message)" }
+
+    /// The issue as a throwable error.
+    public var error: CheckoutError { CheckoutError(code, field: field, message: message) }
+}
+
+/// Pure validators shared by the core and the gateway modules: `(value) -> [ValidationIssue]`.
+public enum Validators {
+    /// A reference: 1...maxLength characters of `A-Z a-z 0-9 - _ .`.
+    public static func reference(_ value: String, field: String, maxLength: Int) -> [ValidationIssue] {
+        if value.isEmpty { return [.init(field: field, code: .missingField, message: "must not be empty")] }
+        if value.count > maxLength {
+            return [.init(field: field, code: .fieldTooLong, message: "at most \(maxLength) characters, got \(value.count)")]
+        }
+        let allowed = value.unicodeScalars.allSatisfy {
+            $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "-" || $0 == "_" || $0 == ".")
+        }
+        return allowed ? [] : [.init(field: field, code: .invalidField,
+                                     message: "only letters, digits, '-', '_' and '.' are allowed")]
+    }
+
+    /// A plausible e-mail address: one `@`, a non-empty local part and a dotted domain, at most 254 characters.
+    public static func email(_ value: String, field: String) -> [ValidationIssue] {
+        let parts = value.split(separator: "@", omittingEmptySubsequences: false)
+        let ok = value.count <= 254 && parts.count == 2 && !parts[0].isEmpty && parts[1].contains(".")
+            && !parts[1].hasPrefix(".") && !parts[1].hasSuffix(".") && !value.contains(where: \.isWhitespace)
+        return ok ? [] : [.init(field: field, code: .invalidField, message: "not a valid e-mail address")]
+    }
+
+    /// A string of at most `maxLength` characters, optionally required.
+    public static func length(_ value: String?, field: String, maxLength: Int, required: Bool = false) -> [ValidationIssue] {
+        guard let value, !value.isEmpty else {
+            return required ? [.init(field: field, code: .missingField, message: "is required")] : []
+        }
+        return value.count > maxLength
+            ? [.init(field: field, code: .fieldTooLong, message: "at most \(maxLength) characters, got \(value.count)")]
+            : []
+    }
+}

@@ -1,0 +1,73 @@
+import Foundation
+
+/// A place the customer comes back to: a custom URL scheme or a universal link.
+///
+/// Matching is strict: the scheme, host and path must equal the route's (scheme and host
+/// case-insensitively, path exactly), the URL must carry no user, password or port the route does
+/// not have, and the query must carry the per-attempt state exactly once.
+public struct ReturnRoute: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// Lower-cased scheme (`"myapp"`, `"https"`).
+    public let scheme: String
+    /// Lower-cased host (`"till"` for a custom scheme, `"shop.example.com"` for a universal link).
+    public let host: String
+    /// The exact path, starting with `/`.
+    public let path: String
+
+    /// A custom-scheme route: `scheme://host/path`.
+    ///
+    /// - Throws: ``CheckoutError`` (``CheckoutError/Code/misconfigured``) for a scheme that is not a
+    ///   valid RFC 3986 scheme, for `http`/`https` (use ``universalLink(host:path:)``), or a path
+    ///   that does not start with `/`.
+    public static func customScheme(_ scheme: String, host: String = "till", path: String = "/return") throws(CheckoutError) -> ReturnRoute {
+        let lower = scheme.lowercased()
+        guard let first = lower.unicodeScalars.first, first.properties.isAlphabetic, first.isASCII,
+              lower.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "+-.".unicodeScalars.contains($0)) })
+        else {
+            throw CheckoutError(.misconfigured, field: "returnRoute.scheme", message: "\"\(CheckoutError.printable(scheme))\" is not a valid URL scheme")
+        }
+        guard lower != "http", lower != "https" else {
+            throw CheckoutError(.misconfigured, field: "returnRoute.scheme", message: "use a universal-link route for http(s) returns")
+        }
+        return try ReturnRoute(scheme: lower, host: host, path: path)
+    }
+
+    /// A universal-link route: `https://host/path`.
+    public static func universalLink(host: String, path: String) throws(CheckoutError) -> ReturnRoute {
+        try ReturnRoute(scheme: "https", host: host, path: path)
+    }
+
+    private init(scheme: String, host: String, path: String) throws(CheckoutError) {
+        let host = host.lowercased()
+        guard !host.isEmpty, host.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "-" || $0 == ".") }) else {
+            throw CheckoutError(.misconfigured, field: "returnRoute.host", message: "\"\(CheckoutError.printable(host))\" is not a valid host")
+        }
+        guard path.hasPrefix("/"), !path.contains("?"), !path.contains("#") else {
+            throw CheckoutError(.misconfigured, field: "returnRoute.path", message: "path must start with '/' and hold no query or fragment")
+        }
+        self.scheme = scheme
+        self.host = host
+        self.path = path
+    }
+
+    public var description: String { "\(scheme)://\(host)\(path)" }
+
+    /// The return URL for one attempt: the route plus the state query parameter.
+    func url(state: String, parameter: String) -> URL {
+        var components = URLComponents()
+        components.scheme = scheme
+        components.host = host
+        components.path = path
+        components.queryItems = [URLQueryItem(name: parameter, value: state)]
+        // The pieces were validated above, so this cannot fail.
+        return components.url!
+    }
+
+    /// Whether `components` are on this route (ignoring the query).
+    func matches(_ components: URLComponents) -> Bool {
+        guard let scheme = components.scheme?.lowercased(), scheme == self.scheme,
+              let host = components.host?.lowercased(), host == self.host,
+              components.user == nil, components.password == nil, components.port == nil
+        else { return false }
+        return components.percentEncodedPath == self.path
+    }
+}

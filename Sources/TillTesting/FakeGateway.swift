@@ -1,0 +1,338 @@
+import Crypto
+import Foundation
+import Till
+
+/// What a ``FakeGateway`` does with one attempt.
+public enum FakeBehavior: Sendable, Hashable {
+    /// Charge and report paid.
+    case approve
+    /// Decline with a code the fake's decision table marks retryable (`"soft"` by default).
+    case softDecline(code: String = "soft")
+    /// Decline with a code that must not be retried (`"hard"` by default).
+    case hardDecline(code: String = "hard")
+    /// Accept the request, answer `pending`, settle later (``FakeGateway/settle(_:as:)``).
+    case pending
+    /// Fail before the request leaves: nothing charged, the error is `unavailable`.
+    case timeoutBeforeSending
+    /// Charge, then lose the answer: the error is an unknown outcome; inquiry says paid.
+    case timeoutAfterCharging
+    /// Send the customer to a wallet page; the customer's choice decides (``FakeGateway/customerActs(on:approve:)``).
+    case walletHandoff
+}
+
+/// How the fake delivers its notification for an attempt.
+public enum FakeNotificationTiming: Sendable, Hashable {
+    /// Deliver right after the charge.
+    case immediate
+    /// Deliver after a delay (a notification arriving after the customer's return).
+    case late(Duration)
+    /// Deliver the same notification `count` times.
+    case duplicate(count: Int)
+    /// Never deliver: only inquiry finds the result.
+    case never
+}
+
+/// Everything the fake gateway knows: what it charged, per attempt. Shared by every copy of one fake.
+public actor FakeGatewayLedger {
+    public struct Record: Sendable, Hashable {
+        public var behavior: FakeBehavior
+        public var amount: Money
+        public var status: PaymentStatus
+        public var code: String?
+        public var charged: Bool
+        public var notificationURL: URL?
+        public var returnURL: URL?
+    }
+
+    private(set) public var records: [AttemptReference: Record] = [:]
+    private var script: [FakeBehavior]
+    private let defaultBehavior: FakeBehavior
+
+    init(script: [FakeBehavior], defaultBehavior: FakeBehavior) {
+        self.script = script
+        self.defaultBehavior = defaultBehavior
+    }
+
+    /// Attempts the fake actually charged (money moved).
+    public var charges: [AttemptReference: Money] {
+        records.filter(\.value.charged).mapValues(\.amount)
+    }
+
+    /// Queue behaviors for the next attempts, in order.
+    public func enqueue(_ behaviors: [FakeBehavior]) { script += behaviors }
+
+    func open(_ attempt: AttemptReference, amount: Money, notificationURL: URL?, returnURL: URL?) -> Record {
+        if let existing = records[attempt] { return existing }
+        let behavior = script.isEmpty ? defaultBehavior : script.removeFirst()
+        let record = Record(behavior: behavior, amount: amount, status: .pending, code: nil, charged: false,
+                            notificationURL: notificationURL, returnURL: returnURL)
+        records[attempt] = record
+        return record
+    }
+
+    func update(_ attempt: AttemptReference, _ change: (inout Record) -> Void) -> Record? {
+        guard var record = records[attempt] else { return nil }
+        change(&record)
+        records[attempt] = record
+        return record
+    }
+
+    func record(_ attempt: AttemptReference) -> Record? { records[attempt] }
+}
+
+/// A scriptable gateway conforming to ``Checkout``, for tests and the demo.
+///
+/// It keeps a ledger of what it really charged, signs its notifications with HMAC-SHA256 over the
+/// body (header `x-fake-signature`), and plays the behaviors queued for it, one per attempt:
+///
+/// ```swift
+/// let fake = FakeGateway(script: [.softDecline(), .approve])
+/// ```
+///
+/// Card-like behaviors present a card form; submitting it charges (or declines). `.walletHandoff`
+/// presents an `openURL` step; the simulated customer acts with ``customerActs(on:approve:)``,
+/// which returns the URL the "wallet" sends the customer back to.
+public struct FakeGateway: Checkout {
+    public let gateway: GatewayID
+    public let capabilities: GatewayCapabilities
+    public let decisionTable: DecisionTable
+    public let ledger: FakeGatewayLedger
+    public let notificationTiming: FakeNotificationTiming
+    private let secretBytes: Data
+    private var secret: SymmetricKey { SymmetricKey(data: secretBytes) }
+    private let deliver: (@Sendable (IncomingNotification) async -> Void)?
+
+    /// - Parameters:
+    ///   - deliver: where notifications go (the merchant server's notification endpoint); none if nil.
+    ///   - secret: the notification signing secret shared with the merchant server.
+    public init(id: GatewayID = "fake", script: [FakeBehavior] = [], defaultBehavior: FakeBehavior = .approve,
+                capabilities: GatewayCapabilities = GatewayCapabilities(
+                    methods: [.card, .wechatPay, .alipay], actions: [.sale, .authorize]),
+                decisionTable: DecisionTable = DecisionTable(["soft": .retryNext, "3ds_required": .stepUp]),
+                secret: String = "fake-notification-secret",
+                notificationTiming: FakeNotificationTiming = .immediate,
+                deliver: (@Sendable (IncomingNotification) async -> Void)? = nil) {
+        self.gateway = id
+        self.capabilities = capabilities
+        self.decisionTable = decisionTable
+        self.ledger = FakeGatewayLedger(script: script, defaultBehavior: defaultBehavior)
+        self.secretBytes = Data(secret.utf8)
+        self.notificationTiming = notificationTiming
+        self.deliver = deliver
+    }
+
+    // MARK: Prepare
+
+    public func prepare(_ context: AttemptContext) async throws -> Preparation {
+        let record = await ledger.open(context.attempt, amount: context.intent.amount,
+                                       notificationURL: context.notificationURL, returnURL: context.returnURL)
+        return Preparation(gateway: gateway, attempt: context.attempt, method: context.intent.method,
+                           amount: context.intent.amount, gatewayReference: "fake_\(context.attempt.rawValue)",
+                           parameters: ["flow": record.behavior == .walletHandoff ? "wallet" : "card"],
+                           returnURL: context.returnURL)
+    }
+
+    // MARK: Present
+
+    public func present(_ preparation: Preparation, input: PresentInput) async throws -> NextStep {
+        guard let record = await ledger.record(preparation.attempt) else {
+            throw CheckoutError(.invalidField, field: "preparation.attempt", message: "unknown attempt", gateway: gateway)
+        }
+        switch (record.behavior, input) {
+        case (.walletHandoff, _):
+            var page = URLComponents(string: "https://wallet.fake.invalid/pay")!
+            page.queryItems = [URLQueryItem(name: "attempt", value: preparation.attempt.rawValue)]
+            return .openURL(page.url!, handoff: .walletApp)
+        case (_, .start):
+            return .collect(FormSpec(fields: [
+                FormField(id: "card_number", labelKey: "till.field.cardNumber", kind: .cardNumber, maxLength: 19, sensitive: true),
+                FormField(id: "expiry", labelKey: "till.field.expiry", kind: .expiryDate, maxLength: 5),
+                FormField(id: "cvv", labelKey: "till.field.cvv", kind: .securityCode, maxLength: 4, sensitive: true),
+            ]))
+        case (_, .submit):
+            let report = try await charge(preparation.attempt)
+            switch report.status {
+            case .paid, .authorized: return .completed(ClientOutcome(.succeeded, gatewayCode: report.gatewayCode))
+            case .pending: return .completed(ClientOutcome(.pending))
+            default: return .completed(ClientOutcome(.failed, gatewayCode: report.gatewayCode, message: "declined"))
+            }
+        }
+    }
+
+    /// Server-to-gateway charge of an attempt, playing its behavior. Returns the gateway's answer or
+    /// throws the transport-level error the behavior asks for.
+    public func charge(_ attempt: AttemptReference) async throws -> StatusReport {
+        guard let record = await ledger.record(attempt) else {
+            throw CheckoutError(.invalidField, field: "attempt", message: "unknown attempt", gateway: gateway)
+        }
+        guard record.status == .pending, !record.charged else {
+            // Idempotent: a repeated charge of the same attempt never charges twice.
+            return report(for: attempt, record)
+        }
+        switch record.behavior {
+        case .approve, .walletHandoff:
+            return try await settle(attempt, as: .paid)
+        case .softDecline(let code), .hardDecline(let code):
+            return try await settle(attempt, as: .failed, code: code)
+        case .pending:
+            return report(for: attempt, record)
+        case .timeoutBeforeSending:
+            throw TransportError(.notSent, "connection refused").checkoutError(gateway: gateway)
+        case .timeoutAfterCharging:
+            _ = try await settle(attempt, as: .paid)
+            throw TransportError(.timedOut, "no answer").checkoutError(gateway: gateway)
+        }
+    }
+
+    /// The simulated customer acts on a wallet hand-off: pays (or cancels) inside the "wallet", which
+    /// then sends them back. Returns the return URL the wallet opens, with `result=success|cancel`.
+    @discardableResult
+    public func customerActs(on attempt: AttemptReference, approve: Bool) async throws -> URL? {
+        let report = try await settle(attempt, as: approve ? .paid : .cancelled, code: approve ? nil : "cancel")
+        guard let returnURL = await ledger.record(attempt)?.returnURL,
+              var components = URLComponents(url: returnURL, resolvingAgainstBaseURL: false) else { return nil }
+        components.queryItems = (components.queryItems ?? []) + [
+            URLQueryItem(name: "result", value: report.status == .paid ? "success" : "cancel")]
+        return components.url
+    }
+
+    /// Moves an attempt to a final status (charging the ledger when paid) and delivers the notification.
+    @discardableResult
+    public func settle(_ attempt: AttemptReference, as status: PaymentStatus, code: String? = nil) async throws -> StatusReport {
+        guard let record = await ledger.update(attempt, { record in
+            guard record.status == .pending else { return }
+            record.status = status
+            record.code = code
+            record.charged = status.moneyMoved || status == .authorized
+        }) else {
+            throw CheckoutError(.invalidField, field: "attempt", message: "unknown attempt", gateway: gateway)
+        }
+        let report = report(for: attempt, record)
+        await notify(report)
+        return report
+    }
+
+    // MARK: Return
+
+    public func interpretReturn(_ event: ReturnEvent, for preparation: Preparation) -> ClientOutcome {
+        switch event {
+        case .url(let url):
+            let result = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == "result" }?.value
+            switch result {
+            case "success": return ClientOutcome(.succeeded, gatewayCode: "0")
+            case "cancel": return ClientOutcome(.cancelled, gatewayCode: "-2")
+            default: return ClientOutcome(.unknown)
+            }
+        case .callback(let code, _):
+            return code == "0" ? ClientOutcome(.succeeded, gatewayCode: code)
+                : code == "-2" ? ClientOutcome(.cancelled, gatewayCode: code) : ClientOutcome(.failed, gatewayCode: code)
+        case .timedOut, .abandoned:
+            return ClientOutcome(.unknown, message: "the customer did not come back")
+        }
+    }
+
+    // MARK: Confirm
+
+    /// The notification body the fake sends.
+    public struct NotificationBody: Codable, Sendable, Hashable {
+        public var attempt: String
+        public var status: String
+        public var amount: Money
+        public var code: String?
+        public var eventId: String
+    }
+
+    public func verifyNotification(_ notification: IncomingNotification) throws -> VerifiedNotification {
+        guard let signature = notification.headers["x-fake-signature"] else {
+            throw CheckoutError(.signatureMismatch, field: "x-fake-signature", message: "unsigned notification", gateway: gateway)
+        }
+        guard let given = Data(hex: signature),
+              HMAC<SHA256>.isValidAuthenticationCode(given, authenticating: notification.body, using: secret)
+        else {
+            throw CheckoutError(.signatureMismatch, field: "x-fake-signature", message: "signature does not match the body", gateway: gateway)
+        }
+        let body: NotificationBody
+        do {
+            body = try JSONDecoder().decode(NotificationBody.self, from: notification.body)
+        } catch {
+            throw CheckoutError(.malformedBody, field: "body", message: "not a fake-gateway notification", gateway: gateway)
+        }
+        let status = PaymentStatus(rawValue: body.status)
+        return VerifiedNotification(report: StatusReport(
+            gateway: gateway, attempt: AttemptReference(rawValue: body.attempt), gatewayReference: "fake_\(body.attempt)",
+            status: status, amount: body.amount, gatewayStatus: body.status, gatewayCode: body.code, eventID: body.eventId))
+    }
+
+    public func inquire(_ query: InquiryQuery) async throws -> StatusReport {
+        guard let record = await ledger.record(query.attempt) else {
+            throw CheckoutError(.invalidField, field: "attempt", message: "no such attempt at the gateway", gateway: gateway)
+        }
+        return report(for: query.attempt, record)
+    }
+
+    // MARK: Internals
+
+    private func report(for attempt: AttemptReference, _ record: FakeGatewayLedger.Record) -> StatusReport {
+        StatusReport(gateway: gateway, attempt: attempt, gatewayReference: "fake_\(attempt.rawValue)", status: record.status,
+                     amount: record.amount, gatewayStatus: record.status.rawValue, gatewayCode: record.code,
+                     eventID: "\(attempt.rawValue):\(record.status.rawValue)")
+    }
+
+    /// The signed notification for `report`, as the fake would send it.
+    public func signedNotification(for report: StatusReport) -> IncomingNotification {
+        let body = NotificationBody(attempt: report.attempt.rawValue, status: report.status.rawValue,
+                                    amount: report.amount ?? Money(minorUnits: 0, currency: Currency.lookup("USD")!),
+                                    code: report.gatewayCode, eventId: report.eventID)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        let data = (try? encoder.encode(body)) ?? Data()
+        let mac = HMAC<SHA256>.authenticationCode(for: data, using: secret)
+        return IncomingNotification(headers: ["content-type": "application/json", "x-fake-signature": Data(mac).hexString],
+                                    body: data)
+    }
+
+    private func notify(_ report: StatusReport) async {
+        guard let deliver else { return }
+        let notification = signedNotification(for: report)
+        switch notificationTiming {
+        case .immediate:
+            await deliver(notification)
+        case .late(let delay):
+            Task {
+                try? await Task.sleep(for: delay)
+                await deliver(notification)
+            }
+        case .duplicate(let count):
+            for _ in 0..<max(1, count) { await deliver(notification) }
+        case .never:
+            break
+        }
+    }
+}
+
+extension Data {
+    /// Lower-case hex.
+    var hexString: String { map { String(format: "%02x", $0) }.joined() }
+
+    /// Parses hex (either case); nil for odd length or non-hex characters.
+    init?(hex: String) {
+        let bytes = Array(hex.utf8)
+        guard bytes.count % 2 == 0 else { return nil }
+        var out = Data(capacity: bytes.count / 2)
+        func nibble(_ b: UInt8) -> UInt8? {
+            switch b {
+            case 48...57: b - 48
+            case 65...70: b - 55
+            case 97...102: b - 87
+            default: nil
+            }
+        }
+        var i = 0
+        while i < bytes.count {
+            guard let hi = nibble(bytes[i]), let lo = nibble(bytes[i + 1]) else { return nil }
+            out.append(hi << 4 | lo)
+            i += 2
+        }
+        self = out
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+import Till
+
+/// A merchant backend in memory, over one gateway: the stand-in for TillServer in tests and the
+/// demo. It applies the same rules as the real server: notifications are verified, deduplicated by
+/// event id, and applied forward-only; a client report never changes the status.
+public actor InMemoryMerchantBackend: MerchantBackend {
+    public let gateway: any Checkout
+    public let notificationURL: URL?
+
+    /// What happened to each notification offered with ``receive(_:)``.
+    public enum Receipt: Sendable, Equatable {
+        case applied(PaymentStatus)
+        case duplicate
+        /// Verified, but it would have moved the status backwards: stored, not applied.
+        case stale(String)
+        case rejected(CheckoutError)
+    }
+
+    private var reports: [AttemptReference: StatusReport] = [:]
+    private var clientOutcomes: [AttemptReference: ClientOutcome] = [:]
+    private var seenEvents: Set<String> = []
+    /// Every notification receipt, in order.
+    public private(set) var receipts: [Receipt] = []
+
+    public init(gateway: any Checkout, notificationURL: URL? = URL(string: "https://merchant.invalid/v1/notifications/fake")) {
+        self.gateway = gateway
+        self.notificationURL = notificationURL
+    }
+
+    public func prepare(_ intent: PaymentIntent, returnURL: URL?) async throws -> Preparation {
+        _ = try intent.validated()
+        let attempt = AttemptReference.generate()
+        let preparation = try await gateway.prepare(AttemptContext(intent: intent, attempt: attempt, returnURL: returnURL,
+                                                                   notificationURL: notificationURL))
+        if reports[attempt] == nil {
+            reports[attempt] = StatusReport(gateway: gateway.gateway, attempt: attempt, status: .pending, eventID: "prepare:\(attempt)")
+        }
+        return preparation
+    }
+
+    public func report(_ outcome: ClientOutcome, for attempt: AttemptReference) async throws {
+        clientOutcomes[attempt] = outcome
+    }
+
+    /// The client outcome the app reported for `attempt`.
+    public func clientOutcome(for attempt: AttemptReference) -> ClientOutcome? { clientOutcomes[attempt] }
+
+    public func status(of attempt: AttemptReference) async throws -> StatusReport? { reports[attempt] }
+
+    /// Verifies and applies a notification; returns the acknowledgement to send, or nil to reject it
+    /// (so the gateway retries).
+    @discardableResult
+    public func receive(_ notification: IncomingNotification) -> NotificationAcknowledgement? {
+        let verified: VerifiedNotification
+        do {
+            verified = try gateway.verifyNotification(notification)
+        } catch let error as CheckoutError {
+            receipts.append(.rejected(error))
+            return nil
+        } catch {
+            receipts.append(.rejected(CheckoutError(.malformedBody, message: "unverifiable notification")))
+            return nil
+        }
+        let report = verified.report
+        guard seenEvents.insert(report.eventID).inserted else {
+            receipts.append(.duplicate)
+            return verified.acknowledgement
+        }
+        switch apply(report) {
+        case .advance: receipts.append(.applied(report.status))
+        case .unchanged: receipts.append(.duplicate)
+        case .rejected(let reason): receipts.append(.stale(reason))
+        }
+        return verified.acknowledgement
+    }
+
+    /// Asks the gateway and applies the answer, as the server does for unknown outcomes.
+    @discardableResult
+    public func inquire(_ attempt: AttemptReference) async throws -> StatusReport? {
+        let report = try await gateway.inquire(InquiryQuery(attempt: attempt))
+        _ = apply(report)
+        return reports[attempt]
+    }
+
+    private func apply(_ report: StatusReport) -> PaymentStatus.Transition {
+        guard let current = reports[report.attempt] else {
+            guard report.status.isKnown else { return .rejected(reason: "unknown status") }
+            reports[report.attempt] = report
+            return .advance
+        }
+        let transition = current.status.transition(to: report.status)
+        if transition == .advance { reports[report.attempt] = report }
+        return transition
+    }
+}

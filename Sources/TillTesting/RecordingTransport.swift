@@ -1,0 +1,89 @@
+import Foundation
+import Till
+
+/// An ``HTTPTransport`` that answers from a script and records every request. A request that no
+/// expectation matches is recorded as unexpected and fails with a transport error, so a test that
+/// forgets to check still sees it in ``verify()``.
+///
+/// ```swift
+/// let transport = RecordingTransport()
+/// transport.expect(.post, path: "/FortAPI/paymentApi", respond: HTTPResponse(statusCode: 200, body: json))
+/// // … exercise the gateway module …
+/// try transport.verify()   // throws if a request was unexpected or an expectation unused
+/// ```
+public final class RecordingTransport: HTTPTransport, @unchecked Sendable {
+    /// One scripted exchange.
+    public struct Expectation: Sendable {
+        public var method: HTTPRequest.Method
+        public var path: String
+        public var reply: Result<HTTPResponse, TransportError>
+        /// How many times it may be used; `nil` for any number.
+        public var times: Int?
+    }
+
+    private let lock = NSLock()
+    private var expectations: [Expectation] = []
+    private var used: [Int] = []
+    private var recorded: [HTTPRequest] = []
+    private var unexpected: [HTTPRequest] = []
+
+    public init() {}
+
+    /// Expects a request to `path` with `method` and answers `response`.
+    public func expect(_ method: HTTPRequest.Method, path: String, respond response: HTTPResponse, times: Int? = 1) {
+        add(Expectation(method: method, path: path, reply: .success(response), times: times))
+    }
+
+    /// Expects a request to `path` with `method` and fails it with `error`.
+    public func expect(_ method: HTTPRequest.Method, path: String, fail error: TransportError, times: Int? = 1) {
+        add(Expectation(method: method, path: path, reply: .failure(error), times: times))
+    }
+
+    private func add(_ expectation: Expectation) {
+        lock.lock(); defer { lock.unlock() }
+        expectations.append(expectation)
+        used.append(0)
+    }
+
+    /// Every request sent, in order.
+    public var requests: [HTTPRequest] { lock.lock(); defer { lock.unlock() }; return recorded }
+    /// Requests no expectation matched.
+    public var unexpectedRequests: [HTTPRequest] { lock.lock(); defer { lock.unlock() }; return unexpected }
+
+    public func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
+        let reply: Result<HTTPResponse, TransportError>? = {
+            lock.lock(); defer { lock.unlock() }
+            recorded.append(request)
+            for (index, expectation) in expectations.enumerated()
+            where expectation.method == request.method && expectation.path == request.url.path
+                && (expectation.times.map { used[index] < $0 } ?? true) {
+                used[index] += 1
+                return expectation.reply
+            }
+            unexpected.append(request)
+            return nil
+        }()
+        guard let reply else {
+            throw TransportError(.other, "unexpected request \(request.method.rawValue) \(request.url.path)")
+        }
+        return try reply.get()
+    }
+
+    /// Fails when a request was unexpected or an expectation with a count was not used up.
+    public func verify() throws {
+        lock.lock(); defer { lock.unlock() }
+        var problems: [String] = unexpected.map { "unexpected request \($0.method.rawValue) \($0.url.path)" }
+        for (index, expectation) in expectations.enumerated() {
+            if let times = expectation.times, used[index] < times {
+                problems.append("expected \(expectation.method.rawValue) \(expectation.path) \(times)×, got \(used[index])×")
+            }
+        }
+        if !problems.isEmpty { throw VerificationFailure(problems: problems) }
+    }
+
+    /// What ``verify()`` throws.
+    public struct VerificationFailure: Error, CustomStringConvertible {
+        public var problems: [String]
+        public var description: String { problems.joined(separator: "\n") }
+    }
+}

@@ -1,0 +1,33 @@
+import ArgumentParser
+import Foundation
+import Till
+
+struct CurrenciesCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "currencies",
+        abstract: "List every ISO 4217 currency Till can hold money in.")
+
+    @Flag(help: "One JSON object per line: {\"code\", \"numeric\", \"minorUnits\", \"name\"}.")
+    var json = false
+
+    struct Row: Encodable {
+        let code: String
+        let numeric: Int
+        let minorUnits: Int
+        let name: String
+    }
+
+    func run() throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        for currency in Currency.allISO {
+            if json {
+                let row = Row(code: currency.code, numeric: currency.numeric, minorUnits: currency.minorUnits, name: currency.name)
+                print(String(decoding: try encoder.encode(row), as: UTF8.self))
+            } else {
+                let numeric = String(currency.numeric)
+                print("\(currency.code)  \(String(repeating: "0", count: 3 - numeric.count))\(numeric)  \(currency.minorUnits)  \(currency.name)")
+            }
+        }
+    }
+}
