@@ -34,7 +34,10 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .testTarget(name: "TillTests", dependencies: ["Till", "TillTesting"]),
+        .testTarget(
+            name: "TillTests",
+            dependencies: ["Till", "TillTesting", .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(name: "TillTestingTests", dependencies: ["Till", "TillTesting"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,0 +1,217 @@
+import Foundation
+import Testing
+import Till
+import TillTesting
+
+/// Lets a fake gateway deliver to a backend created after it.
+actor Relay {
+    var backend: InMemoryMerchantBackend?
+    func set(_ backend: InMemoryMerchantBackend) { self.backend = backend }
+    func deliver(_ notification: IncomingNotification) async { await backend?.receive(notification) }
+}
+
+struct Harness {
+    let gateway: FakeGateway
+    let backend: InMemoryMerchantBackend
+    let returns: ReturnURLHandler
+    let app: AppCheckout
+
+    init(_ behavior: FakeBehavior, choice: SimulatedCustomer.Choice = .pay, timing: FakeNotificationTiming = .immediate,
+         returnTimeout: Duration = .seconds(2), presenter: (@Sendable (FakeGateway, ReturnURLHandler) -> any CheckoutPresenter)? = nil) async throws {
+        let relay = Relay()
+        gateway = FakeGateway(script: [behavior], notificationTiming: timing) { await relay.deliver($0) }
+        backend = InMemoryMerchantBackend(gateway: gateway)
+        await relay.set(backend)
+        returns = try ReturnURLHandler(routes: [.customScheme("shop")])
+        let ui = presenter?(gateway, returns) ?? SimulatedCustomer(gateway: gateway, returns: returns, choice: choice)
+        app = AppCheckout(backend: backend, gateways: [gateway], returns: returns, presenter: ui,
+                          returnTimeout: returnTimeout, confirmationTimeout: .milliseconds(600), confirmationInterval: .milliseconds(10))
+    }
+
+    static func intent(_ method: PaymentMethod = .card) -> PaymentIntent {
+        PaymentIntent(merchantReference: "order-1", amount: Money(minorUnits: 2500, currency: Currency.lookup("USD")!), method: method)
+    }
+}
+
+@Suite("Checkout flow: Prepare → Present → Return → Confirm")
+struct CheckoutFlowTests {
+    @Test("card, approved: paid, charged once")
+    func cardApproved() async throws {
+        let h = try await Harness(.approve)
+        let result = try await h.app.pay(Harness.intent())
+        #expect(result.status == .paid)
+        #expect(result.clientOutcome.kind == .succeeded)
+        #expect(await h.gateway.ledger.charges.count == 1)
+        #expect(!result.customerMayHaveAuthenticated)
+    }
+
+    @Test("card, declined: failed with the gateway's code, nothing charged")
+    func cardDeclined() async throws {
+        let h = try await Harness(.hardDecline(code: "14005"))
+        let result = try await h.app.pay(Harness.intent())
+        #expect(result.status == .failed)
+        #expect(result.confirmed?.gatewayCode == "14005")
+        #expect(await h.gateway.ledger.charges.isEmpty)
+    }
+
+    @Test("the customer closes the form: cancelled on the client, nothing charged")
+    func formClosed() async throws {
+        let h = try await Harness(.approve, choice: .closeForm)
+        let result = try await h.app.pay(Harness.intent())
+        #expect(result.clientOutcome.kind == .cancelled)
+        #expect(result.status == .pending)
+        #expect(await h.gateway.ledger.charges.isEmpty)
+    }
+
+    @Test("wallet hand-off: the return wakes the checkout, the notification makes it paid")
+    func walletReturn() async throws {
+        let h = try await Harness(.walletHandoff)
+        let result = try await h.app.pay(Harness.intent(.wechatPay))
+        #expect(result.clientOutcome.kind == .succeeded)
+        #expect(result.status == .paid)
+        #expect(result.customerMayHaveAuthenticated)
+        #expect(h.returns.pendingCount == 0)
+    }
+
+    @Test("wallet hand-off, no return: the notification alone settles the payment")
+    func walletNoReturn() async throws {
+        let h = try await Harness(.walletHandoff, choice: .payAndVanish, returnTimeout: .milliseconds(100))
+        let result = try await h.app.pay(Harness.intent(.wechatPay))
+        #expect(result.clientOutcome.kind == .unknown)
+        #expect(result.status == .paid)
+    }
+
+    @Test("a return that claims success never completes a payment by itself")
+    func returnIsNotConfirmation() async throws {
+        let h = try await Harness(.walletHandoff, timing: .never, presenter: { gateway, returns in
+            SuccessClaimingWallet(gateway: gateway, returns: returns)
+        })
+        let result = try await h.app.pay(Harness.intent(.alipay))
+        #expect(result.clientOutcome.kind == .succeeded)   // what the URL said
+        #expect(result.status == .pending)                 // what the server knows
+        #expect(await h.gateway.ledger.charges.isEmpty)
+    }
+
+    @Test("duplicate notifications are applied once")
+    func duplicates() async throws {
+        let h = try await Harness(.approve, timing: .duplicate(count: 4))
+        let result = try await h.app.pay(Harness.intent())
+        #expect(result.status == .paid)
+        let receipts = await h.backend.receipts
+        #expect(receipts.filter { $0 == .applied(.paid) }.count == 1)
+        #expect(receipts.filter { $0 == .duplicate }.count == 3)
+    }
+
+    @Test("a late failure notification never turns a paid payment back")
+    func lateFailure() async throws {
+        let h = try await Harness(.approve)
+        let result = try await h.app.pay(Harness.intent())
+        #expect(result.status == .paid)
+        let late = StatusReport(gateway: "fake", attempt: result.preparation.attempt, status: .failed, eventID: "late-fail")
+        let ack = await h.backend.receive(h.gateway.signedNotification(for: late))
+        #expect(ack != nil)   // acknowledged (stored), but not applied
+        #expect(try await h.backend.status(of: result.preparation.attempt)?.status == .paid)
+        if case .stale = await h.backend.receipts.last {} else { Issue.record("expected a stale receipt") }
+    }
+
+    @Test("tampered and unsigned notifications are rejected and change nothing")
+    func tampered() async throws {
+        let h = try await Harness(.pending)
+        let result = try await h.app.pay(Harness.intent())
+        let attempt = result.preparation.attempt
+        // A genuine "failed" notification whose body is edited to say "paid", signature kept.
+        var forged = h.gateway.signedNotification(for: StatusReport(gateway: "fake", attempt: attempt, status: .failed, eventID: "e1"))
+        let edited = String(decoding: forged.body, as: UTF8.self).replacingOccurrences(of: #""status":"failed""#, with: #""status":"paid""#)
+        #expect(edited.contains(#""status":"paid""#))
+        forged.body = Data(edited.utf8)
+        #expect(await h.backend.receive(forged) == nil)
+        var unsigned = h.gateway.signedNotification(for: StatusReport(gateway: "fake", attempt: attempt, status: .paid))
+        unsigned.headers["x-fake-signature"] = nil
+        #expect(await h.backend.receive(unsigned) == nil)
+        var garbage = unsigned
+        garbage.headers["x-fake-signature"] = "zz"
+        #expect(await h.backend.receive(garbage) == nil)
+        #expect(try await h.backend.status(of: attempt)?.status == .pending)
+    }
+
+    @Test("timeout before sending: unavailable, nothing charged")
+    func timeoutBeforeSending() async throws {
+        let h = try await Harness(.timeoutBeforeSending)
+        let error = await #expect(throws: CheckoutError.self) { try await h.app.pay(Harness.intent()) }
+        #expect(error?.category == .unavailable)
+        #expect(await h.gateway.ledger.charges.isEmpty)
+    }
+
+    @Test("timeout after charging: unknown outcome, and inquiry finds it paid")
+    func timeoutAfterCharging() async throws {
+        let h = try await Harness(.timeoutAfterCharging, timing: .never)
+        let error = await #expect(throws: CheckoutError.self) { try await h.app.pay(Harness.intent()) }
+        #expect(error?.category == .unknownOutcome)
+        let attempt = try #require(await h.gateway.ledger.records.keys.first)
+        #expect(try await h.backend.inquire(attempt)?.status == .paid)
+        #expect(await h.gateway.ledger.charges.count == 1)
+    }
+
+    @Test("late notification after the customer is back")
+    func lateNotification() async throws {
+        let h = try await Harness(.walletHandoff, timing: .late(.milliseconds(150)))
+        let result = try await h.app.pay(Harness.intent(.wechatPay))
+        #expect(result.status == .paid)
+    }
+
+    @Test("an invalid intent is refused before anything is sent")
+    func invalidIntent() async throws {
+        let h = try await Harness(.approve)
+        var intent = Harness.intent()
+        intent.merchantReference = ""
+        let error = await #expect(throws: CheckoutError.self) { try await h.app.pay(intent) }
+        #expect(error?.field == "intent.merchantReference")
+        #expect(await h.gateway.ledger.records.isEmpty)
+    }
+}
+
+/// A "wallet" that returns the customer to the app with `result=success` without paying.
+struct SuccessClaimingWallet: CheckoutPresenter {
+    let gateway: FakeGateway
+    let returns: ReturnURLHandler
+    func open(_ url: URL, handoff: Handoff) async throws {
+        let attempt = AttemptReference(rawValue: URLComponents(url: url, resolvingAgainstBaseURL: false)!
+            .queryItems!.first { $0.name == "attempt" }!.value!)
+        let returnURL = try #require(await gateway.ledger.records[attempt]?.returnURL)
+        let back = URL(string: returnURL.absoluteString + "&result=success")!
+        Task {
+            try await Task.sleep(for: .milliseconds(10))
+            #expect(returns.handle(back))
+        }
+    }
+    func launch(_ wallet: WalletLaunch) async throws {}
+    func collect(_ form: FormSpec) async throws -> FormValues? { nil }
+}
+
+@Suite("Recording transport")
+struct RecordingTransportTests {
+    @Test("answers from its script and fails on unexpected requests")
+    func script() async throws {
+        let transport = RecordingTransport()
+        transport.expect(.post, path: "/v1/charges", respond: HTTPResponse(statusCode: 200, body: Data("{}".utf8)))
+        transport.expect(.get, path: "/v1/transactions/1", fail: TransportError(.timedOut, "scripted"))
+        let ok = try await transport.send(HTTPRequest(method: .post, url: URL(string: "https://gw.invalid/v1/charges")!))
+        #expect(ok.statusCode == 200)
+        await #expect(throws: TransportError.self) {
+            try await transport.send(HTTPRequest(url: URL(string: "https://gw.invalid/v1/transactions/1")!))
+        }
+        await #expect(throws: TransportError.self) {
+            try await transport.send(HTTPRequest(url: URL(string: "https://gw.invalid/v1/refunds")!))
+        }
+        #expect(transport.requests.count == 3)
+        #expect(transport.unexpectedRequests.map(\.url.path) == ["/v1/refunds"])
+        #expect(throws: RecordingTransport.VerificationFailure.self) { try transport.verify() }
+    }
+
+    @Test("verify fails when an expectation was not used")
+    func unused() {
+        let transport = RecordingTransport()
+        transport.expect(.post, path: "/x", respond: HTTPResponse(statusCode: 200))
+        #expect(throws: RecordingTransport.VerificationFailure.self) { try transport.verify() }
+    }
+}
