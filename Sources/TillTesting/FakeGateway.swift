@@ -16,6 +16,10 @@ public enum FakeBehavior: Sendable, Hashable {
     case timeoutBeforeSending
     /// Charge, then lose the answer: the error is an unknown outcome; inquiry says paid.
     case timeoutAfterCharging
+    /// Charge, then the connection breaks before the answer: an unknown outcome.
+    case lostResponse
+    /// Answer HTTP 5xx, having charged or not: an unknown outcome either way.
+    case serverError(charged: Bool)
     /// Send the customer to a wallet page; the customer's choice decides (``FakeGateway/customerActs(on:approve:)``).
     case walletHandoff
 }
@@ -30,12 +34,35 @@ public enum FakeNotificationTiming: Sendable, Hashable {
     case duplicate(count: Int)
     /// Never deliver: only inquiry finds the result.
     case never
+    /// Keep it in the gateway's outbox until ``FakeGateway/drainOutbox()`` (a retry that arrives
+    /// much later, after the checkout ended).
+    case deferred
+}
+
+/// Everything scripted for one attempt.
+public struct FakeAttemptPlan: Sendable, Hashable {
+    public var behavior: FakeBehavior
+    /// Overrides the gateway's notification timing for this attempt.
+    public var notification: FakeNotificationTiming?
+    /// Inquiries about this attempt that fail (time out) before one succeeds.
+    public var failingInquiries: Int
+    /// How long the gateway takes to answer, on the runner's clock.
+    public var latency: Duration
+
+    public init(_ behavior: FakeBehavior, notification: FakeNotificationTiming? = nil, failingInquiries: Int = 0,
+                latency: Duration = .zero) {
+        self.behavior = behavior
+        self.notification = notification
+        self.failingInquiries = failingInquiries
+        self.latency = latency
+    }
 }
 
 /// Everything the fake gateway knows: what it charged, per attempt. Shared by every copy of one fake.
 public actor FakeGatewayLedger {
     public struct Record: Sendable, Hashable {
-        public var behavior: FakeBehavior
+        public var plan: FakeAttemptPlan
+        public var behavior: FakeBehavior { plan.behavior }
         public var amount: Money
         public var status: PaymentStatus
         public var code: String?
@@ -45,10 +72,11 @@ public actor FakeGatewayLedger {
     }
 
     private(set) public var records: [AttemptReference: Record] = [:]
-    private var script: [FakeBehavior]
+    private var script: [FakeAttemptPlan]
     private let defaultBehavior: FakeBehavior
+    private var outbox: [IncomingNotification] = []
 
-    init(script: [FakeBehavior], defaultBehavior: FakeBehavior) {
+    init(script: [FakeAttemptPlan], defaultBehavior: FakeBehavior) {
         self.script = script
         self.defaultBehavior = defaultBehavior
     }
@@ -59,12 +87,15 @@ public actor FakeGatewayLedger {
     }
 
     /// Queue behaviors for the next attempts, in order.
-    public func enqueue(_ behaviors: [FakeBehavior]) { script += behaviors }
+    public func enqueue(_ behaviors: [FakeBehavior]) { script += behaviors.map { FakeAttemptPlan($0) } }
+
+    /// Queue full plans for the next attempts, in order.
+    public func enqueue(_ plans: [FakeAttemptPlan]) { script += plans }
 
     func open(_ attempt: AttemptReference, amount: Money, notificationURL: URL?, returnURL: URL?) -> Record {
         if let existing = records[attempt] { return existing }
-        let behavior = script.isEmpty ? defaultBehavior : script.removeFirst()
-        let record = Record(behavior: behavior, amount: amount, status: .pending, code: nil, charged: false,
+        let plan = script.isEmpty ? FakeAttemptPlan(defaultBehavior) : script.removeFirst()
+        let record = Record(plan: plan, amount: amount, status: .pending, code: nil, charged: false,
                             notificationURL: notificationURL, returnURL: returnURL)
         records[attempt] = record
         return record
@@ -78,6 +109,21 @@ public actor FakeGatewayLedger {
     }
 
     func record(_ attempt: AttemptReference) -> Record? { records[attempt] }
+
+    func post(_ notification: IncomingNotification) { outbox.append(notification) }
+
+    func takeOutbox() -> [IncomingNotification] {
+        defer { outbox.removeAll() }
+        return outbox
+    }
+
+    /// Consumes one scripted inquiry failure; true if this inquiry must fail.
+    func inquiryShouldFail(_ attempt: AttemptReference) -> Bool {
+        guard var record = records[attempt], record.plan.failingInquiries > 0 else { return false }
+        record.plan.failingInquiries -= 1
+        records[attempt] = record
+        return true
+    }
 }
 
 /// A scriptable gateway conforming to ``Checkout``, for tests and the demo.
@@ -115,7 +161,7 @@ public struct FakeGateway: Checkout {
         self.gateway = id
         self.capabilities = capabilities
         self.decisionTable = decisionTable
-        self.ledger = FakeGatewayLedger(script: script, defaultBehavior: defaultBehavior)
+        self.ledger = FakeGatewayLedger(script: script.map { FakeAttemptPlan($0) }, defaultBehavior: defaultBehavior)
         self.secretBytes = Data(secret.utf8)
         self.notificationTiming = notificationTiming
         self.deliver = deliver
@@ -177,10 +223,21 @@ public struct FakeGateway: Checkout {
         case .pending:
             return report(for: attempt, record)
         case .timeoutBeforeSending:
+            // The gateway never received it: it can never settle, and it sends nothing.
+            _ = await ledger.update(attempt) { record in
+                record.status = .failed
+                record.code = "not_received"
+            }
             throw TransportError(.notSent, "connection refused").checkoutError(gateway: gateway)
         case .timeoutAfterCharging:
             _ = try await settle(attempt, as: .paid)
             throw TransportError(.timedOut, "no answer").checkoutError(gateway: gateway)
+        case .lostResponse:
+            _ = try await settle(attempt, as: .paid)
+            throw TransportError(.connectionLost, "connection reset").checkoutError(gateway: gateway)
+        case .serverError(let charged):
+            if charged { _ = try await settle(attempt, as: .paid) }
+            throw CheckoutError(.gatewayError, message: "HTTP 503 from the gateway", gateway: gateway, gatewayCode: "503")
         }
     }
 
@@ -188,12 +245,18 @@ public struct FakeGateway: Checkout {
     /// then sends them back. Returns the return URL the wallet opens, with `result=success|cancel`.
     @discardableResult
     public func customerActs(on attempt: AttemptReference, approve: Bool) async throws -> URL? {
-        let report = try await settle(attempt, as: approve ? .paid : .cancelled, code: approve ? nil : "cancel")
+        try await customerActs(on: attempt, result: approve ? .paid : .cancelled, code: approve ? nil : "cancel").returnURL
+    }
+
+    /// The simulated customer finishes in the wallet with `result` (`.paid`, `.cancelled`, or
+    /// `.failed` for a wallet-side decline). Returns the gateway's report and the return URL.
+    public func customerActs(on attempt: AttemptReference, result: PaymentStatus, code: String? = nil) async throws -> (report: StatusReport, returnURL: URL?) {
+        let report = try await settle(attempt, as: result, code: code)
         guard let returnURL = await ledger.record(attempt)?.returnURL,
-              var components = URLComponents(url: returnURL, resolvingAgainstBaseURL: false) else { return nil }
+              var components = URLComponents(url: returnURL, resolvingAgainstBaseURL: false) else { return (report, nil) }
         components.queryItems = (components.queryItems ?? []) + [
-            URLQueryItem(name: "result", value: report.status == .paid ? "success" : "cancel")]
-        return components.url
+            URLQueryItem(name: "result", value: report.status == .paid ? "success" : report.status == .cancelled ? "cancel" : "fail")]
+        return (report, components.url)
     }
 
     /// Moves an attempt to a final status (charging the ledger when paid) and delivers the notification.
@@ -208,8 +271,13 @@ public struct FakeGateway: Checkout {
             throw CheckoutError(.invalidField, field: "attempt", message: "unknown attempt", gateway: gateway)
         }
         let report = report(for: attempt, record)
-        await notify(report)
+        await notify(report, timing: record.plan.notification ?? notificationTiming)
         return report
+    }
+
+    /// Takes the notifications held back with `.deferred` timing, for the caller to deliver.
+    public func drainOutbox() async -> [IncomingNotification] {
+        await ledger.takeOutbox()
     }
 
     // MARK: Return
@@ -267,6 +335,9 @@ public struct FakeGateway: Checkout {
         guard let record = await ledger.record(query.attempt) else {
             throw CheckoutError(.invalidField, field: "attempt", message: "no such attempt at the gateway", gateway: gateway)
         }
+        if await ledger.inquiryShouldFail(query.attempt) {
+            throw TransportError(.timedOut, "inquiry timed out").checkoutError(gateway: gateway)
+        }
         return report(for: query.attempt, record)
     }
 
@@ -291,10 +362,14 @@ public struct FakeGateway: Checkout {
                                     body: data)
     }
 
-    private func notify(_ report: StatusReport) async {
-        guard let deliver else { return }
+    private func notify(_ report: StatusReport, timing: FakeNotificationTiming) async {
         let notification = signedNotification(for: report)
-        switch notificationTiming {
+        if timing == .deferred {
+            await ledger.post(notification)
+            return
+        }
+        guard let deliver else { return }
+        switch timing {
         case .immediate:
             await deliver(notification)
         case .late(let delay):
@@ -304,7 +379,7 @@ public struct FakeGateway: Checkout {
             }
         case .duplicate(let count):
             for _ in 0..<max(1, count) { await deliver(notification) }
-        case .never:
+        case .never, .deferred:
             break
         }
     }

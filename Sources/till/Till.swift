@@ -5,6 +5,7 @@ struct TillCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "till",
         abstract: "Till: one checkout API over many payment gateways.",
-        subcommands: [CurrenciesCommand.self, DemoCommand.self]
+        subcommands: [CurrenciesCommand.self, DemoCommand.self, ConfigCommand.self, RouteCommand.self,
+                      BenchCommand.self, ChaosCommand.self]
     )
 }

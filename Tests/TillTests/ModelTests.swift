@@ -123,3 +123,20 @@ struct ModelTests {
         #expect(merchant.decision(for: "51") == .retryNext)
     }
 }
+
+@Suite("Intent decoding defaults")
+struct IntentDecodingTests {
+    @Test("optional parts may be omitted; unknown keys are named")
+    func defaults() throws {
+        let minimal = #"{"merchantReference":"o-1","amount":{"value":100,"currency":"JPY"},"method":"card"}"#
+        let intent = try JSONDecoder().decode(PaymentIntent.self, from: Data(minimal.utf8))
+        #expect(intent.action == .sale && intent.metadata.isEmpty && intent.customer == Customer())
+        let typo = #"{"merchantReference":"o-1","amount":{"value":100,"currency":"JPY"},"method":"card","metdata":{}}"#
+        do {
+            _ = try JSONDecoder().decode(PaymentIntent.self, from: Data(typo.utf8))
+            Issue.record("accepted an unknown key")
+        } catch let DecodingError.dataCorrupted(context) {
+            #expect((context.underlyingError as? CheckoutError)?.field == "metdata")
+        }
+    }
+}

@@ -56,6 +56,31 @@ public struct PaymentIntent: Hashable, Sendable, Codable {
         self.metadata = metadata
     }
 
+    private enum CodingKeys: String, CodingKey, CaseIterable {
+        case merchantReference, amount, country, method, action, customer, description, cardIIN, metadata
+    }
+
+    /// Decodes an intent; `action` defaults to `sale`, `customer` and `metadata` to empty. A key Till
+    /// does not know is an error naming it (a misspelt optional field must not be silently dropped).
+    public init(from decoder: any Decoder) throws {
+        let keys = try decoder.container(keyedBy: AnyCodingKey.self).allKeys
+        if let unknown = keys.first(where: { CodingKeys(rawValue: $0.stringValue) == nil }) {
+            let field = (decoder.codingPath + [unknown]).fieldPath
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath + [unknown], debugDescription: "unknown key",
+                underlyingError: CheckoutError(.invalidField, field: field, message: "unknown key \"\(CheckoutError.printable(unknown.stringValue))\"")))
+        }
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        merchantReference = try c.decode(String.self, forKey: .merchantReference)
+        amount = try c.decode(Money.self, forKey: .amount)
+        country = try c.decodeIfPresent(CountryCode.self, forKey: .country)
+        method = try c.decode(PaymentMethod.self, forKey: .method)
+        action = try c.decodeIfPresent(PaymentAction.self, forKey: .action) ?? .sale
+        customer = try c.decodeIfPresent(Customer.self, forKey: .customer) ?? Customer()
+        description = try c.decodeIfPresent(String.self, forKey: .description)
+        cardIIN = try c.decodeIfPresent(String.self, forKey: .cardIIN)
+        metadata = try c.decodeIfPresent([String: String].self, forKey: .metadata) ?? [:]
+    }
+
     /// Limits that apply to every intent, whatever the gateway.
     public static let maxReferenceLength = 64
     public static let maxMetadataEntries = 50

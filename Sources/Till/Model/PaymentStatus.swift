@@ -92,4 +92,20 @@ public struct PaymentStatus: RawRepresentable, Hashable, Sendable, Codable, Cust
         }
         return allowed ? .advance : .rejected(reason: "\(rawValue) → \(next.rawValue) would move backwards")
     }
+
+    /// The status of a payment from the statuses of its attempts, in the order they were made.
+    ///
+    /// - Money moved on any attempt: the most advanced of those (refunded, partially refunded,
+    ///   paid, authorized). A decline on one attempt never hides a charge on another.
+    /// - Otherwise, any attempt still open (created, pending, or a status Till does not know):
+    ///   `pending` — a payment is not failed while one of its attempts may still succeed.
+    /// - Otherwise every attempt ended negatively: the last attempt's status.
+    /// - No attempts: `created`.
+    public static func aggregate(_ attempts: [PaymentStatus]) -> PaymentStatus {
+        let rank: [PaymentStatus: Int] = [.authorized: 1, .paid: 2, .partiallyRefunded: 3, .refunded: 4]
+        if let best = attempts.filter({ rank[$0] != nil }).max(by: { rank[$0]! < rank[$1]! }) { return best }
+        if attempts.contains(where: { !$0.isNegative }) { return attempts.isEmpty ? .created : .pending }
+        return attempts.last ?? .created
+    }
 }
+

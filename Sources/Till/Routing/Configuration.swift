@@ -1,0 +1,566 @@
+import Foundation
+
+/// A Till configuration file: one or more merchants. See docs/configuration.md.
+public struct TillConfiguration: Sendable, Hashable, Codable {
+    public var merchants: [MerchantConfiguration]
+
+    public init(merchants: [MerchantConfiguration]) { self.merchants = merchants }
+
+    public init(from decoder: any Decoder) throws {
+        try decoder.reportUnknownKeys(allowed: ["merchants"])
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        merchants = try c.decode([MerchantConfiguration].self, forKey: .merchants)
+    }
+
+    /// The merchant with `id`.
+    public func merchant(_ id: String) -> MerchantConfiguration? { merchants.first { $0.id == id } }
+
+    /// Every semantic problem, each with its path (`merchants[0].routing.rules[2].currency`).
+    public func validate(modules: [String: GatewayCapabilities]) -> [ValidationIssue] {
+        var issues: [ValidationIssue] = []
+        if merchants.isEmpty { issues.append(.init(field: "merchants", code: .missingField, message: "at least one merchant is required")) }
+        var seen: Set<String> = []
+        for (index, merchant) in merchants.enumerated() {
+            let path = "merchants[\(index)]"
+            if !seen.insert(merchant.id).inserted {
+                issues.append(.init(field: "\(path).id", code: .invalidField, message: "duplicate merchant id \"\(merchant.id)\""))
+            }
+            issues += merchant.validate(path: path, modules: modules)
+        }
+        return issues
+    }
+}
+
+/// One merchant: its gateways, routing, retry policy and health settings.
+public struct MerchantConfiguration: Sendable, Hashable, Codable {
+    public var id: String
+    public var gateways: [GatewayConfiguration]
+    public var routing: RoutingConfiguration
+    public var retry: RetryPolicy
+    public var health: HealthSettings
+
+    public init(id: String, gateways: [GatewayConfiguration], routing: RoutingConfiguration = RoutingConfiguration(),
+                retry: RetryPolicy = RetryPolicy(), health: HealthSettings = HealthSettings()) {
+        self.id = id
+        self.gateways = gateways
+        self.routing = routing
+        self.retry = retry
+        self.health = health
+    }
+
+    public init(from decoder: any Decoder) throws {
+        try decoder.reportUnknownKeys(allowed: ["id", "gateways", "routing", "retry", "health"])
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decode(String.self, forKey: .id)
+        gateways = try c.decode([GatewayConfiguration].self, forKey: .gateways)
+        routing = try c.decodeIfPresent(RoutingConfiguration.self, forKey: .routing) ?? RoutingConfiguration()
+        retry = try c.decodeIfPresent(RetryPolicy.self, forKey: .retry) ?? RetryPolicy()
+        health = try c.decodeIfPresent(HealthSettings.self, forKey: .health) ?? HealthSettings()
+    }
+
+    /// The enabled gateways, in configuration order.
+    public var enabledGateways: [GatewayConfiguration] { gateways.filter(\.enabled) }
+
+    func validate(path: String, modules: [String: GatewayCapabilities]) -> [ValidationIssue] {
+        var issues = Validators.reference(id, field: "\(path).id", maxLength: 64)
+        if gateways.isEmpty { issues.append(.init(field: "\(path).gateways", code: .missingField, message: "at least one gateway is required")) }
+        var ids: Set<GatewayID> = []
+        for (index, gateway) in gateways.enumerated() {
+            let gpath = "\(path).gateways[\(index)]"
+            if !ids.insert(gateway.id).inserted {
+                issues.append(.init(field: "\(gpath).id", code: .invalidField, message: "duplicate gateway id \"\(gateway.id)\""))
+            }
+            issues += gateway.validate(path: gpath, modules: modules)
+        }
+        let enabled = Set(enabledGateways.map(\.id))
+        func check(_ id: GatewayID, _ field: String) {
+            if !ids.contains(id) {
+                issues.append(.init(field: field, code: .invalidField, message: "unknown gateway \"\(CheckoutError.printable(id.rawValue))\""))
+            } else if !enabled.contains(id) {
+                issues.append(.init(field: field, code: .invalidField, message: "gateway \"\(id)\" is disabled"))
+            }
+        }
+        for (index, rule) in routing.rules.enumerated() {
+            let rpath = "\(path).routing.rules[\(index)]"
+            issues += rule.validate(path: rpath)
+            for (t, target) in rule.gateways.enumerated() { check(target.id, "\(rpath).gateways[\(t)].id") }
+        }
+        for (index, id) in (routing.fallback ?? []).enumerated() { check(id, "\(path).routing.fallback[\(index)]") }
+        issues += retry.validate(path: "\(path).retry")
+        for gateway in retry.decisionOverrides.keys.sorted() where !ids.contains(GatewayID(rawValue: gateway)) {
+            issues.append(.init(field: "\(path).retry.decisionOverrides.\(gateway)", code: .invalidField,
+                                message: "unknown gateway \"\(CheckoutError.printable(gateway))\""))
+        }
+        issues += health.validate(path: "\(path).health")
+        return issues
+    }
+}
+
+/// A gateway as a merchant configures it.
+public struct GatewayConfiguration: Sendable, Hashable, Codable {
+    public var id: GatewayID
+    /// Which gateway module implements it (`"payfort"`, `"citcon"`, `"fake"`).
+    public var module: String
+    public var enabled: Bool
+    /// Where each credential is read from on the server. Never the secret itself.
+    public var credentials: [String: CredentialReference]
+    /// Non-secret module settings (`"environment": "sandbox"`).
+    public var settings: [String: String]
+    /// Narrows what the module declares to what this merchant's account may do.
+    public var limits: CapabilityLimits?
+
+    public init(id: GatewayID, module: String, enabled: Bool = true, credentials: [String: CredentialReference] = [:],
+                settings: [String: String] = [:], limits: CapabilityLimits? = nil) {
+        self.id = id
+        self.module = module
+        self.enabled = enabled
+        self.credentials = credentials
+        self.settings = settings
+        self.limits = limits
+    }
+
+    public init(from decoder: any Decoder) throws {
+        try decoder.reportUnknownKeys(allowed: ["id", "module", "enabled", "credentials", "settings", "limits"])
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decode(GatewayID.self, forKey: .id)
+        module = try c.decode(String.self, forKey: .module)
+        enabled = try c.decodeIfPresent(Bool.self, forKey: .enabled) ?? true
+        credentials = try c.decodeIfPresent([String: CredentialReference].self, forKey: .credentials) ?? [:]
+        settings = try c.decodeIfPresent([String: String].self, forKey: .settings) ?? [:]
+        limits = try c.decodeIfPresent(CapabilityLimits.self, forKey: .limits)
+    }
+
+    /// The module's capabilities narrowed by ``limits``.
+    public func capabilities(module declared: GatewayCapabilities) -> GatewayCapabilities {
+        guard let limits else { return declared }
+        var result = declared
+        if let methods = limits.methods { result.methods = declared.methods.intersection(methods) }
+        if let codes = limits.currencies {
+            let currencies = Set(codes.compactMap(Currency.lookup))
+            result.currencies = declared.currencies.map { $0.intersection(currencies) } ?? currencies
+        }
+        if let codes = limits.countries {
+            let countries = Set(codes.compactMap { try? CountryCode($0) })
+            result.countries = declared.countries.map { $0.intersection(countries) } ?? countries
+        }
+        if let actions = limits.actions { result.actions = declared.actions.intersection(actions) }
+        return result
+    }
+
+    func validate(path: String, modules: [String: GatewayCapabilities]) -> [ValidationIssue] {
+        var issues = Validators.reference(id.rawValue, field: "\(path).id", maxLength: 40)
+        if modules[module] == nil {
+            issues.append(.init(field: "\(path).module", code: .invalidField,
+                                message: "unknown gateway module \"\(CheckoutError.printable(module))\" (this build has: \(modules.keys.sorted().joined(separator: ", ")))"))
+        }
+        for name in credentials.keys.sorted() {
+            issues += credentials[name]!.validate(path: "\(path).credentials.\(name)")
+        }
+        for (index, code) in (limits?.currencies ?? []).enumerated() where Currency.lookup(code) == nil {
+            issues.append(.init(field: "\(path).limits.currencies[\(index)]", code: .invalidCurrency,
+                                message: "unknown currency \"\(CheckoutError.printable(code))\""))
+        }
+        for (index, code) in (limits?.countries ?? []).enumerated() where !CountryCode.allISOCodes.contains(code) {
+            issues.append(.init(field: "\(path).limits.countries[\(index)]", code: .invalidCountry,
+                                message: "unknown country \"\(CheckoutError.printable(code))\""))
+        }
+        return issues
+    }
+}
+
+/// What a merchant's account at a gateway may do, narrowing the module's declaration.
+public struct CapabilityLimits: Sendable, Hashable, Codable {
+    public var methods: Set<PaymentMethod>?
+    public var currencies: [String]?
+    public var countries: [String]?
+    public var actions: Set<PaymentAction>?
+
+    public init(methods: Set<PaymentMethod>? = nil, currencies: [String]? = nil, countries: [String]? = nil, actions: Set<PaymentAction>? = nil) {
+        self.methods = methods
+        self.currencies = currencies
+        self.countries = countries
+        self.actions = actions
+    }
+
+    public init(from decoder: any Decoder) throws {
+        try decoder.reportUnknownKeys(allowed: ["methods", "currencies", "countries", "actions"])
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        methods = try c.decodeIfPresent(Set<PaymentMethod>.self, forKey: .methods)
+        currencies = try c.decodeIfPresent([String].self, forKey: .currencies)
+        countries = try c.decodeIfPresent([String].self, forKey: .countries)
+        actions = try c.decodeIfPresent(Set<PaymentAction>.self, forKey: .actions)
+    }
+}
+
+/// Where a secret is read from: an environment variable or a file. A configuration never holds the
+/// secret itself, so it can live in an app bundle or a repository.
+public struct CredentialReference: Sendable, Hashable, Codable {
+    public var env: String?
+    public var file: String?
+
+    public init(env: String? = nil, file: String? = nil) {
+        self.env = env
+        self.file = file
+    }
+
+    public init(from decoder: any Decoder) throws {
+        if let single = try? decoder.singleValueContainer(), (try? single.decode(String.self)) != nil {
+            // A bare string is a secret value pasted into the file: refuse it, without echoing it.
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "secret",
+                underlyingError: CheckoutError(.misconfigured, field: decoder.codingPath.fieldPath,
+                    message: "secret values must not appear in configuration; use {\"env\": \"NAME\"} or {\"file\": \"PATH\"}")))
+        }
+        try decoder.reportUnknownKeys(allowed: ["env", "file"])
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        env = try c.decodeIfPresent(String.self, forKey: .env)
+        file = try c.decodeIfPresent(String.self, forKey: .file)
+    }
+
+    func validate(path: String) -> [ValidationIssue] {
+        switch (env, file) {
+        case (let env?, nil) where !env.isEmpty: []
+        case (nil, let file?) where !file.isEmpty: []
+        default: [.init(field: path, code: .invalidField, message: "give exactly one of \"env\" or \"file\"")]
+        }
+    }
+
+    /// Reads the secret. Trailing newlines of a file are removed.
+    /// - Throws: ``CheckoutError/Code/missingSecret`` naming `field`, never the value.
+    public func resolve(field: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(CheckoutError) -> String {
+        if let env {
+            guard let value = environment[env], !value.isEmpty else {
+                throw CheckoutError(.missingSecret, field: field, message: "environment variable \(env) is not set")
+            }
+            return value
+        }
+        if let file {
+            guard let data = FileManager.default.contents(atPath: file), let text = String(data: data, encoding: .utf8) else {
+                throw CheckoutError(.missingSecret, field: field, message: "cannot read secret file \(file)")
+            }
+            let value = text.trimmingCharacters(in: .newlines)
+            guard !value.isEmpty else { throw CheckoutError(.missingSecret, field: field, message: "secret file \(file) is empty") }
+            return value
+        }
+        throw CheckoutError(.missingSecret, field: field, message: "no source given")
+    }
+}
+
+/// Routing rules and the default fallback list.
+public struct RoutingConfiguration: Sendable, Hashable, Codable {
+    /// Evaluated in order; the first matching rule wins.
+    public var rules: [RoutingRule]
+    /// Appended after the rule's gateways. When absent: every enabled gateway in configuration order.
+    public var fallback: [GatewayID]?
+
+    public init(rules: [RoutingRule] = [], fallback: [GatewayID]? = nil) {
+        self.rules = rules
+        self.fallback = fallback
+    }
+
+    public init(from decoder: any Decoder) throws {
+        try decoder.reportUnknownKeys(allowed: ["rules", "fallback"])
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        rules = try c.decodeIfPresent([RoutingRule].self, forKey: .rules) ?? []
+        fallback = try c.decodeIfPresent([GatewayID].self, forKey: .fallback)
+    }
+}
+
+/// A routing rule: conditions and the gateways it sends matching payments to.
+public struct RoutingRule: Sendable, Hashable, Codable {
+    public var name: String?
+    public var when: RuleConditions
+    /// With weights: a volume split (one drawn first, the others kept as fallbacks by weight).
+    /// Without weights: a priority list.
+    public var gateways: [RuleTarget]
+
+    public init(name: String? = nil, when: RuleConditions = RuleConditions(), gateways: [RuleTarget]) {
+        self.name = name
+        self.when = when
+        self.gateways = gateways
+    }
+
+    public init(from decoder: any Decoder) throws {
+        try decoder.reportUnknownKeys(allowed: ["name", "when", "gateways"])
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        name = try c.decodeIfPresent(String.self, forKey: .name)
+        when = try c.decodeIfPresent(RuleConditions.self, forKey: .when) ?? RuleConditions()
+        gateways = try c.decode([RuleTarget].self, forKey: .gateways)
+    }
+
+    func validate(path: String) -> [ValidationIssue] {
+        var issues = when.validate(path: "\(path).when")
+        if gateways.isEmpty { issues.append(.init(field: "\(path).gateways", code: .missingField, message: "at least one gateway is required")) }
+        let weights = gateways.map(\.weight)
+        if weights.contains(where: { $0 != nil }) {
+            for (index, target) in gateways.enumerated() {
+                if let weight = target.weight, weight < 0 {
+                    issues.append(.init(field: "\(path).gateways[\(index)].weight", code: .invalidField, message: "weight must be 0 or more"))
+                } else if target.weight == nil {
+                    issues.append(.init(field: "\(path).gateways[\(index)].weight", code: .missingField,
+                                        message: "give every gateway of a split a weight, or none"))
+                }
+            }
+            if weights.compactMap({ $0 }).reduce(0, +) <= 0 {
+                issues.append(.init(field: "\(path).gateways", code: .invalidField, message: "the weights must add up to more than 0"))
+            }
+        }
+        return issues
+    }
+}
+
+/// One gateway of a rule: a bare id (`"payfort"`) or `{"id": "payfort", "weight": 70}`.
+public struct RuleTarget: Sendable, Hashable, Codable {
+    public var id: GatewayID
+    public var weight: Int?
+
+    public init(_ id: GatewayID, weight: Int? = nil) {
+        self.id = id
+        self.weight = weight
+    }
+
+    public init(from decoder: any Decoder) throws {
+        if let single = try? decoder.singleValueContainer(), let bare = try? single.decode(String.self) {
+            id = GatewayID(rawValue: bare)
+            weight = nil
+            return
+        }
+        try decoder.reportUnknownKeys(allowed: ["id", "weight"])
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decode(GatewayID.self, forKey: .id)
+        weight = try c.decodeIfPresent(Int.self, forKey: .weight)
+    }
+}
+
+/// A rule's conditions. Every given condition must hold; an absent one always holds.
+public struct RuleConditions: Sendable, Hashable, Codable {
+    public var methods: [PaymentMethod]?
+    public var currencies: [String]?
+    public var countries: [String]?
+    public var amount: AmountRange?
+    /// Card IIN ranges (inclusive, compared on the range's number of digits).
+    public var cardIIN: [IINRange]?
+    /// Metadata entries that must all be present with these values.
+    public var metadata: [String: String]?
+    public var actions: [PaymentAction]?
+
+    public init(methods: [PaymentMethod]? = nil, currencies: [String]? = nil, countries: [String]? = nil,
+                amount: AmountRange? = nil, cardIIN: [IINRange]? = nil, metadata: [String: String]? = nil,
+                actions: [PaymentAction]? = nil) {
+        self.methods = methods
+        self.currencies = currencies
+        self.countries = countries
+        self.amount = amount
+        self.cardIIN = cardIIN
+        self.metadata = metadata
+        self.actions = actions
+    }
+
+    public init(from decoder: any Decoder) throws {
+        try decoder.reportUnknownKeys(allowed: ["methods", "currencies", "countries", "amount", "cardIIN", "metadata", "actions"])
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        methods = try c.decodeIfPresent([PaymentMethod].self, forKey: .methods)
+        currencies = try c.decodeIfPresent([String].self, forKey: .currencies)
+        countries = try c.decodeIfPresent([String].self, forKey: .countries)
+        amount = try c.decodeIfPresent(AmountRange.self, forKey: .amount)
+        cardIIN = try c.decodeIfPresent([IINRange].self, forKey: .cardIIN)
+        metadata = try c.decodeIfPresent([String: String].self, forKey: .metadata)
+        actions = try c.decodeIfPresent([PaymentAction].self, forKey: .actions)
+    }
+
+    func validate(path: String) -> [ValidationIssue] {
+        var issues: [ValidationIssue] = []
+        for (index, code) in (currencies ?? []).enumerated() where Currency.lookup(code) == nil {
+            issues.append(.init(field: "\(path).currencies[\(index)]", code: .invalidCurrency,
+                                message: "unknown currency \"\(CheckoutError.printable(code))\""))
+        }
+        for (index, code) in (countries ?? []).enumerated() where !CountryCode.allISOCodes.contains(code) {
+            issues.append(.init(field: "\(path).countries[\(index)]", code: .invalidCountry,
+                                message: "unknown country \"\(CheckoutError.printable(code))\""))
+        }
+        for (index, method) in (methods ?? []).enumerated() where method.rawValue.isEmpty {
+            issues.append(.init(field: "\(path).methods[\(index)]", code: .invalidField, message: "must not be empty"))
+        }
+        if let amount { issues += amount.validate(path: "\(path).amount") }
+        for (index, range) in (cardIIN ?? []).enumerated() { issues += range.validate(path: "\(path).cardIIN[\(index)]") }
+        for (name, list) in [("methods", methods?.count), ("currencies", currencies?.count), ("countries", countries?.count),
+                             ("cardIIN", cardIIN?.count), ("actions", actions?.count)] where list == 0 {
+            issues.append(.init(field: "\(path).\(name)", code: .invalidField, message: "an empty list matches nothing; omit it to match anything"))
+        }
+        return issues
+    }
+}
+
+/// An amount range in one currency, bounds as exact decimal strings (`"10.00"`), both inclusive.
+public struct AmountRange: Sendable, Hashable, Codable {
+    public var currency: String
+    public var min: String?
+    public var max: String?
+
+    public init(currency: String, min: String? = nil, max: String? = nil) {
+        self.currency = currency
+        self.min = min
+        self.max = max
+    }
+
+    public init(from decoder: any Decoder) throws {
+        try decoder.reportUnknownKeys(allowed: ["currency", "min", "max"])
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        currency = try c.decode(String.self, forKey: .currency)
+        min = try c.decodeIfPresent(String.self, forKey: .min)
+        max = try c.decodeIfPresent(String.self, forKey: .max)
+    }
+
+    /// The bounds in minor units; nil when invalid.
+    func bounds() -> (currency: Currency, min: Int64?, max: Int64?)? {
+        guard let currency = Currency.lookup(currency) else { return nil }
+        do {
+            let low = try min.map { try Money(decimal: $0, currency: currency).minorUnits }
+            let high = try max.map { try Money(decimal: $0, currency: currency).minorUnits }
+            return (currency, low, high)
+        } catch { return nil }
+    }
+
+    func validate(path: String) -> [ValidationIssue] {
+        guard let currency = Currency.lookup(currency) else {
+            return [.init(field: "\(path).currency", code: .invalidCurrency, message: "unknown currency \"\(CheckoutError.printable(self.currency))\"")]
+        }
+        var issues: [ValidationIssue] = []
+        var low: Int64?, high: Int64?
+        for (name, text) in [("min", min), ("max", max)] {
+            guard let text else { continue }
+            do {
+                let value = try Money(decimal: text, currency: currency, field: "\(path).\(name)").minorUnits
+                if name == "min" { low = value } else { high = value }
+            } catch {
+                issues.append(.init(field: "\(path).\(name)", code: error.code, message: error.message))
+            }
+        }
+        if min == nil && max == nil { issues.append(.init(field: path, code: .missingField, message: "give min, max or both")) }
+        if let low, let high, low > high { issues.append(.init(field: path, code: .invalidField, message: "min is greater than max")) }
+        return issues
+    }
+}
+
+/// An inclusive range of card IIN prefixes of equal length (`{"from": "400000", "to": "499999"}`).
+public struct IINRange: Sendable, Hashable, Codable {
+    public var from: String
+    public var to: String
+
+    public init(from: String, to: String) {
+        self.from = from
+        self.to = to
+    }
+
+    public init(from decoder: any Decoder) throws {
+        try decoder.reportUnknownKeys(allowed: ["from", "to"])
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        from = try c.decode(String.self, forKey: .from)
+        to = try c.decode(String.self, forKey: .to)
+    }
+
+    func validate(path: String) -> [ValidationIssue] {
+        let digits: (String) -> Bool = { !$0.isEmpty && $0.count <= 8 && $0.allSatisfy(\.isASCIIDigit) }
+        var issues: [ValidationIssue] = []
+        if !digits(from) { issues.append(.init(field: "\(path).from", code: .invalidField, message: "1 to 8 digits")) }
+        if !digits(to) { issues.append(.init(field: "\(path).to", code: .invalidField, message: "1 to 8 digits")) }
+        if issues.isEmpty {
+            if from.count != to.count {
+                issues.append(.init(field: path, code: .invalidField, message: "from and to must have the same number of digits"))
+            } else if from > to {
+                issues.append(.init(field: path, code: .invalidField, message: "from is greater than to"))
+            }
+        }
+        return issues
+    }
+}
+
+/// How many attempts, how long, and which gateway codes may cascade.
+public struct RetryPolicy: Sendable, Hashable, Codable {
+    /// Attempts per payment, across gateways (1 disables cascading).
+    public var maxAttempts: Int
+    /// No new attempt starts after this much time since the payment began.
+    public var timeBudgetMillis: Int
+    /// Inquiries made to settle an unknown outcome, and the pause between them.
+    public var inquiryAttempts: Int
+    public var inquiryIntervalMillis: Int
+    /// Per gateway id: code → decision, overriding the module's decision table.
+    public var decisionOverrides: [String: [String: DecisionTable.Decision]]
+
+    public init(maxAttempts: Int = 3, timeBudgetMillis: Int = 60_000, inquiryAttempts: Int = 3, inquiryIntervalMillis: Int = 2_000,
+                decisionOverrides: [String: [String: DecisionTable.Decision]] = [:]) {
+        self.maxAttempts = maxAttempts
+        self.timeBudgetMillis = timeBudgetMillis
+        self.inquiryAttempts = inquiryAttempts
+        self.inquiryIntervalMillis = inquiryIntervalMillis
+        self.decisionOverrides = decisionOverrides
+    }
+
+    public init(from decoder: any Decoder) throws {
+        try decoder.reportUnknownKeys(allowed: ["maxAttempts", "timeBudgetMillis", "inquiryAttempts", "inquiryIntervalMillis", "decisionOverrides"])
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let d = RetryPolicy()
+        maxAttempts = try c.decodeIfPresent(Int.self, forKey: .maxAttempts) ?? d.maxAttempts
+        timeBudgetMillis = try c.decodeIfPresent(Int.self, forKey: .timeBudgetMillis) ?? d.timeBudgetMillis
+        inquiryAttempts = try c.decodeIfPresent(Int.self, forKey: .inquiryAttempts) ?? d.inquiryAttempts
+        inquiryIntervalMillis = try c.decodeIfPresent(Int.self, forKey: .inquiryIntervalMillis) ?? d.inquiryIntervalMillis
+        decisionOverrides = try c.decodeIfPresent([String: [String: DecisionTable.Decision]].self, forKey: .decisionOverrides) ?? [:]
+    }
+
+    func validate(path: String) -> [ValidationIssue] {
+        var issues: [ValidationIssue] = []
+        if !(1...10).contains(maxAttempts) { issues.append(.init(field: "\(path).maxAttempts", code: .invalidField, message: "1 to 10")) }
+        if timeBudgetMillis < 1 { issues.append(.init(field: "\(path).timeBudgetMillis", code: .invalidField, message: "must be positive")) }
+        if !(0...20).contains(inquiryAttempts) { issues.append(.init(field: "\(path).inquiryAttempts", code: .invalidField, message: "0 to 20")) }
+        if inquiryIntervalMillis < 0 { issues.append(.init(field: "\(path).inquiryIntervalMillis", code: .invalidField, message: "must not be negative")) }
+        return issues
+    }
+}
+
+/// Live-health settings: the success-rate window and the circuit breaker.
+public struct HealthSettings: Sendable, Hashable, Codable {
+    /// How many recent attempts the success rate looks at.
+    public var window: Int
+    /// Below this many samples the success rate is not used.
+    public var minSamples: Int
+    /// Gateways whose success rate is below this (0...1) go after healthy ones.
+    public var minSuccessRate: Double
+    /// Consecutive failures that open the circuit.
+    public var failureThreshold: Int
+    /// How long an open circuit stays open before half-open probing.
+    public var openMillis: Int
+    /// Probe attempts allowed at once while half-open.
+    public var halfOpenProbes: Int
+
+    public init(window: Int = 100, minSamples: Int = 20, minSuccessRate: Double = 0.5, failureThreshold: Int = 5,
+                openMillis: Int = 30_000, halfOpenProbes: Int = 1) {
+        self.window = window
+        self.minSamples = minSamples
+        self.minSuccessRate = minSuccessRate
+        self.failureThreshold = failureThreshold
+        self.openMillis = openMillis
+        self.halfOpenProbes = halfOpenProbes
+    }
+
+    public init(from decoder: any Decoder) throws {
+        try decoder.reportUnknownKeys(allowed: ["window", "minSamples", "minSuccessRate", "failureThreshold", "openMillis", "halfOpenProbes"])
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let d = HealthSettings()
+        window = try c.decodeIfPresent(Int.self, forKey: .window) ?? d.window
+        minSamples = try c.decodeIfPresent(Int.self, forKey: .minSamples) ?? d.minSamples
+        minSuccessRate = try c.decodeIfPresent(Double.self, forKey: .minSuccessRate) ?? d.minSuccessRate
+        failureThreshold = try c.decodeIfPresent(Int.self, forKey: .failureThreshold) ?? d.failureThreshold
+        openMillis = try c.decodeIfPresent(Int.self, forKey: .openMillis) ?? d.openMillis
+        halfOpenProbes = try c.decodeIfPresent(Int.self, forKey: .halfOpenProbes) ?? d.halfOpenProbes
+    }
+
+    func validate(path: String) -> [ValidationIssue] {
+        var issues: [ValidationIssue] = []
+        if !(1...10_000).contains(window) { issues.append(.init(field: "\(path).window", code: .invalidField, message: "1 to 10000")) }
+        if minSamples < 1 || minSamples > window { issues.append(.init(field: "\(path).minSamples", code: .invalidField, message: "1 to window")) }
+        if !(0...1).contains(minSuccessRate) { issues.append(.init(field: "\(path).minSuccessRate", code: .invalidField, message: "0 to 1")) }
+        if failureThreshold < 1 { issues.append(.init(field: "\(path).failureThreshold", code: .invalidField, message: "at least 1")) }
+        if openMillis < 1 { issues.append(.init(field: "\(path).openMillis", code: .invalidField, message: "must be positive")) }
+        if halfOpenProbes < 1 { issues.append(.init(field: "\(path).halfOpenProbes", code: .invalidField, message: "at least 1")) }
+        return issues
+    }
+}

@@ -1,0 +1,190 @@
+import ArgumentParser
+import Foundation
+import Till
+import TillTesting
+
+struct BenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Measure Till's own speed. Prints one JSON object per line.",
+        subcommands: [Router.self])
+
+    struct Router: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "router",
+            abstract: "Routing decisions per second and latency for 5, 50 and 500 rules over 5 gateways, then the orchestrator's overhead for a whole checkout.")
+
+        @Option(help: "Timed decisions per rule count.")
+        var decisions = 200_000
+
+        @Option(help: "Timed checkouts for the overhead figure.")
+        var checkouts = 20_000
+
+        func run() async throws {
+            #if DEBUG
+            printError("note: this is a debug build; run `swift run -c release till bench router` for real figures")
+            #endif
+            for rules in [5, 50, 500] {
+                try printLine(benchRouting(rules: rules))
+            }
+            try printLine(await benchOverhead())
+        }
+
+        func printLine(_ object: some Encodable) throws {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            print(String(decoding: try encoder.encode(object), as: UTF8.self))
+        }
+
+        struct RoutingFigures: Encodable {
+            let rules: Int
+            let gateways: Int
+            let decisionsPerSecond: Int
+            let p50Nanos: Int
+            let p99Nanos: Int
+        }
+
+        struct OverheadFigures: Encodable {
+            let checkouts: Int
+            let orchestratorOverheadP50Micros: Double
+            let orchestratorOverheadP99Micros: Double
+        }
+
+        static let gateways: [GatewayID] = ["g1", "g2", "g3", "g4", "g5"]
+        static let currencies = ["USD", "EUR", "GBP", "SAR", "AED", "JPY", "CNY", "KWD", "SGD", "HKD"]
+        static let countries = ["US", "DE", "GB", "SA", "AE", "JP", "CN", "KW", "SG", "HK"]
+        static let methods: [PaymentMethod] = [.card, .applePay, .wechatPay, .alipay, .unionPay]
+
+        /// A merchant with `count` rules of mixed conditions; most payments match late or not at all,
+        /// so the router scans far.
+        static func merchant(rules count: Int) -> MerchantConfiguration {
+            var generator = SeededGenerator(seed: 42)
+            var rules: [RoutingRule] = []
+            for index in 0..<count {
+                var when = RuleConditions()
+                switch index % 5 {
+                case 0: when.methods = [methods[generator.roll(5)]]; when.currencies = [currencies[generator.roll(10)]]
+                case 1: when.countries = [countries[generator.roll(10)], countries[generator.roll(10)]]; when.methods = [methods[generator.roll(5)]]
+                case 2: when.amount = AmountRange(currency: "USD", min: "\(generator.roll(500))", max: "\(500 + generator.roll(500))")
+                        when.countries = [countries[generator.roll(10)]]
+                case 3: when.cardIIN = [IINRange(from: "400000", to: "4\(generator.roll(10))9999")]; when.currencies = [currencies[generator.roll(10)]]
+                default: when.metadata = ["channel": "web\(generator.roll(3))"]; when.methods = [methods[generator.roll(5)]]
+                }
+                let split = index % 2 == 0
+                let targets = (0..<3).map { offset in
+                    RuleTarget(gateways[(index + offset) % 5], weight: split ? 10 + generator.roll(90) : nil)
+                }
+                rules.append(RoutingRule(name: "rule \(index + 1)", when: when, gateways: targets))
+            }
+            return MerchantConfiguration(
+                id: "bench",
+                gateways: gateways.map { GatewayConfiguration(id: $0, module: "bench") },
+                routing: RoutingConfiguration(rules: rules, fallback: Array(gateways.reversed())))
+        }
+
+        static func intents(_ count: Int) -> [PaymentIntent] {
+            var generator = SeededGenerator(seed: 7)
+            return (0..<count).map { index in
+                let currency = Currency.lookup(currencies[generator.roll(10)])!
+                return PaymentIntent(
+                    merchantReference: "bench-\(index)",
+                    amount: Money(minorUnits: Int64(generator.roll(1_000_000)) + 1, currency: currency),
+                    country: try! CountryCode(countries[generator.roll(10)]),
+                    method: methods[generator.roll(5)],
+                    cardIIN: "4\(100_000 + generator.roll(899_999))".prefix(6).description,
+                    metadata: ["channel": "web\(generator.roll(4))"])
+            }
+        }
+
+        static let modules: [String: GatewayCapabilities] = [
+            "bench": GatewayCapabilities(methods: Set(methods), actions: [.sale, .authorize]),
+        ]
+
+        func benchRouting(rules: Int) throws -> RoutingFigures {
+            let router = try Till.Router(merchant: Self.merchant(rules: rules), modules: Self.modules)
+            let health = HealthMonitor(settings: HealthSettings())
+            let intents = Self.intents(1024)
+            var generator = SeededGenerator(seed: 1)
+            var sink = 0
+            for i in 0..<20_000 { sink &+= router.route(intents[i & 1023], health: health, using: &generator).candidates.count }
+
+            // Throughput: one clock read around the whole loop.
+            let start = ContinuousClock.now
+            for i in 0..<decisions { sink &+= router.route(intents[i & 1023], health: health, using: &generator).candidates.count }
+            let elapsed = ContinuousClock.now - start
+
+            // Latency: each decision timed on its own.
+            var samples = [Int](repeating: 0, count: decisions)
+            for i in 0..<decisions {
+                let t0 = ContinuousClock.now
+                sink &+= router.route(intents[i & 1023], health: health, using: &generator).candidates.count
+                samples[i] = Int((ContinuousClock.now - t0).nanoseconds)
+            }
+            samples.sort()
+            if sink == 42 { print("") }   // keep the work observable
+            return RoutingFigures(rules: rules, gateways: Self.gateways.count,
+                                  decisionsPerSecond: Int(Double(decisions) / elapsed.seconds),
+                                  p50Nanos: samples[decisions / 2], p99Nanos: samples[decisions * 99 / 100])
+        }
+
+        func benchOverhead() async throws -> OverheadFigures {
+            let router = try Till.Router(merchant: Self.merchant(rules: 50), modules: Self.modules)
+            let gateways = Self.gateways.map { InstantGateway(gateway: $0, capabilities: Self.modules["bench"]!) }
+            let engine = CascadeEngine(router: router, gateways: gateways)
+            let intents = Self.intents(1024)
+            var generator = SeededGenerator(seed: 3)
+            let runner = InstantRunner()
+            for i in 0..<2_000 { _ = await engine.run(intents[i & 1023], runner: runner, generator: &generator) }
+            var samples: [Double] = []
+            samples.reserveCapacity(checkouts)
+            for i in 0..<checkouts {
+                let result = await engine.run(intents[i & 1023], runner: runner, generator: &generator)
+                samples.append(Double(result.orchestratorTime.nanoseconds) / 1000)
+            }
+            samples.sort()
+            func round2(_ x: Double) -> Double { (x * 100).rounded() / 100 }
+            return OverheadFigures(checkouts: checkouts,
+                                   orchestratorOverheadP50Micros: round2(samples[checkouts / 2]),
+                                   orchestratorOverheadP99Micros: round2(samples[checkouts * 99 / 100]))
+        }
+    }
+}
+
+/// A gateway that answers instantly: paid.
+struct InstantGateway: Checkout {
+    let gateway: GatewayID
+    let capabilities: GatewayCapabilities
+
+    func prepare(_ context: AttemptContext) async throws -> Preparation {
+        Preparation(gateway: gateway, attempt: context.attempt, method: context.intent.method, amount: context.intent.amount)
+    }
+    func present(_ preparation: Preparation, input: PresentInput) async throws -> NextStep { .completed(ClientOutcome(.succeeded)) }
+    func interpretReturn(_ event: ReturnEvent, for preparation: Preparation) -> ClientOutcome { ClientOutcome(.succeeded) }
+    func verifyNotification(_ notification: IncomingNotification) throws -> VerifiedNotification {
+        throw CheckoutError(.signatureMismatch, message: "not used")
+    }
+    func inquire(_ query: InquiryQuery) async throws -> StatusReport {
+        StatusReport(gateway: gateway, attempt: query.attempt, status: .paid)
+    }
+}
+
+/// Prepares on the instant gateway and reports it paid.
+struct InstantRunner: AttemptRunner {
+    func run(_ context: AttemptContext, on gateway: any Checkout) async -> AttemptOutcome {
+        do {
+            let preparation = try await gateway.prepare(context)
+            return .report(StatusReport(gateway: gateway.gateway, attempt: preparation.attempt, status: .paid, amount: preparation.amount))
+        } catch {
+            return .error(CheckoutError(.unknownOutcome, message: "unexpected"))
+        }
+    }
+}
+
+extension Duration {
+    var nanoseconds: Int64 { components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000 }
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}
+
+extension RandomNumberGenerator {
+    mutating func roll(_ bound: Int) -> Int { Int(next(upperBound: UInt64(bound))) }
+}

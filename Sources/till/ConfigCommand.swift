@@ -1,0 +1,45 @@
+import ArgumentParser
+import Foundation
+import Till
+
+struct ConfigCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "config",
+        abstract: "Work with merchant configuration files.",
+        subcommands: [Check.self])
+
+    struct Check: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Validate a configuration file and report every problem with its path.")
+
+        @Argument(help: "The configuration file (JSON).")
+        var file: String
+
+        func run() throws {
+            switch ConfigurationLoader.load(contentsOf: URL(fileURLWithPath: file), modules: Modules.capabilities) {
+            case .success(let configuration):
+                let gateways = configuration.merchants.map(\.gateways.count).reduce(0, +)
+                let rules = configuration.merchants.map(\.routing.rules.count).reduce(0, +)
+                print("\(file): OK — \(configuration.merchants.count) merchant(s), \(gateways) gateway(s), \(rules) rule(s)")
+            case .failure(let error):
+                for issue in error.issues { print("\(file): \(issue)") }
+                print("\(error.issues.count) problem(s)")
+                throw ExitCode.failure
+            }
+        }
+    }
+}
+
+/// Loads a configuration or exits, printing every problem.
+func loadConfiguration(_ file: String) throws -> TillConfiguration {
+    switch ConfigurationLoader.load(contentsOf: URL(fileURLWithPath: file), modules: Modules.capabilities) {
+    case .success(let configuration): return configuration
+    case .failure(let error):
+        for issue in error.issues { printError("\(file): \(issue)") }
+        throw ExitCode.failure
+    }
+}
+
+func printError(_ text: String) {
+    FileHandle.standardError.write(Data((text + "\n").utf8))
+}
