@@ -197,6 +197,10 @@ public struct CapabilityLimits: Sendable, Hashable, Codable {
 public struct CredentialReference: Sendable, Hashable, Codable {
     public var env: String?
     public var file: String?
+    /// Set when the file held a bare string (a pasted secret); already reported while decoding.
+    private var pastedSecret = false
+
+    private enum CodingKeys: String, CodingKey { case env, file }
 
     public init(env: String? = nil, file: String? = nil) {
         self.env = env
@@ -206,9 +210,15 @@ public struct CredentialReference: Sendable, Hashable, Codable {
     public init(from decoder: any Decoder) throws {
         if let single = try? decoder.singleValueContainer(), (try? single.decode(String.self)) != nil {
             // A bare string is a secret value pasted into the file: refuse it, without echoing it.
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "secret",
-                underlyingError: CheckoutError(.misconfigured, field: decoder.codingPath.fieldPath,
-                    message: "secret values must not appear in configuration; use {\"env\": \"NAME\"} or {\"file\": \"PATH\"}")))
+            let issue = ValidationIssue(field: decoder.codingPath.fieldPath, code: .misconfigured,
+                                        message: "secret values must not appear in configuration; use {\"env\": \"NAME\"} or {\"file\": \"PATH\"}")
+            guard let collector = decoder.userInfo[.tillIssueCollector] as? IssueCollector else {
+                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: issue.message,
+                                                        underlyingError: issue.error))
+            }
+            collector.add(issue)
+            pastedSecret = true
+            return
         }
         try decoder.reportUnknownKeys(allowed: ["env", "file"])
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -216,8 +226,15 @@ public struct CredentialReference: Sendable, Hashable, Codable {
         file = try c.decodeIfPresent(String.self, forKey: .file)
     }
 
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encodeIfPresent(env, forKey: .env)
+        try c.encodeIfPresent(file, forKey: .file)
+    }
+
     func validate(path: String) -> [ValidationIssue] {
-        switch (env, file) {
+        if pastedSecret { return [] }
+        return switch (env, file) {
         case (let env?, nil) where !env.isEmpty: []
         case (nil, let file?) where !file.isEmpty: []
         default: [.init(field: path, code: .invalidField, message: "give exactly one of \"env\" or \"file\"")]

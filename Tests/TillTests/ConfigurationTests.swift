@@ -1,0 +1,96 @@
+import Foundation
+import Testing
+@testable import Till
+
+let fakeModules: [String: GatewayCapabilities] = [
+    "fake": GatewayCapabilities(methods: [.card, .wechatPay, .alipay], actions: [.sale, .authorize]),
+]
+
+func fixture(_ name: String) throws -> Data {
+    let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/\(name)")
+    return try Data(contentsOf: url)
+}
+
+@Suite("Merchant configuration")
+struct ConfigurationTests {
+    @Test("a valid file loads, with defaults where keys are omitted")
+    func valid() throws {
+        let configuration = try ConfigurationLoader.load(try fixture("valid-config.json"), modules: fakeModules).get()
+        let merchant = try #require(configuration.merchant("acme"))
+        #expect(merchant.gateways.count == 4)
+        #expect(merchant.routing.rules.count == 4)
+        #expect(merchant.retry.inquiryAttempts == RetryPolicy().inquiryAttempts)
+        #expect(merchant.health.halfOpenProbes == 1)
+        #expect(merchant.gateways[1].credentials["secret"] == CredentialReference(file: "/run/secrets/secondary"))
+    }
+
+    @Test("every problem is reported with its path, in one pass")
+    func broken() throws {
+        guard case .failure(let error) = ConfigurationLoader.load(try fixture("broken-config.json"), modules: fakeModules) else {
+            Issue.record("the broken configuration loaded")
+            return
+        }
+        let fields = Set(error.issues.map(\.field))
+        let expected: Set<String> = [
+            "merchants[0].routing.fallbak",                              // misspelt key
+            "merchants[0].gateways[1].id",                               // duplicate id
+            "merchants[0].gateways[1].module",                           // unknown module
+            "merchants[0].gateways[1].credentials.key",                  // env and file
+            "merchants[0].gateways[2].limits.currencies[0]",             // EURO
+            "merchants[0].gateways[2].limits.countries[0]",              // XX
+            "merchants[0].routing.rules[1].gateways[0].id",              // ghost
+            "merchants[0].routing.rules[2].when.currencies[0]",          // USX
+            "merchants[0].routing.rules[2].when.amount.min",             // 10.005 USD
+            "merchants[0].routing.rules[3].when.cardIIN[0]",             // lengths differ
+            "merchants[0].routing.rules[3].when.countries",              // empty list
+            "merchants[0].routing.rules[3].gateways[1].weight",          // split without weight
+            "merchants[0].routing.rules[3].gateways[1].id",              // disabled
+            "merchants[0].routing.fallback[0]",                          // disabled
+            "merchants[0].retry.maxAttempts",
+            "merchants[0].retry.decisionOverrides.nobody",
+            "merchants[0].health.minSamples",
+            "merchants[0].health.minSuccessRate",
+        ]
+        #expect(expected.isSubset(of: fields), "missing: \(expected.subtracting(fields).sorted())")
+        // The pasted secret is refused, and never echoed.
+        #expect(!error.description.contains("sk_live_pasted_by_mistake"))
+    }
+
+    @Test("a pasted secret is refused without echoing it")
+    func pastedSecret() throws {
+        let json = #"{"merchants":[{"id":"m","gateways":[{"id":"g","module":"fake","credentials":{"secret":"hunter2"}}]}]}"#
+        guard case .failure(let error) = ConfigurationLoader.load(Data(json.utf8), modules: fakeModules) else {
+            Issue.record("accepted a secret value"); return
+        }
+        #expect(error.issues.first?.field == "merchants[0].gateways[0].credentials.secret")
+        #expect(!error.description.contains("hunter2"))
+    }
+
+    @Test("malformed JSON and wrong types are typed problems naming the field", arguments: [
+        (#"{"merchants": [ {"id": "m", "gateways": "#, "$"),
+        (#"{"merchants": {}}"#, "merchants"),
+        (#"{"merchants": [{"id": 5, "gateways": []}]}"#, "merchants[0].id"),
+        (#"{"merchants": [{"id": "m"}]}"#, "merchants[0].gateways"),
+        (#"{"merchants": [{"id": "m", "gateways": [{"id": "g", "module": "fake"}], "retry": {"maxAttempts": "3"}}]}"#, "merchants[0].retry.maxAttempts"),
+        (#"{"merchants": []}"#, "merchants"),
+    ])
+    func malformed(json: String, field: String) {
+        guard case .failure(let error) = ConfigurationLoader.load(Data(json.utf8), modules: fakeModules) else {
+            Issue.record("loaded \(json)"); return
+        }
+        #expect(error.issues.contains { $0.field == field }, "\(error.issues)")
+    }
+
+    @Test("credentials resolve from the environment or a file, and missing ones name the field, not the value")
+    func credentials() throws {
+        let env = CredentialReference(env: "TILL_TEST_SECRET")
+        #expect(try env.resolve(field: "g.secret", environment: ["TILL_TEST_SECRET": "s3"]) == "s3")
+        let missing = #expect(throws: CheckoutError.self) { try env.resolve(field: "g.secret", environment: [:]) }
+        #expect(missing?.code == .missingSecret && missing?.field == "g.secret")
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("till-secret-\(UUID().uuidString)")
+        try Data("from-file\n".utf8).write(to: path)
+        defer { try? FileManager.default.removeItem(at: path) }
+        #expect(try CredentialReference(file: path.path).resolve(field: "g.secret") == "from-file")
+        #expect(throws: CheckoutError.self) { try CredentialReference(file: "/nonexistent/till").resolve(field: "x") }
+    }
+}
