@@ -36,7 +36,8 @@ let package = Package(
         ),
         .testTarget(
             name: "TillTests",
-            dependencies: ["Till", "TillTesting", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["Till", "TillTesting", .product(name: "Logging", package: "swift-log")],
+            exclude: ["Fixtures"]
         ),
         .testTarget(name: "TillTestingTests", dependencies: ["Till", "TillTesting"]),
     ],

@@ -45,10 +45,22 @@ public final class HealthMonitor: Sendable {
     }
 
     private let states = Locked<[GatewayID: State]>([:])
+    /// How many gateways have an open circuit or a full-enough window with failures; while zero,
+    /// every gateway is healthy and routing needs neither the clock nor the table.
+    private let watch = Locked<Int>(0)
 
     public init(settings: HealthSettings = HealthSettings(), clock: any TillClock = SystemClock()) {
         self.settings = settings
         self.clock = clock
+    }
+
+    /// The tiers of several gateways, read under one lock with one clock reading.
+    public func tiers(of gateways: [GatewayID]) -> [HealthTier] {
+        if watch.withLock({ $0 }) == 0 { return Array(repeating: .healthy, count: gateways.count) }
+        let now = clock.now
+        return states.withLock { table in
+            gateways.map { table[$0].map { tier($0, now: now) } ?? .healthy }
+        }
     }
 
     /// The gateway's tier now.
@@ -103,8 +115,16 @@ public final class HealthMonitor: Sendable {
                     state.openedAt = now
                 }
             }
+            let before = table[gateway].map(Self.mayBeUnhealthy) ?? false
+            let after = Self.mayBeUnhealthy(state)
             table[gateway] = state
+            if before != after { watch.withLock { $0 += after ? 1 : -1 } }
         }
+    }
+
+    /// Whether a state can yield a tier other than healthy (an open circuit, or failures in the window).
+    private static func mayBeUnhealthy(_ state: State) -> Bool {
+        state.openedAt != nil || state.successes < state.count
     }
 
     /// A readable summary of one gateway (for the explainer).

@@ -18,30 +18,37 @@ public struct Router: Sendable {
     /// Effective capabilities per configured gateway.
     public let capabilities: [GatewayID: GatewayCapabilities]
 
+    /// The most gateways one merchant may configure (eligibility is a 64-bit mask).
+    public static let maxGateways = 64
+
     private let gatewayIDs: [GatewayID]
     private let gatewayCapabilities: [GatewayCapabilities]
-    private let enabled: [Bool]
+    private let fastCapabilities: [FastCapabilities]
+    private let enabledMask: UInt64
     private let rules: [CompiledRule]
     private let fallback: [Int]
-    private let methodIndex: [PaymentMethod: Int]
+    private let vocabulary: Vocabulary
 
     /// - Parameter modules: the declared capabilities of each gateway *module*, by module name.
     /// - Throws: ``ConfigurationError`` with every problem when the merchant's configuration is invalid.
     public init(merchant: MerchantConfiguration, modules: [String: GatewayCapabilities]) throws(ConfigurationError) {
-        let issues = merchant.validate(path: "merchant", modules: modules)
+        var issues = merchant.validate(path: "merchant", modules: modules)
+        if merchant.gateways.count > Self.maxGateways {
+            issues.append(.init(field: "merchant.gateways", code: .fieldTooLong, message: "at most \(Self.maxGateways) gateways"))
+        }
         guard issues.isEmpty else { throw ConfigurationError(issues: issues) }
         self.merchant = merchant
         gatewayIDs = merchant.gateways.map(\.id)
         gatewayCapabilities = merchant.gateways.map { $0.capabilities(module: modules[$0.module]!) }
         capabilities = Dictionary(uniqueKeysWithValues: zip(gatewayIDs, gatewayCapabilities))
-        enabled = merchant.gateways.map(\.enabled)
+        var mask: UInt64 = 0
+        for (i, gateway) in merchant.gateways.enumerated() where gateway.enabled { mask |= 1 << UInt64(i) }
+        enabledMask = mask
         let index = Dictionary(uniqueKeysWithValues: gatewayIDs.enumerated().map { ($1, $0) })
-        var methods: [PaymentMethod: Int] = [:]
-        for rule in merchant.routing.rules {
-            for method in rule.when.methods ?? [] where methods[method] == nil { methods[method] = methods.count }
-        }
-        methodIndex = methods
-        rules = merchant.routing.rules.enumerated().map { CompiledRule($1, number: $0 + 1, gatewayIndex: index, methodIndex: methods) }
+        let vocabulary = Vocabulary(rules: merchant.routing.rules, capabilities: gatewayCapabilities)
+        self.vocabulary = vocabulary
+        fastCapabilities = gatewayCapabilities.map { FastCapabilities($0, vocabulary: vocabulary) }
+        rules = merchant.routing.rules.enumerated().map { CompiledRule($1, number: $0 + 1, gatewayIndex: index, vocabulary: vocabulary) }
         fallback = (merchant.routing.fallback ?? merchant.enabledGateways.map(\.id)).compactMap { index[$0] }
     }
 
@@ -53,59 +60,68 @@ public struct Router: Sendable {
     public func route<G: RandomNumberGenerator>(_ intent: PaymentIntent, health: HealthMonitor? = nil,
                                                 using generator: inout G, explain: Bool = false) -> RoutingDecision {
         var notes: [RoutingDecision.Note] = []
-        // 1. Eligibility.
-        var eligible = [Bool](repeating: false, count: gatewayIDs.count)
+        let key = IntentKey(intent, vocabulary: vocabulary)
+
+        // 1. Eligibility, as a bit mask over the configured gateways.
+        var eligible: UInt64 = 0
         for i in gatewayIDs.indices {
-            guard enabled[i] else {
+            let bit: UInt64 = 1 << UInt64(i)
+            guard enabledMask & bit != 0 else {
                 if explain { notes.append(.skipped(gatewayIDs[i], reasons: ["disabled"])) }
                 continue
             }
+            if fastCapabilities[i].accepts(key) { eligible |= bit }
             if explain {
                 let reasons = gatewayCapabilities[i].ineligibility(for: intent)
-                eligible[i] = reasons.isEmpty
                 if !reasons.isEmpty { notes.append(.skipped(gatewayIDs[i], reasons: reasons)) }
-            } else {
-                eligible[i] = gatewayCapabilities[i].accepts(intent)
             }
         }
 
         // 2. First matching rule.
-        var order: [Int] = []
-        order.reserveCapacity(gatewayIDs.count)
-        let key = IntentKey(intent, methodIndex: methodIndex)
+        var candidates: [GatewayID] = []
+        candidates.reserveCapacity(gatewayIDs.count)
+        var used: UInt64 = 0
+        func add(_ i: Int) {
+            used |= 1 << UInt64(i)
+            candidates.append(gatewayIDs[i])
+        }
+        func isEligible(_ i: Int) -> Bool { eligible & (1 << UInt64(i)) != 0 }
         var matchedRule: Int?
         for rule in rules {
-            guard rule.matches(key, intent) else {
+            guard rule.matches(key) else {
                 if explain { notes.append(.ruleNotMatched(rule.number, rule.name, reason: rule.mismatch(key, intent) ?? "no match")) }
                 continue
             }
             matchedRule = rule.number
-            if explain { notes.append(.ruleMatched(rule.number, rule.name)) }
-            let targets = rule.targets.filter { eligible[$0.gateway] && (!rule.weighted || $0.weight > 0) }
             if explain {
-                for target in rule.targets where !eligible[target.gateway] {
+                notes.append(.ruleMatched(rule.number, rule.name))
+                for target in rule.targets where !isEligible(target.gateway) {
                     notes.append(.ruleTargetSkipped(gatewayIDs[target.gateway], rule: rule.number, reason: "not eligible"))
                 }
             }
-            if rule.weighted, !targets.isEmpty {
-                let total = targets.reduce(0) { $0 + $1.weight }
-                let draw = Int(generator.next(upperBound: UInt64(total)))
-                var cumulative = 0
-                var chosen = targets[0]
-                for target in targets {
-                    cumulative += target.weight
-                    if draw < cumulative { chosen = target; break }
-                }
-                order.append(chosen.gateway)
-                if explain { notes.append(.weightDrawn(gatewayIDs[chosen.gateway], weight: chosen.weight, total: total, draw: draw)) }
-                // The rest by descending weight; `targets` is already sorted that way (stable).
-                for target in targets where target.gateway != chosen.gateway {
-                    order.append(target.gateway)
-                    if explain { notes.append(.splitFallback(gatewayIDs[target.gateway], weight: target.weight)) }
+            if rule.weighted {
+                var total = 0
+                for target in rule.targets where target.weight > 0 && isEligible(target.gateway) { total += target.weight }
+                if total > 0 {
+                    let draw = Int(generator.next(upperBound: UInt64(total)))
+                    var cumulative = 0
+                    for target in rule.targets where target.weight > 0 && isEligible(target.gateway) {
+                        cumulative += target.weight
+                        if draw < cumulative {
+                            add(target.gateway)
+                            if explain { notes.append(.weightDrawn(gatewayIDs[target.gateway], weight: target.weight, total: total, draw: draw)) }
+                            break
+                        }
+                    }
+                    // The rest by descending weight: `targets` is sorted that way (stable).
+                    for target in rule.targets where target.weight > 0 && isEligible(target.gateway) && used & (1 << UInt64(target.gateway)) == 0 {
+                        add(target.gateway)
+                        if explain { notes.append(.splitFallback(gatewayIDs[target.gateway], weight: target.weight)) }
+                    }
                 }
             } else {
-                for target in targets {
-                    order.append(target.gateway)
+                for target in rule.targets where isEligible(target.gateway) && used & (1 << UInt64(target.gateway)) == 0 {
+                    add(target.gateway)
                     if explain { notes.append(.rulePriority(gatewayIDs[target.gateway], rule: rule.number)) }
                 }
             }
@@ -113,28 +129,27 @@ public struct Router: Sendable {
         }
 
         // 3. Default fallback list.
-        for i in fallback where eligible[i] {
-            if order.contains(i) {
+        for i in fallback where isEligible(i) {
+            if used & (1 << UInt64(i)) != 0 {
                 if explain { notes.append(.duplicateDropped(gatewayIDs[i])) }
             } else {
-                order.append(i)
+                add(i)
                 if explain { notes.append(.defaultFallback(gatewayIDs[i])) }
             }
         }
 
         // 4. Health: stable partition by tier.
-        var candidates = order.map { gatewayIDs[$0] }
         if let health, candidates.count > 1 {
-            let tiers = candidates.map { health.tier(of: $0) }
+            let tiers = health.tiers(of: candidates)
             if tiers.contains(where: { $0 != .healthy }) {
-                candidates = zip(candidates, tiers).enumerated()
-                    .sorted { ($0.element.1, $0.offset) < ($1.element.1, $1.offset) }
-                    .map(\.element.0)
                 if explain {
-                    for (gateway, tier) in zip(order.map { gatewayIDs[$0] }, tiers) where tier != .healthy {
+                    for (gateway, tier) in zip(candidates, tiers) where tier != .healthy {
                         notes.append(.demoted(gateway, reason: "\(tier == .open ? "circuit open" : "low success rate"): \(health.summary(of: gateway))"))
                     }
                 }
+                candidates = zip(candidates, tiers).enumerated()
+                    .sorted { ($0.element.1, $0.offset) < ($1.element.1, $1.offset) }
+                    .map(\.element.0)
             }
         }
         return RoutingDecision(candidates: candidates, matchedRule: matchedRule, notes: notes)
@@ -205,18 +220,57 @@ struct BitSet: Sendable {
     }
 }
 
+/// Small-integer indices for everything rules and capabilities compare, fixed when the router is built.
+struct Vocabulary: Sendable {
+    let methods: [PaymentMethod: Int]
+    let metadataKeys: [String]
+
+    init(rules: [RoutingRule], capabilities: [GatewayCapabilities]) {
+        var methods: [PaymentMethod: Int] = [:]
+        for method in rules.flatMap({ $0.when.methods ?? [] }) + capabilities.flatMap({ $0.methods.sorted() })
+        where methods[method] == nil {
+            methods[method] = methods.count
+        }
+        self.methods = methods
+        metadataKeys = Array(Set(rules.flatMap { ($0.when.metadata ?? [:]).keys })).sorted()
+    }
+}
+
 /// The intent reduced to small integers once per routing call.
 struct IntentKey {
     let method: Int
     let currency: Int
     let country: Int
-    let iin: String?
+    let action: UInt8
+    let amount: Int64
+    /// The card IIN as a number and its digit count (0 when absent or malformed).
+    let iin: Int
+    let iinDigits: Int
+    /// The intent's values for the vocabulary's metadata keys.
+    let metadata: [String?]
 
-    init(_ intent: PaymentIntent, methodIndex: [PaymentMethod: Int]) {
-        method = methodIndex[intent.method] ?? -1
+    init(_ intent: PaymentIntent, vocabulary: Vocabulary) {
+        method = vocabulary.methods[intent.method] ?? -1
         currency = intent.amount.currency.numeric
         country = intent.country.map { CountryIndex.of($0.code) } ?? -1
-        iin = intent.cardIIN
+        action = ActionBits.of(intent.action)
+        amount = intent.amount.minorUnits
+        var value = 0, digits = 0
+        for byte in (intent.cardIIN ?? "").utf8.prefix(8) {
+            guard byte >= 48, byte <= 57 else { value = 0; digits = 0; break }
+            value = value * 10 + Int(byte - 48)
+            digits += 1
+        }
+        iin = value
+        iinDigits = digits
+        metadata = vocabulary.metadataKeys.isEmpty ? [] : vocabulary.metadataKeys.map { intent.metadata[$0] }
+    }
+
+    static let powersOfTen: [Int] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000]
+
+    /// The first `digits` digits of the IIN, or nil when it is shorter.
+    func iinPrefix(_ digits: Int) -> Int? {
+        iinDigits >= digits ? iin / Self.powersOfTen[iinDigits - digits] : nil
     }
 }
 
@@ -225,6 +279,49 @@ enum CountryIndex {
         let u = Array(code.utf8)
         guard u.count == 2 else { return -1 }
         return Int(u[0] &- 65) * 26 + Int(u[1] &- 65)
+    }
+}
+
+enum ActionBits {
+    static func of(_ action: PaymentAction) -> UInt8 {
+        switch action {
+        case .sale: 1
+        case .authorize: 2
+        case .verify: 4
+        }
+    }
+    static func of(_ actions: some Sequence<PaymentAction>) -> UInt8 { actions.reduce(0) { $0 | of($1) } }
+}
+
+/// A gateway's capabilities as bit sets over the vocabulary.
+struct FastCapabilities: Sendable {
+    let methods: BitSet
+    let currencies: BitSet?
+    let countries: BitSet?
+    let actions: UInt8
+
+    init(_ capabilities: GatewayCapabilities, vocabulary: Vocabulary) {
+        var methods = BitSet(capacity: max(vocabulary.methods.count, 1))
+        for method in capabilities.methods { if let i = vocabulary.methods[method] { methods.insert(i) } }
+        self.methods = methods
+        currencies = capabilities.currencies.map { list in
+            var set = BitSet(capacity: 1000)
+            for currency in list { set.insert(currency.numeric) }
+            return set
+        }
+        countries = capabilities.countries.map { list in
+            var set = BitSet(capacity: 26 * 26)
+            for country in list { set.insert(CountryIndex.of(country.code)) }
+            return set
+        }
+        actions = ActionBits.of(capabilities.actions)
+    }
+
+    func accepts(_ key: IntentKey) -> Bool {
+        methods.contains(key.method)
+            && (currencies?.contains(key.currency) ?? true)
+            && (countries?.contains(key.country) ?? true)
+            && actions & key.action != 0
     }
 }
 
@@ -237,19 +334,19 @@ struct CompiledRule: Sendable {
     let countries: BitSet?
     let amount: (currency: Int, min: Int64?, max: Int64?)?
     let iin: [(from: Int, to: Int, digits: Int)]?
-    let metadata: [(String, String)]
-    let actions: Set<PaymentAction>?
+    let metadata: [(key: Int, name: String, value: String)]
+    let actions: UInt8?
     let targets: [Target]
     let weighted: Bool
     let source: RuleConditions
 
-    init(_ rule: RoutingRule, number: Int, gatewayIndex: [GatewayID: Int], methodIndex: [PaymentMethod: Int]) {
+    init(_ rule: RoutingRule, number: Int, gatewayIndex: [GatewayID: Int], vocabulary: Vocabulary) {
         self.number = number
         name = rule.name
         source = rule.when
         methods = rule.when.methods.map { list in
-            var set = BitSet(capacity: max(methodIndex.count, 1))
-            for method in list { set.insert(methodIndex[method]!) }
+            var set = BitSet(capacity: max(vocabulary.methods.count, 1))
+            for method in list { set.insert(vocabulary.methods[method]!) }
             return set
         }
         currencies = rule.when.currencies.map { list in
@@ -265,7 +362,8 @@ struct CompiledRule: Sendable {
         amount = rule.when.amount?.bounds().map { ($0.currency.numeric, $0.min, $0.max) }
         iin = rule.when.cardIIN?.map { (Int($0.from)!, Int($0.to)!, $0.from.count) }
         metadata = (rule.when.metadata ?? [:]).sorted { $0.key < $1.key }
-        actions = rule.when.actions.map(Set.init)
+            .map { (vocabulary.metadataKeys.firstIndex(of: $0.key)!, $0.key, $0.value) }
+        actions = rule.when.actions.map { ActionBits.of($0) }
         weighted = rule.gateways.contains { $0.weight != nil }
         // Weighted targets sorted by descending weight (stable), so fallbacks come out in weight order.
         let targets = rule.gateways.compactMap { target in gatewayIndex[target.id].map { Target(gateway: $0, weight: target.weight ?? 0) } }
@@ -274,26 +372,20 @@ struct CompiledRule: Sendable {
             : targets
     }
 
-    func matches(_ key: IntentKey, _ intent: PaymentIntent) -> Bool {
+    func matches(_ key: IntentKey) -> Bool {
         if let methods, !methods.contains(key.method) { return false }
         if let currencies, !currencies.contains(key.currency) { return false }
         if let countries, !countries.contains(key.country) { return false }
-        if let actions, !actions.contains(intent.action) { return false }
+        if let actions, actions & key.action == 0 { return false }
         if let amount {
             guard amount.currency == key.currency else { return false }
-            let value = intent.amount.minorUnits
-            if let min = amount.min, value < min { return false }
-            if let max = amount.max, value > max { return false }
+            if let min = amount.min, key.amount < min { return false }
+            if let max = amount.max, key.amount > max { return false }
         }
-        if let iin {
-            guard let cardIIN = key.iin else { return false }
-            var inRange = false
-            for range in iin where cardIIN.count >= range.digits {
-                if let prefix = Int(cardIIN.prefix(range.digits)), prefix >= range.from, prefix <= range.to { inRange = true; break }
-            }
-            if !inRange { return false }
+        if let iin, !iin.contains(where: { range in key.iinPrefix(range.digits).map { $0 >= range.from && $0 <= range.to } ?? false }) {
+            return false
         }
-        for (k, v) in metadata where intent.metadata[k] != v { return false }
+        for entry in metadata where key.metadata[entry.key] != entry.value { return false }
         return true
     }
 
@@ -302,30 +394,17 @@ struct CompiledRule: Sendable {
         if let methods, !methods.contains(key.method) { return "method \(intent.method) not in \(source.methods!.map(\.rawValue))" }
         if let currencies, !currencies.contains(key.currency) { return "currency \(intent.amount.currency.code) not in \(source.currencies!)" }
         if let countries, !countries.contains(key.country) { return "country \(intent.country?.code ?? "none") not in \(source.countries!)" }
-        if let actions, !actions.contains(intent.action) { return "action \(intent.action.rawValue) not in \(source.actions!.map(\.rawValue))" }
-        if let range = source.amount, let amount, amount.currency != key.currency || (amount.min.map { intent.amount.minorUnits < $0 } ?? false)
-            || (amount.max.map { intent.amount.minorUnits > $0 } ?? false) {
+        if let actions, actions & key.action == 0 { return "action \(intent.action.rawValue) not in \(source.actions!.map(\.rawValue))" }
+        if let range = source.amount, let amount, amount.currency != key.currency || (amount.min.map { key.amount < $0 } ?? false)
+            || (amount.max.map { key.amount > $0 } ?? false) {
             return "amount \(intent.amount) outside \(range.min ?? "…")–\(range.max ?? "…") \(range.currency)"
         }
-        if source.cardIIN != nil, !matchesIIN(key) { return "card IIN \(intent.cardIIN ?? "none") outside the rule's ranges" }
-        for (k, v) in metadata where intent.metadata[k] != v { return "metadata \(k) is not \"\(v)\"" }
-        return nil
-    }
-
-    private func matchesIIN(_ key: IntentKey) -> Bool {
-        guard let iin, let cardIIN = key.iin else { return false }
-        return iin.contains { range in
-            cardIIN.count >= range.digits && (Int(cardIIN.prefix(range.digits)).map { $0 >= range.from && $0 <= range.to } ?? false)
+        if let iin, !iin.contains(where: { range in key.iinPrefix(range.digits).map { $0 >= range.from && $0 <= range.to } ?? false }) {
+            return "card IIN \(intent.cardIIN ?? "none") outside the rule's ranges"
         }
-    }
-}
-
-extension GatewayCapabilities {
-    /// ``ineligibility(for:)`` without building strings: the router's hot path.
-    func accepts(_ intent: PaymentIntent) -> Bool {
-        methods.contains(intent.method)
-            && (currencies?.contains(intent.amount.currency) ?? true)
-            && (countries.map { list in intent.country.map { list.contains($0) } ?? false } ?? true)
-            && actions.contains(intent.action)
+        for entry in metadata where key.metadata[entry.key] != entry.value {
+            return "metadata \(entry.name) is not \"\(entry.value)\""
+        }
+        return nil
     }
 }
