@@ -65,6 +65,8 @@ struct DemoCommand: AsyncParsableCommand {
         try await scenario("Duplicate notifications are applied once", behavior: .approve, choice: .pay,
                            timing: .duplicate(count: 3), expect: .paid, intent: intent("order-1006", .card, "1.00"))
 
+        try await cascadeScenarios(usd: usd, failures: &failures)
+
         print("\n▶ A forged return URL is ignored")
         let returns = try ReturnURLHandler(routes: [.customScheme("tilldemo")])
         let expected = try returns.expectReturn()
@@ -75,6 +77,49 @@ struct DemoCommand: AsyncParsableCommand {
 
         print(failures == 0 ? "\nAll demo checkouts ended as expected." : "\n\(failures) demo checkout(s) did not end as expected.")
         if failures > 0 { throw ExitCode.failure }
+    }
+}
+
+extension DemoCommand {
+    /// The router and cascade over three fake gateways.
+    func cascadeScenarios(usd: Currency, failures: inout Int) async throws {
+        let ids: [GatewayID] = ["primary", "backup", "spare"]
+        let merchant = MerchantConfiguration(
+            id: "demo", gateways: ids.map { GatewayConfiguration(id: $0, module: "fake") },
+            routing: RoutingConfiguration(fallback: ids),
+            retry: RetryPolicy(maxAttempts: 3, inquiryAttempts: 2, inquiryIntervalMillis: 500))
+        let router = try Router(merchant: merchant, modules: ["fake": FakeGateway().capabilities])
+
+        func run(_ title: String, _ scripts: [[FakeBehavior]], expect: String) async throws {
+            print("\n▶ \(title)")
+            let clock = VirtualClock()
+            let gateways = zip(ids, scripts).map { FakeGateway(id: $0, script: $1) }
+            let engine = CascadeEngine(router: router, gateways: gateways, clock: clock)
+            var generator = SeededGenerator(seed: 7)
+            let intent = PaymentIntent(merchantReference: "order-2001", amount: Money(minorUnits: 4200, currency: usd), method: .card)
+            let result = await engine.run(intent, runner: FakeAttemptRunner(clock: clock), generator: &generator)
+            for event in result.events { print("  \(event)") }
+            var charged = 0
+            for gateway in gateways { charged += await gateway.ledger.charges.count }
+            let outcome: String = switch result.outcome {
+            case .succeeded(let report): "paid on \(report.gateway)"
+            case .failed(let error): "failed (\(error.code))"
+            case .needsCustomer: "back to the customer"
+            case .unresolved: "unresolved"
+            }
+            let ok = outcome == expect && charged <= 1
+            if !ok { failures += 1 }
+            print("  result: \(outcome), \(charged) charge(s) across all gateways \(ok ? "✓" : "✗ expected \(expect)")")
+        }
+
+        try await run("Router: a retryable decline on the primary cascades to the backup",
+                      [[.softDecline()], [.approve], [.approve]], expect: "paid on backup")
+        try await run("Router: the primary is unreachable (never sent), so the backup is tried",
+                      [[.timeoutBeforeSending], [.approve], [.approve]], expect: "paid on backup")
+        try await run("Router: a timeout after charging is inquired, never retried elsewhere",
+                      [[.timeoutAfterCharging], [.approve], [.approve]], expect: "paid on primary")
+        try await run("Router: a hard decline stops the cascade",
+                      [[.hardDecline()], [.approve], [.approve]], expect: "failed (declined)")
     }
 }
 

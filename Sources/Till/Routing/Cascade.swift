@@ -233,7 +233,7 @@ public struct CascadeEngine: Sendable {
                 attempts.append(record)
                 lastError = error
                 events.append(CascadeEvent(gateway: gatewayID, reference: reference, decision: "next gateway",
-                                           reason: "the request never reached the gateway (\(error.message))"))
+                                           reason: "known not processed: \(error.message)"))
                 continue
 
             case .invalid(let error):
