@@ -10,12 +10,20 @@ let package = Package(
     products: [
         .library(name: "Till", targets: ["Till"]),
         .library(name: "TillTesting", targets: ["TillTesting"]),
+        .library(name: "TillServer", targets: ["TillServer"]),
         .executable(name: "till", targets: ["till"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.0"),
+        // Server-only: used by TillServer and the command-line tool, never by Till or a gateway module.
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.0"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.0"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.0.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.80.0"),
     ],
     targets: [
         .target(
@@ -26,11 +34,26 @@ let package = Package(
             name: "TillTesting",
             dependencies: ["Till", .product(name: "Crypto", package: "swift-crypto")]
         ),
+        .target(
+            name: "TillServer",
+            dependencies: [
+                "Till",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
         .executableTarget(
             name: "till",
             dependencies: [
                 "Till",
                 "TillTesting",
+                "TillServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -40,6 +63,15 @@ let package = Package(
             exclude: ["Fixtures"]
         ),
         .testTarget(name: "TillTestingTests", dependencies: ["Till", "TillTesting"]),
+        .testTarget(
+            name: "TillServerTests",
+            dependencies: [
+                "Till", "TillTesting", "TillServer",
+                // Built so the crash-safety test can run the real `till server` process.
+                "till",
+                .product(name: "Metrics", package: "swift-metrics"),
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -331,6 +331,10 @@ public struct FakeGateway: Checkout {
             status: status, amount: body.amount, gatewayStatus: body.status, gatewayCode: body.code, eventID: body.eventId))
     }
 
+    public func claimedAttempt(in notification: IncomingNotification) -> AttemptReference? {
+        (try? JSONDecoder().decode(NotificationBody.self, from: notification.body)).map { AttemptReference(rawValue: $0.attempt) }
+    }
+
     public func inquire(_ query: InquiryQuery) async throws -> StatusReport {
         guard let record = await ledger.record(query.attempt) else {
             throw CheckoutError(.invalidField, field: "attempt", message: "no such attempt at the gateway", gateway: gateway)

@@ -40,10 +40,15 @@ public protocol Checkout: Sendable {
 
     /// **Confirm** (server): ask the gateway for the authoritative status of one attempt.
     func inquire(_ query: InquiryQuery) async throws -> StatusReport
+
+    /// The attempt a notification *claims* to be about, read without verifying it. Used only to
+    /// start an inquiry when verification fails; never to change a status. `nil` by default.
+    func claimedAttempt(in notification: IncomingNotification) -> AttemptReference?
 }
 
 extension Checkout {
     public var decisionTable: DecisionTable { DecisionTable() }
+    public func claimedAttempt(in notification: IncomingNotification) -> AttemptReference? { nil }
 }
 
 /// A unique reference for one attempt at a payment, sent to the gateway as its order reference so

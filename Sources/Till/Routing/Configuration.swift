@@ -3,13 +3,19 @@ import Foundation
 /// A Till configuration file: one or more merchants. See docs/configuration.md.
 public struct TillConfiguration: Sendable, Hashable, Codable {
     public var merchants: [MerchantConfiguration]
+    /// Settings of the merchant server (`till server`); absent in an app-side file.
+    public var server: ServerSettings?
 
-    public init(merchants: [MerchantConfiguration]) { self.merchants = merchants }
+    public init(merchants: [MerchantConfiguration], server: ServerSettings? = nil) {
+        self.merchants = merchants
+        self.server = server
+    }
 
     public init(from decoder: any Decoder) throws {
-        try decoder.reportUnknownKeys(allowed: ["merchants"])
+        try decoder.reportUnknownKeys(allowed: ["merchants", "server"])
         let c = try decoder.container(keyedBy: CodingKeys.self)
         merchants = try c.decode([MerchantConfiguration].self, forKey: .merchants)
+        server = try c.decodeIfPresent(ServerSettings.self, forKey: .server)
     }
 
     /// The merchant with `id`.
@@ -27,6 +33,61 @@ public struct TillConfiguration: Sendable, Hashable, Codable {
             }
             issues += merchant.validate(path: path, modules: modules)
         }
+        if let server { issues += server.validate(path: "server") }
+        return issues
+    }
+}
+
+/// The merchant server's own settings.
+public struct ServerSettings: Sendable, Hashable, Codable {
+    /// `host:port` to listen on; port 0 picks a free one.
+    public var listen: String
+    /// `sqlite:PATH` (the default, `sqlite:till.sqlite`) or `postgres://user:password@host:port/database`.
+    public var storage: String
+    /// The externally reachable base URL, used to build notification URLs for gateways.
+    public var publicURL: String?
+    /// Request bodies larger than this are refused with 413.
+    public var maxBodyBytes: Int
+
+    public init(listen: String = "127.0.0.1:8080", storage: String = "sqlite:till.sqlite", publicURL: String? = nil,
+                maxBodyBytes: Int = 65_536) {
+        self.listen = listen
+        self.storage = storage
+        self.publicURL = publicURL
+        self.maxBodyBytes = maxBodyBytes
+    }
+
+    public init(from decoder: any Decoder) throws {
+        try decoder.reportUnknownKeys(allowed: ["listen", "storage", "publicURL", "maxBodyBytes"])
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let d = ServerSettings()
+        listen = try c.decodeIfPresent(String.self, forKey: .listen) ?? d.listen
+        storage = try c.decodeIfPresent(String.self, forKey: .storage) ?? d.storage
+        publicURL = try c.decodeIfPresent(String.self, forKey: .publicURL)
+        maxBodyBytes = try c.decodeIfPresent(Int.self, forKey: .maxBodyBytes) ?? d.maxBodyBytes
+    }
+
+    /// The listen address split into host and port.
+    public var hostAndPort: (host: String, port: Int)? {
+        guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]),
+              (0...65_535).contains(port), colon != listen.startIndex else { return nil }
+        return (String(listen[..<colon]), port)
+    }
+
+    func validate(path: String) -> [ValidationIssue] {
+        var issues: [ValidationIssue] = []
+        if hostAndPort == nil {
+            issues.append(.init(field: "\(path).listen", code: .invalidField, message: "expected host:port, such as 127.0.0.1:8080"))
+        }
+        if !(storage.hasPrefix("sqlite:") && storage.count > 7) && !storage.hasPrefix("postgres://") && !storage.hasPrefix("postgresql://") {
+            issues.append(.init(field: "\(path).storage", code: .invalidField, message: "expected sqlite:PATH or postgres://…"))
+        }
+        if let publicURL, URL(string: publicURL).map({ ($0.scheme == "https" || $0.scheme == "http") && $0.host != nil }) != true {
+            issues.append(.init(field: "\(path).publicURL", code: .invalidField, message: "expected an absolute http(s) URL"))
+        }
+        if !(1_024...10_485_760).contains(maxBodyBytes) {
+            issues.append(.init(field: "\(path).maxBodyBytes", code: .invalidField, message: "1024 to 10485760"))
+        }
         return issues
     }
 }
@@ -34,14 +95,18 @@ public struct TillConfiguration: Sendable, Hashable, Codable {
 /// One merchant: its gateways, routing, retry policy and health settings.
 public struct MerchantConfiguration: Sendable, Hashable, Codable {
     public var id: String
+    /// Where the merchant server reads this merchant's API key (the app sends it as a bearer token).
+    public var apiKey: CredentialReference?
     public var gateways: [GatewayConfiguration]
     public var routing: RoutingConfiguration
     public var retry: RetryPolicy
     public var health: HealthSettings
 
-    public init(id: String, gateways: [GatewayConfiguration], routing: RoutingConfiguration = RoutingConfiguration(),
+    public init(id: String, apiKey: CredentialReference? = nil, gateways: [GatewayConfiguration],
+                routing: RoutingConfiguration = RoutingConfiguration(),
                 retry: RetryPolicy = RetryPolicy(), health: HealthSettings = HealthSettings()) {
         self.id = id
+        self.apiKey = apiKey
         self.gateways = gateways
         self.routing = routing
         self.retry = retry
@@ -49,9 +114,10 @@ public struct MerchantConfiguration: Sendable, Hashable, Codable {
     }
 
     public init(from decoder: any Decoder) throws {
-        try decoder.reportUnknownKeys(allowed: ["id", "gateways", "routing", "retry", "health"])
+        try decoder.reportUnknownKeys(allowed: ["id", "apiKey", "gateways", "routing", "retry", "health"])
         let c = try decoder.container(keyedBy: CodingKeys.self)
         id = try c.decode(String.self, forKey: .id)
+        apiKey = try c.decodeIfPresent(CredentialReference.self, forKey: .apiKey)
         gateways = try c.decode([GatewayConfiguration].self, forKey: .gateways)
         routing = try c.decodeIfPresent(RoutingConfiguration.self, forKey: .routing) ?? RoutingConfiguration()
         retry = try c.decodeIfPresent(RetryPolicy.self, forKey: .retry) ?? RetryPolicy()
@@ -63,6 +129,7 @@ public struct MerchantConfiguration: Sendable, Hashable, Codable {
 
     func validate(path: String, modules: [String: GatewayCapabilities]) -> [ValidationIssue] {
         var issues = Validators.reference(id, field: "\(path).id", maxLength: 64)
+        if let apiKey { issues += apiKey.validate(path: "\(path).apiKey") }
         if gateways.isEmpty { issues.append(.init(field: "\(path).gateways", code: .missingField, message: "at least one gateway is required")) }
         var ids: Set<GatewayID> = []
         for (index, gateway) in gateways.enumerated() {

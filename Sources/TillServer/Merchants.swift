@@ -1,0 +1,126 @@
+import Foundation
+import Till
+
+/// A gateway module as the server knows it: its name in configuration files, its declared
+/// capabilities, and how to build an instance from a gateway's configuration and resolved secrets.
+public struct GatewayModule: Sendable {
+    public var name: String
+    public var capabilities: GatewayCapabilities
+    public var make: @Sendable (_ gateway: GatewayConfiguration, _ credentials: [String: String]) throws -> any Checkout
+
+    public init(name: String, capabilities: GatewayCapabilities,
+                make: @escaping @Sendable (_ gateway: GatewayConfiguration, _ credentials: [String: String]) throws -> any Checkout) {
+        self.name = name
+        self.capabilities = capabilities
+        self.make = make
+    }
+}
+
+/// One merchant, ready to serve: its API key, router, health and gateway instances.
+public struct MerchantRuntime: Sendable {
+    public let configuration: MerchantConfiguration
+    let apiKey: String
+    public let router: Router
+    public let health: HealthMonitor
+    public let gateways: [GatewayID: any Checkout]
+
+    /// The gateway's decision table with the merchant's overrides.
+    func decisionTable(for gateway: GatewayID) -> DecisionTable {
+        (gateways[gateway]?.decisionTable ?? DecisionTable())
+            .overriding(with: configuration.retry.decisionOverrides[gateway.rawValue] ?? [:])
+    }
+}
+
+/// Why the server refuses to start.
+public struct StartupError: Error, CustomStringConvertible, Sendable {
+    public var problems: [String]
+    public var description: String {
+        "the server cannot start:\n" + problems.map { "  - \($0)" }.joined(separator: "\n")
+    }
+}
+
+/// Everything the server needs from its configuration, with every secret resolved.
+public struct ServerState: Sendable {
+    public let settings: ServerSettings
+    public let merchants: [MerchantRuntime]
+
+    /// Resolves every merchant's API key and every gateway's credentials from `environment` (or
+    /// files), and builds the gateway instances. Refuses, listing every missing secret by its path
+    /// (never its value), when anything is missing.
+    public init(configuration: TillConfiguration, modules: [GatewayModule],
+                environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+        let catalog = Dictionary(modules.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        let issues = configuration.validate(modules: catalog.mapValues(\.capabilities))
+        guard issues.isEmpty else { throw StartupError(problems: issues.map(\.description)) }
+        var problems: [String] = []
+        var merchants: [MerchantRuntime] = []
+        var keys: Set<String> = []
+        for (m, merchant) in configuration.merchants.enumerated() {
+            let path = "merchants[\(m)]"
+            var apiKey = ""
+            if let reference = merchant.apiKey {
+                do {
+                    apiKey = try reference.resolve(field: "\(path).apiKey", environment: environment)
+                    if apiKey.count < 16 { problems.append("\(path).apiKey: an API key needs at least 16 characters") }
+                    if !keys.insert(apiKey).inserted { problems.append("\(path).apiKey: two merchants share one API key") }
+                } catch { problems.append(error.description) }
+            } else {
+                problems.append("\(path).apiKey: the server needs an API key reference for every merchant")
+            }
+            var gateways: [GatewayID: any Checkout] = [:]
+            for (g, gateway) in merchant.gateways.enumerated() where gateway.enabled {
+                var credentials: [String: String] = [:]
+                var complete = true
+                for name in gateway.credentials.keys.sorted() {
+                    do {
+                        credentials[name] = try gateway.credentials[name]!.resolve(
+                            field: "\(path).gateways[\(g)].credentials.\(name)", environment: environment)
+                    } catch {
+                        problems.append(error.description)
+                        complete = false
+                    }
+                }
+                guard complete, let module = catalog[gateway.module] else { continue }
+                do {
+                    gateways[gateway.id] = try module.make(gateway, credentials)
+                } catch let error as CheckoutError {
+                    problems.append("\(path).gateways[\(g)]: \(error.description)")
+                }
+            }
+            do {
+                let router = try Router(merchant: merchant, modules: catalog.mapValues(\.capabilities))
+                merchants.append(MerchantRuntime(configuration: merchant, apiKey: apiKey, router: router,
+                                                 health: HealthMonitor(settings: merchant.health), gateways: gateways))
+            } catch {
+                problems += error.issues.map(\.description)
+            }
+        }
+        guard problems.isEmpty else { throw StartupError(problems: problems) }
+        settings = configuration.server ?? ServerSettings()
+        self.merchants = merchants
+    }
+
+    /// The merchant whose API key is `key`, compared in constant time per merchant.
+    func merchant(apiKey key: String) -> MerchantRuntime? {
+        let given = Array(key.utf8)
+        var found: MerchantRuntime?
+        for merchant in merchants where constantTimeEquals(given, Array(merchant.apiKey.utf8)) { found = merchant }
+        return found
+    }
+
+    func merchant(id: String) -> MerchantRuntime? { merchants.first { $0.configuration.id == id } }
+}
+
+func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+    guard a.count == b.count else { return false }
+    var difference: UInt8 = 0
+    for i in a.indices { difference |= a[i] ^ b[i] }
+    return difference == 0
+}
+
+/// Opens the store a storage URL names: `sqlite:PATH` or `postgres://…`.
+public func openStore(_ url: String) throws -> any PaymentStore {
+    if url.hasPrefix("sqlite:") { return try SQLitePaymentStore(path: String(url.dropFirst("sqlite:".count))) }
+    if url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") { return try PostgresPaymentStore(url: url) }
+    throw StoreError.unavailable("unsupported storage URL (expected sqlite:PATH or postgres://…)")
+}

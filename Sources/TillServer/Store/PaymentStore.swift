@@ -1,0 +1,151 @@
+import Foundation
+import Till
+
+/// A payment as the merchant server stores it.
+public struct StoredPayment: Sendable, Hashable, Codable {
+    public var id: String
+    public var merchantID: String
+    public var intent: PaymentIntent
+    /// The authoritative status: derived from the attempts' statuses, forward-only.
+    public var status: PaymentStatus
+    public var attempts: [StoredAttempt]
+    public var createdAt: Date
+    public var updatedAt: Date
+}
+
+/// One attempt at a payment, on one gateway.
+public struct StoredAttempt: Sendable, Hashable, Codable {
+    public var reference: AttemptReference
+    public var paymentID: String
+    /// 1 for the first attempt; unique per payment, so two concurrent prepares cannot both add the same one.
+    public var sequence: Int
+    public var gateway: GatewayID
+    public var status: PaymentStatus
+    public var gatewayReference: String?
+    public var gatewayCode: String?
+    /// What the app reported seeing. Informational only.
+    public var clientOutcome: ClientOutcome?
+    public var createdAt: Date
+    public var updatedAt: Date
+}
+
+/// What creating a payment did.
+public enum CreateOutcome: Sendable, Hashable {
+    case created(StoredPayment)
+    /// The same idempotency key with the same request: the payment it created before.
+    case replayed(StoredPayment)
+    /// The same idempotency key with a different request.
+    case idempotencyConflict
+    /// The merchant reference is already used by another payment.
+    case duplicateReference
+}
+
+/// What applying a status report (from a notification or an inquiry) did.
+public enum ApplyOutcome: Sendable, Hashable {
+    /// The attempt moved; `payment` is the payment's status afterwards.
+    case applied(attempt: PaymentStatus, payment: PaymentStatus)
+    /// This event was seen before (same gateway and event id), or the status is unchanged.
+    case duplicate
+    /// Stored, not applied: it would have moved the attempt backwards.
+    case stale(String)
+    /// No such attempt.
+    case unknownAttempt
+}
+
+/// A notification exactly as it arrived, stored before it is acknowledged.
+public struct RawNotification: Sendable, Hashable {
+    public var gateway: GatewayID
+    public var headers: [String: String]
+    public var body: Data
+    public var receivedAt: Date
+
+    public init(gateway: GatewayID, headers: [String: String], body: Data, receivedAt: Date = Date()) {
+        self.gateway = gateway
+        self.headers = headers
+        self.body = body
+        self.receivedAt = receivedAt
+    }
+}
+
+/// Where the merchant server keeps payments, attempts and notifications.
+///
+/// Two implementations share one test suite: ``SQLitePaymentStore`` (the embedded default, WAL) and
+/// ``PostgresPaymentStore``. Both enforce the invariants in the schema too: unique merchant references,
+/// unique idempotency keys, unique attempt references and sequence numbers, unique (gateway, event id)
+/// notifications, and triggers that refuse to move a paid payment or attempt backwards.
+public protocol PaymentStore: Sendable {
+    /// Creates or upgrades the schema. Safe to call on every start.
+    func migrate() async throws
+
+    /// Creates a payment, honouring an idempotency key.
+    /// - Parameter requestHash: a digest of the canonical request, compared on replay.
+    func create(_ intent: PaymentIntent, merchant: String, id: String, idempotencyKey: String?, requestHash: String) async throws -> CreateOutcome
+
+    /// A merchant's payment with its attempts.
+    func payment(id: String, merchant: String) async throws -> StoredPayment?
+
+    /// The payment an attempt belongs to.
+    func payment(attempt: AttemptReference) async throws -> StoredPayment?
+
+    /// Adds the next attempt of a payment, with status `created`. Fails with
+    /// ``StoreError/conflict`` when `sequence` is taken (another prepare won the race).
+    func addAttempt(_ reference: AttemptReference, payment: String, sequence: Int, gateway: GatewayID) async throws
+
+    /// Records what Prepare returned (the gateway's reference) and moves the attempt to `pending`.
+    func attemptPrepared(_ reference: AttemptReference, gatewayReference: String?) async throws
+
+    /// Records a client-side outcome. Never changes a status.
+    func recordClientOutcome(_ outcome: ClientOutcome, attempt: AttemptReference) async throws
+
+    /// In one transaction: stores the raw notification (deduplicated by gateway and event id) and
+    /// applies its report forward-only to the attempt and the payment.
+    func ingest(_ notification: RawNotification, report: StatusReport) async throws -> ApplyOutcome
+
+    /// Applies a report obtained by inquiry, forward-only.
+    func apply(_ report: StatusReport) async throws -> ApplyOutcome
+
+    /// Releases connections.
+    func close() async throws
+}
+
+/// Store failures the server maps to HTTP answers.
+public enum StoreError: Error, Sendable, Hashable {
+    /// A uniqueness rule refused the write (a concurrent request won).
+    case conflict(String)
+    /// The storage URL or the database is unusable.
+    case unavailable(String)
+}
+
+/// The decisions every store makes the same way, as pure functions over the rows it loaded inside its
+/// transaction.
+enum StoreRules {
+    /// How a report changes an attempt and its payment.
+    struct Effect: Equatable {
+        var outcome: ApplyOutcome
+        /// The attempt's new status, when it moves.
+        var attemptStatus: PaymentStatus?
+        /// The payment's new status, when it moves.
+        var paymentStatus: PaymentStatus?
+    }
+
+    static func apply(_ report: StatusReport, attempt: StoredAttempt, payment: StoredPayment) -> Effect {
+        switch attempt.status.transition(to: report.status) {
+        case .unchanged:
+            return Effect(outcome: .duplicate)
+        case .rejected(let reason):
+            return Effect(outcome: .stale(reason))
+        case .advance:
+            let statuses = payment.attempts.map { $0.reference == attempt.reference ? report.status : $0.status }
+            let derived = PaymentStatus.aggregate(statuses)
+            let paymentStatus: PaymentStatus? = payment.status.transition(to: derived) == .advance ? derived : nil
+            return Effect(outcome: .applied(attempt: report.status, payment: paymentStatus ?? payment.status),
+                          attemptStatus: report.status, paymentStatus: paymentStatus)
+        }
+    }
+}
+
+extension Date {
+    /// Milliseconds since 1970, as stored.
+    var storedMillis: Int64 { Int64((timeIntervalSince1970 * 1000).rounded()) }
+    init(storedMillis: Int64) { self.init(timeIntervalSince1970: Double(storedMillis) / 1000) }
+}

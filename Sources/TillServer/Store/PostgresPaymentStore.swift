@@ -1,0 +1,278 @@
+import Foundation
+import Logging
+import PostgresNIO
+import Till
+
+/// The PostgreSQL store. Every mutation of a payment runs in a transaction that first locks the
+/// payment's row (`SELECT … FOR UPDATE`), so one payment is never mutated by two requests at once.
+public final class PostgresPaymentStore: PaymentStore {
+    private let client: PostgresClient
+    private let runner: Task<Void, Never>
+    private let logger: Logger
+
+    /// Connects to `url` (`postgres://user:password@host:port/database`); TLS is not used, so keep the
+    /// database on loopback or a private network.
+    public init(url: String, logger: Logger = Logger(label: "till.store.postgres")) throws {
+        guard let components = URLComponents(string: url), ["postgres", "postgresql"].contains(components.scheme ?? ""),
+              let host = components.host, let user = components.user else {
+            throw StoreError.unavailable("expected postgres://user:password@host:port/database")
+        }
+        let database = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
+        let configuration = PostgresClient.Configuration(
+            host: host, port: components.port ?? 5432, username: user, password: components.password,
+            database: database.isEmpty ? nil : database, tls: .disable)
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        self.client = client
+        self.logger = logger
+        runner = Task { await client.run() }
+    }
+
+    public func migrate() async throws {
+        try await transaction { connection in
+            // One migrator at a time, across processes.
+            try await connection.query("SELECT pg_advisory_xact_lock(7411029)", logger: self.logger)
+            try await connection.query(PostgresQuery(unsafeSQL: Schema.createMigrationsTable), logger: self.logger)
+            var done: Set<Int> = []
+            for try await version in try await connection.query("SELECT version FROM till_schema_migrations", logger: self.logger)
+                .decode(Int.self) {
+                done.insert(version)
+            }
+            for migration in Schema.migrations(.postgres) where !done.contains(migration.version) {
+                for statement in migration.statements {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: self.logger)
+                }
+                try await connection.query("INSERT INTO till_schema_migrations (version, applied_at) VALUES (\(migration.version), \(Date().storedMillis))",
+                                           logger: self.logger)
+            }
+        }
+    }
+
+    public func create(_ intent: PaymentIntent, merchant: String, id: String, idempotencyKey: String?,
+                       requestHash: String) async throws -> CreateOutcome {
+        let intentJSON = try SQLitePaymentStore.encode(intent)
+        // A concurrent request with the same key or reference may win the insert; then the second
+        // pass reads what it created.
+        for pass in 0..<2 {
+            do {
+                return try await transaction { connection -> CreateOutcome in
+                    if let key = idempotencyKey {
+                        let rows = try await connection.query("""
+                            SELECT request_hash, payment_id FROM till_idempotency_keys WHERE merchant_id = \(merchant) AND idempotency_key = \(key)
+                            """, logger: self.logger)
+                        for try await (hash, paymentID) in rows.decode((String, String).self) {
+                            guard hash == requestHash else { return .idempotencyConflict }
+                            guard let existing = try await self.payment(connection, id: paymentID, merchant: merchant) else {
+                                throw StoreError.unavailable("idempotency key points to a missing payment")
+                            }
+                            return .replayed(existing)
+                        }
+                    }
+                    let taken = try await connection.query("""
+                        SELECT 1 FROM till_payments WHERE merchant_id = \(merchant) AND merchant_reference = \(intent.merchantReference)
+                        """, logger: self.logger)
+                    for try await _ in taken { return .duplicateReference }
+                    let now = Date().storedMillis
+                    try await connection.query("""
+                        INSERT INTO till_payments (id, merchant_id, merchant_reference, amount_minor, currency, status, intent_json, created_at, updated_at)
+                        VALUES (\(id), \(merchant), \(intent.merchantReference), \(intent.amount.minorUnits), \(intent.amount.currency.code),
+                                \(PaymentStatus.created.rawValue), \(intentJSON), \(now), \(now))
+                        """, logger: self.logger)
+                    if let key = idempotencyKey {
+                        try await connection.query("""
+                            INSERT INTO till_idempotency_keys (merchant_id, idempotency_key, request_hash, payment_id, created_at)
+                            VALUES (\(merchant), \(key), \(requestHash), \(id), \(now))
+                            """, logger: self.logger)
+                    }
+                    guard let created = try await self.payment(connection, id: id, merchant: merchant) else {
+                        throw StoreError.unavailable("payment vanished after insert")
+                    }
+                    return .created(created)
+                }
+            } catch let error as PSQLError where error.isUniqueViolation && pass == 0 {
+                continue
+            }
+        }
+        throw StoreError.conflict("concurrent create did not settle")
+    }
+
+    public func payment(id: String, merchant: String) async throws -> StoredPayment? {
+        try await client.withConnection { connection in try await self.payment(connection, id: id, merchant: merchant) }
+    }
+
+    public func payment(attempt: AttemptReference) async throws -> StoredPayment? {
+        try await client.withConnection { connection in
+            let rows = try await connection.query("""
+                SELECT p.id, p.merchant_id FROM till_attempts a JOIN till_payments p ON p.id = a.payment_id WHERE a.reference = \(attempt.rawValue)
+                """, logger: self.logger)
+            for try await (id, merchant) in rows.decode((String, String).self) {
+                return try await self.payment(connection, id: id, merchant: merchant)
+            }
+            return nil
+        }
+    }
+
+    public func addAttempt(_ reference: AttemptReference, payment: String, sequence: Int, gateway: GatewayID) async throws {
+        do {
+            try await transaction { connection in
+                try await self.lock(connection, payment: payment)
+                let now = Date().storedMillis
+                try await connection.query("""
+                    INSERT INTO till_attempts (reference, payment_id, sequence, gateway, status, created_at, updated_at)
+                    VALUES (\(reference.rawValue), \(payment), \(sequence), \(gateway.rawValue), \(PaymentStatus.created.rawValue), \(now), \(now))
+                    """, logger: self.logger)
+                try await self.refreshPaymentStatus(connection, payment: payment)
+            }
+        } catch let error as PSQLError where error.isUniqueViolation {
+            throw StoreError.conflict("attempt \(sequence) of payment \(payment) already exists")
+        }
+    }
+
+    public func attemptPrepared(_ reference: AttemptReference, gatewayReference: String?) async throws {
+        try await transaction { connection in
+            guard let paymentID = try await self.paymentID(connection, attempt: reference) else { return }
+            try await self.lock(connection, payment: paymentID)
+            try await connection.query("""
+                UPDATE till_attempts SET gateway_reference = \(gatewayReference),
+                status = CASE WHEN status = 'created' THEN 'pending' ELSE status END, updated_at = \(Date().storedMillis)
+                WHERE reference = \(reference.rawValue)
+                """, logger: self.logger)
+            try await self.refreshPaymentStatus(connection, payment: paymentID)
+        }
+    }
+
+    public func recordClientOutcome(_ outcome: ClientOutcome, attempt: AttemptReference) async throws {
+        let json = try SQLitePaymentStore.encode(outcome)
+        _ = try await client.withConnection { connection in
+            try await connection.query("""
+                UPDATE till_attempts SET client_outcome = \(json), updated_at = \(Date().storedMillis) WHERE reference = \(attempt.rawValue)
+                """, logger: self.logger)
+        }
+    }
+
+    public func ingest(_ notification: RawNotification, report: StatusReport) async throws -> ApplyOutcome {
+        let headers = try SQLitePaymentStore.encode(notification.headers)
+        do {
+            return try await transaction { connection -> ApplyOutcome in
+                guard let paymentID = try await self.paymentID(connection, attempt: report.attempt) else { return .unknownAttempt }
+                try await self.lock(connection, payment: paymentID)
+                let seen = try await connection.query("""
+                    SELECT 1 FROM till_notifications WHERE gateway = \(notification.gateway.rawValue) AND event_id = \(report.eventID)
+                    """, logger: self.logger)
+                for try await _ in seen { return .duplicate }
+                let outcome = try await self.apply(connection, report: report, paymentID: paymentID)
+                try await connection.query("""
+                    INSERT INTO till_notifications (gateway, event_id, attempt_reference, reported_status, outcome, headers_json, body, received_at)
+                    VALUES (\(notification.gateway.rawValue), \(report.eventID), \(report.attempt.rawValue), \(report.status.rawValue),
+                            \(outcome.storedName), \(headers), \(notification.body), \(notification.receivedAt.storedMillis))
+                    """, logger: self.logger)
+                return outcome
+            }
+        } catch let error as PSQLError where error.isUniqueViolation {
+            // The same event committed by a concurrent request between our check and our insert.
+            return .duplicate
+        }
+    }
+
+    public func apply(_ report: StatusReport) async throws -> ApplyOutcome {
+        try await transaction { connection -> ApplyOutcome in
+            guard let paymentID = try await self.paymentID(connection, attempt: report.attempt) else { return .unknownAttempt }
+            try await self.lock(connection, payment: paymentID)
+            return try await self.apply(connection, report: report, paymentID: paymentID)
+        }
+    }
+
+    public func close() async throws {
+        runner.cancel()
+    }
+
+    // MARK: Rows
+
+    /// Runs `body` in a transaction, rethrowing the body's own error rather than the wrapper.
+    private func transaction<Result: Sendable>(_ body: @Sendable (PostgresConnection) async throws -> Result) async throws -> Result {
+        do {
+            return try await client.withTransaction(logger: logger) { connection in try await body(connection) }
+        } catch let error as PostgresTransactionError {
+            throw error.closureError ?? error.commitError ?? error.beginError ?? error
+        }
+    }
+
+    private func lock(_ connection: PostgresConnection, payment: String) async throws {
+        try await connection.query("SELECT id FROM till_payments WHERE id = \(payment) FOR UPDATE", logger: logger)
+    }
+
+    private func paymentID(_ connection: PostgresConnection, attempt: AttemptReference) async throws -> String? {
+        let rows = try await connection.query("SELECT payment_id FROM till_attempts WHERE reference = \(attempt.rawValue)", logger: logger)
+        for try await id in rows.decode(String.self) { return id }
+        return nil
+    }
+
+    private func apply(_ connection: PostgresConnection, report: StatusReport, paymentID: String) async throws -> ApplyOutcome {
+        let merchantRows = try await connection.query("SELECT merchant_id FROM till_payments WHERE id = \(paymentID)", logger: logger)
+        var merchant: String?
+        for try await value in merchantRows.decode(String.self) { merchant = value }
+        guard let merchant, let payment = try await payment(connection, id: paymentID, merchant: merchant),
+              let attempt = payment.attempts.first(where: { $0.reference == report.attempt }) else { return .unknownAttempt }
+        let effect = StoreRules.apply(report, attempt: attempt, payment: payment)
+        let now = Date().storedMillis
+        if let status = effect.attemptStatus {
+            try await connection.query("""
+                UPDATE till_attempts SET status = \(status.rawValue), gateway_code = COALESCE(\(report.gatewayCode), gateway_code),
+                gateway_reference = COALESCE(gateway_reference, \(report.gatewayReference)), updated_at = \(now)
+                WHERE reference = \(report.attempt.rawValue)
+                """, logger: logger)
+        }
+        if let status = effect.paymentStatus {
+            try await connection.query("UPDATE till_payments SET status = \(status.rawValue), updated_at = \(now) WHERE id = \(paymentID)",
+                                       logger: logger)
+        }
+        return effect.outcome
+    }
+
+    private func refreshPaymentStatus(_ connection: PostgresConnection, payment id: String) async throws {
+        var current: String?
+        for try await status in try await connection.query("SELECT status FROM till_payments WHERE id = \(id)", logger: logger)
+            .decode(String.self) { current = status }
+        guard let current else { return }
+        var statuses: [PaymentStatus] = []
+        for try await status in try await connection.query("SELECT status FROM till_attempts WHERE payment_id = \(id) ORDER BY sequence",
+                                                           logger: logger).decode(String.self) {
+            statuses.append(PaymentStatus(rawValue: status))
+        }
+        let derived = PaymentStatus.aggregate(statuses)
+        if PaymentStatus(rawValue: current).transition(to: derived) == .advance {
+            try await connection.query("UPDATE till_payments SET status = \(derived.rawValue), updated_at = \(Date().storedMillis) WHERE id = \(id)",
+                                       logger: logger)
+        }
+    }
+
+    private func payment(_ connection: PostgresConnection, id: String, merchant: String) async throws -> StoredPayment? {
+        let rows = try await connection.query("""
+            SELECT id, merchant_id, status, intent_json, created_at, updated_at FROM till_payments WHERE id = \(id) AND merchant_id = \(merchant)
+            """, logger: logger)
+        var found: StoredPayment?
+        for try await (pid, mid, status, intentJSON, created, updated) in rows.decode((String, String, String, String, Int64, Int64).self) {
+            found = StoredPayment(id: pid, merchantID: mid, intent: try SQLitePaymentStore.decode(PaymentIntent.self, intentJSON),
+                                  status: PaymentStatus(rawValue: status), attempts: [],
+                                  createdAt: Date(storedMillis: created), updatedAt: Date(storedMillis: updated))
+        }
+        guard var payment = found else { return nil }
+        let attempts = try await connection.query("""
+            SELECT reference, payment_id, sequence, gateway, status, gateway_reference, gateway_code, client_outcome, created_at, updated_at
+            FROM till_attempts WHERE payment_id = \(id) ORDER BY sequence
+            """, logger: logger)
+        for try await (reference, paymentID, sequence, gateway, status, gatewayReference, gatewayCode, clientOutcome, created, updated)
+            in attempts.decode((String, String, Int, String, String, String?, String?, String?, Int64, Int64).self) {
+            payment.attempts.append(StoredAttempt(
+                reference: AttemptReference(rawValue: reference), paymentID: paymentID, sequence: sequence,
+                gateway: GatewayID(rawValue: gateway), status: PaymentStatus(rawValue: status), gatewayReference: gatewayReference,
+                gatewayCode: gatewayCode, clientOutcome: clientOutcome.flatMap { try? SQLitePaymentStore.decode(ClientOutcome.self, $0) },
+                createdAt: Date(storedMillis: created), updatedAt: Date(storedMillis: updated)))
+        }
+        return payment
+    }
+}
+
+extension PSQLError {
+    /// SQLSTATE 23505: a unique constraint refused the write.
+    var isUniqueViolation: Bool { serverInfo?[.sqlState] == "23505" }
+}

@@ -1,0 +1,226 @@
+import Foundation
+import GRDB
+import Till
+
+/// The embedded store: one SQLite file in WAL mode, with `synchronous = FULL` so a write that was
+/// acknowledged survives a crash. All writes go through one writer, so one payment is never mutated
+/// by two requests at once.
+public final class SQLitePaymentStore: PaymentStore {
+    private let pool: DatabasePool
+
+    /// Opens (and creates) the database at `path`.
+    public init(path: String) throws {
+        var configuration = Configuration()
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+            try db.execute(sql: "PRAGMA foreign_keys = ON")
+        }
+        configuration.busyMode = .timeout(10)
+        do {
+            pool = try DatabasePool(path: path, configuration: configuration)
+        } catch {
+            throw StoreError.unavailable("cannot open SQLite database at \(path): \(error)")
+        }
+    }
+
+    public func migrate() async throws {
+        try await pool.write { db in
+            try db.execute(sql: Schema.createMigrationsTable)
+            let done = try Set(Int.fetchAll(db, sql: "SELECT version FROM till_schema_migrations"))
+            for migration in Schema.migrations(.sqlite) where !done.contains(migration.version) {
+                for statement in migration.statements { try db.execute(sql: statement) }
+                try db.execute(sql: "INSERT INTO till_schema_migrations (version, applied_at) VALUES (?, ?)",
+                               arguments: [migration.version, Date().storedMillis])
+            }
+        }
+    }
+
+    public func create(_ intent: PaymentIntent, merchant: String, id: String, idempotencyKey: String?,
+                       requestHash: String) async throws -> CreateOutcome {
+        let intentJSON = try Self.encode(intent)
+        return try await pool.write { db -> CreateOutcome in
+            if let key = idempotencyKey,
+               let row = try Row.fetchOne(db, sql: """
+                   SELECT request_hash, payment_id FROM till_idempotency_keys WHERE merchant_id = ? AND idempotency_key = ?
+                   """, arguments: [merchant, key]) {
+                guard row["request_hash"] as String == requestHash else { return .idempotencyConflict }
+                guard let existing = try Self.payment(db, id: row["payment_id"], merchant: merchant) else {
+                    throw StoreError.unavailable("idempotency key points to a missing payment")
+                }
+                return .replayed(existing)
+            }
+            let taken = try Bool.fetchOne(db, sql: "SELECT 1 FROM till_payments WHERE merchant_id = ? AND merchant_reference = ?",
+                                          arguments: [merchant, intent.merchantReference]) ?? false
+            if taken { return .duplicateReference }
+            let now = Date().storedMillis
+            try db.execute(sql: """
+                INSERT INTO till_payments (id, merchant_id, merchant_reference, amount_minor, currency, status, intent_json, created_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [id, merchant, intent.merchantReference, intent.amount.minorUnits, intent.amount.currency.code,
+                                 PaymentStatus.created.rawValue, intentJSON, now, now])
+            if let key = idempotencyKey {
+                try db.execute(sql: """
+                    INSERT INTO till_idempotency_keys (merchant_id, idempotency_key, request_hash, payment_id, created_at) VALUES (?, ?, ?, ?, ?)
+                    """, arguments: [merchant, key, requestHash, id, now])
+            }
+            guard let created = try Self.payment(db, id: id, merchant: merchant) else {
+                throw StoreError.unavailable("payment vanished after insert")
+            }
+            return .created(created)
+        }
+    }
+
+    public func payment(id: String, merchant: String) async throws -> StoredPayment? {
+        try await pool.read { db in try Self.payment(db, id: id, merchant: merchant) }
+    }
+
+    public func payment(attempt: AttemptReference) async throws -> StoredPayment? {
+        try await pool.read { db in
+            guard let row = try Row.fetchOne(db, sql: """
+                SELECT p.id, p.merchant_id FROM till_attempts a JOIN till_payments p ON p.id = a.payment_id WHERE a.reference = ?
+                """, arguments: [attempt.rawValue]) else { return nil }
+            return try Self.payment(db, id: row["id"], merchant: row["merchant_id"])
+        }
+    }
+
+    public func addAttempt(_ reference: AttemptReference, payment: String, sequence: Int, gateway: GatewayID) async throws {
+        do {
+            try await pool.write { db in
+                let now = Date().storedMillis
+                try db.execute(sql: """
+                    INSERT INTO till_attempts (reference, payment_id, sequence, gateway, status, created_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """, arguments: [reference.rawValue, payment, sequence, gateway.rawValue, PaymentStatus.created.rawValue, now, now])
+                try Self.refreshPaymentStatus(db, payment: payment)
+            }
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+            throw StoreError.conflict("attempt \(sequence) of payment \(payment) already exists")
+        }
+    }
+
+    public func attemptPrepared(_ reference: AttemptReference, gatewayReference: String?) async throws {
+        try await pool.write { db in
+            try db.execute(sql: """
+                UPDATE till_attempts SET gateway_reference = ?, status = CASE WHEN status = 'created' THEN 'pending' ELSE status END,
+                updated_at = ? WHERE reference = ?
+                """, arguments: [gatewayReference, Date().storedMillis, reference.rawValue])
+            if let paymentID = try String.fetchOne(db, sql: "SELECT payment_id FROM till_attempts WHERE reference = ?",
+                                                   arguments: [reference.rawValue]) {
+                try Self.refreshPaymentStatus(db, payment: paymentID)
+            }
+        }
+    }
+
+    public func recordClientOutcome(_ outcome: ClientOutcome, attempt: AttemptReference) async throws {
+        let json = try Self.encode(outcome)
+        try await pool.write { db in
+            try db.execute(sql: "UPDATE till_attempts SET client_outcome = ?, updated_at = ? WHERE reference = ?",
+                           arguments: [json, Date().storedMillis, attempt.rawValue])
+        }
+    }
+
+    public func ingest(_ notification: RawNotification, report: StatusReport) async throws -> ApplyOutcome {
+        let headers = try Self.encode(notification.headers)
+        return try await pool.write { db -> ApplyOutcome in
+            guard let attemptRow = try Row.fetchOne(db, sql: "SELECT payment_id FROM till_attempts WHERE reference = ?",
+                                                    arguments: [report.attempt.rawValue]) else { return .unknownAttempt }
+            let seen = try Bool.fetchOne(db, sql: "SELECT 1 FROM till_notifications WHERE gateway = ? AND event_id = ?",
+                                         arguments: [notification.gateway.rawValue, report.eventID]) ?? false
+            if seen { return .duplicate }
+            let outcome = try Self.apply(db, report: report, paymentID: attemptRow["payment_id"])
+            try db.execute(sql: """
+                INSERT INTO till_notifications (gateway, event_id, attempt_reference, reported_status, outcome, headers_json, body, received_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [notification.gateway.rawValue, report.eventID, report.attempt.rawValue, report.status.rawValue,
+                                 outcome.storedName, headers, notification.body, notification.receivedAt.storedMillis])
+            return outcome
+        }
+    }
+
+    public func apply(_ report: StatusReport) async throws -> ApplyOutcome {
+        try await pool.write { db -> ApplyOutcome in
+            guard let paymentID = try String.fetchOne(db, sql: "SELECT payment_id FROM till_attempts WHERE reference = ?",
+                                                      arguments: [report.attempt.rawValue]) else { return .unknownAttempt }
+            return try Self.apply(db, report: report, paymentID: paymentID)
+        }
+    }
+
+    public func close() async throws {
+        try pool.close()
+    }
+
+    // MARK: Rows
+
+    private static func apply(_ db: Database, report: StatusReport, paymentID: String) throws -> ApplyOutcome {
+        guard let merchant = try String.fetchOne(db, sql: "SELECT merchant_id FROM till_payments WHERE id = ?", arguments: [paymentID]),
+              let payment = try payment(db, id: paymentID, merchant: merchant),
+              let attempt = payment.attempts.first(where: { $0.reference == report.attempt })
+        else { return .unknownAttempt }
+        let effect = StoreRules.apply(report, attempt: attempt, payment: payment)
+        let now = Date().storedMillis
+        if let status = effect.attemptStatus {
+            try db.execute(sql: """
+                UPDATE till_attempts SET status = ?, gateway_code = COALESCE(?, gateway_code),
+                gateway_reference = COALESCE(gateway_reference, ?), updated_at = ? WHERE reference = ?
+                """, arguments: [status.rawValue, report.gatewayCode, report.gatewayReference, now, report.attempt.rawValue])
+        }
+        if let status = effect.paymentStatus {
+            try db.execute(sql: "UPDATE till_payments SET status = ?, updated_at = ? WHERE id = ?",
+                           arguments: [status.rawValue, now, paymentID])
+        }
+        return effect.outcome
+    }
+
+    private static func refreshPaymentStatus(_ db: Database, payment id: String) throws {
+        guard let current = try String.fetchOne(db, sql: "SELECT status FROM till_payments WHERE id = ?", arguments: [id]) else { return }
+        let statuses = try String.fetchAll(db, sql: "SELECT status FROM till_attempts WHERE payment_id = ? ORDER BY sequence",
+                                           arguments: [id]).map(PaymentStatus.init(rawValue:))
+        let derived = PaymentStatus.aggregate(statuses)
+        if PaymentStatus(rawValue: current).transition(to: derived) == .advance {
+            try db.execute(sql: "UPDATE till_payments SET status = ?, updated_at = ? WHERE id = ?",
+                           arguments: [derived.rawValue, Date().storedMillis, id])
+        }
+    }
+
+    private static func payment(_ db: Database, id: String, merchant: String) throws -> StoredPayment? {
+        guard let row = try Row.fetchOne(db, sql: """
+            SELECT id, merchant_id, status, intent_json, created_at, updated_at FROM till_payments WHERE id = ? AND merchant_id = ?
+            """, arguments: [id, merchant]) else { return nil }
+        let attempts = try Row.fetchAll(db, sql: """
+            SELECT reference, payment_id, sequence, gateway, status, gateway_reference, gateway_code, client_outcome, created_at, updated_at
+            FROM till_attempts WHERE payment_id = ? ORDER BY sequence
+            """, arguments: [id]).map { row in
+            StoredAttempt(reference: AttemptReference(rawValue: row["reference"]), paymentID: row["payment_id"],
+                          sequence: row["sequence"], gateway: GatewayID(rawValue: row["gateway"]),
+                          status: PaymentStatus(rawValue: row["status"]), gatewayReference: row["gateway_reference"],
+                          gatewayCode: row["gateway_code"],
+                          clientOutcome: (row["client_outcome"] as String?).flatMap { try? decode(ClientOutcome.self, $0) },
+                          createdAt: Date(storedMillis: row["created_at"]), updatedAt: Date(storedMillis: row["updated_at"]))
+        }
+        return StoredPayment(id: row["id"], merchantID: row["merchant_id"], intent: try decode(PaymentIntent.self, row["intent_json"]),
+                             status: PaymentStatus(rawValue: row["status"]), attempts: attempts,
+                             createdAt: Date(storedMillis: row["created_at"]), updatedAt: Date(storedMillis: row["updated_at"]))
+    }
+
+    static func encode(_ value: some Encodable) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, _ json: String) throws -> T {
+        try JSONDecoder().decode(type, from: Data(json.utf8))
+    }
+}
+
+extension ApplyOutcome {
+    /// How the outcome is recorded next to a stored notification.
+    var storedName: String {
+        switch self {
+        case .applied: "applied"
+        case .duplicate: "duplicate"
+        case .stale: "stale"
+        case .unknownAttempt: "unknown_attempt"
+        }
+    }
+}

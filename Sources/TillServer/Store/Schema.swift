@@ -1,0 +1,100 @@
+/// The schema, as ordered migrations. Each store runs the ones it has not run yet, recording them in
+/// `till_schema_migrations`. The statements are written in the SQL both SQLite and PostgreSQL accept,
+/// except where a dialect hook says otherwise.
+enum Schema {
+    enum Dialect { case sqlite, postgres }
+
+    static func migrations(_ dialect: Dialect) -> [(version: Int, statements: [String])] {
+        let serial = dialect == .sqlite ? "INTEGER PRIMARY KEY AUTOINCREMENT" : "BIGSERIAL PRIMARY KEY"
+        let blob = dialect == .sqlite ? "BLOB" : "BYTEA"
+        let moneyMoved = "('paid', 'partially_refunded', 'refunded')"
+        var v1 = [
+            """
+            CREATE TABLE till_payments (
+                id TEXT PRIMARY KEY,
+                merchant_id TEXT NOT NULL,
+                merchant_reference TEXT NOT NULL,
+                amount_minor BIGINT NOT NULL CHECK (amount_minor >= 0),
+                currency TEXT NOT NULL CHECK (length(currency) = 3),
+                status TEXT NOT NULL,
+                intent_json TEXT NOT NULL,
+                created_at BIGINT NOT NULL,
+                updated_at BIGINT NOT NULL,
+                UNIQUE (merchant_id, merchant_reference)
+            )
+            """,
+            """
+            CREATE TABLE till_idempotency_keys (
+                merchant_id TEXT NOT NULL,
+                idempotency_key TEXT NOT NULL,
+                request_hash TEXT NOT NULL,
+                payment_id TEXT NOT NULL REFERENCES till_payments (id),
+                created_at BIGINT NOT NULL,
+                PRIMARY KEY (merchant_id, idempotency_key)
+            )
+            """,
+            """
+            CREATE TABLE till_attempts (
+                reference TEXT PRIMARY KEY,
+                payment_id TEXT NOT NULL REFERENCES till_payments (id),
+                sequence INTEGER NOT NULL CHECK (sequence >= 1),
+                gateway TEXT NOT NULL,
+                status TEXT NOT NULL,
+                gateway_reference TEXT,
+                gateway_code TEXT,
+                client_outcome TEXT,
+                created_at BIGINT NOT NULL,
+                updated_at BIGINT NOT NULL,
+                UNIQUE (payment_id, sequence)
+            )
+            """,
+            """
+            CREATE TABLE till_notifications (
+                id \(serial),
+                gateway TEXT NOT NULL,
+                event_id TEXT NOT NULL,
+                attempt_reference TEXT NOT NULL REFERENCES till_attempts (reference),
+                reported_status TEXT NOT NULL,
+                outcome TEXT NOT NULL,
+                headers_json TEXT NOT NULL,
+                body \(blob) NOT NULL,
+                received_at BIGINT NOT NULL,
+                UNIQUE (gateway, event_id)
+            )
+            """,
+            "CREATE INDEX till_attempts_payment ON till_attempts (payment_id)",
+        ]
+        // Money that moved never un-moves, whatever the application code does.
+        switch dialect {
+        case .sqlite:
+            for table in ["till_payments", "till_attempts"] {
+                v1.append("""
+                    CREATE TRIGGER \(table)_forward_only BEFORE UPDATE OF status ON \(table)
+                    WHEN OLD.status IN \(moneyMoved) AND NEW.status NOT IN \(moneyMoved)
+                    BEGIN SELECT RAISE(ABORT, 'till: status may not move back from money moved'); END
+                    """)
+            }
+        case .postgres:
+            v1.append("""
+                CREATE FUNCTION till_forward_only() RETURNS trigger AS $$
+                BEGIN
+                    IF OLD.status IN \(moneyMoved) AND NEW.status NOT IN \(moneyMoved) THEN
+                        RAISE EXCEPTION 'till: status may not move back from money moved';
+                    END IF;
+                    RETURN NEW;
+                END $$ LANGUAGE plpgsql
+                """)
+            for table in ["till_payments", "till_attempts"] {
+                v1.append("""
+                    CREATE TRIGGER \(table)_forward_only BEFORE UPDATE OF status ON \(table)
+                    FOR EACH ROW EXECUTE FUNCTION till_forward_only()
+                    """)
+            }
+        }
+        return [(1, v1)]
+    }
+
+    static let createMigrationsTable = """
+        CREATE TABLE IF NOT EXISTS till_schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)
+        """
+}
