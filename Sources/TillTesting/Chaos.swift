@@ -41,7 +41,12 @@ public enum ChaosRun {
         public var notificationsStale = 0
         public var seed: UInt64 = 0
         public var faultRate = 0.0
-        /// One line per double charge or lost payment, with every attempt's scripted behavior.
+        /// The cascade said "paid" for an attempt no gateway charged.
+        public var falseSuccesses = 0
+        /// The cascade said "failed" (or handed back to the customer) while an attempt was charged;
+        /// counted in `lostPayments` too.
+        public var reportedFailedButCharged = 0
+        /// One line per violation, with every attempt's scripted behavior.
         public var violations: [String] = []
     }
 
@@ -94,9 +99,25 @@ public enum ChaosRun {
             for attempt in result.attempts {
                 if let status = attempt.status { await store.apply(status, to: attempt.reference) }
             }
+            // What the cascade told the app must agree with what the gateways charged, right now.
+            var chargedNow = 0
+            for attempt in result.attempts {
+                let gateway = gateways.first { $0.gateway == attempt.gateway }
+                if await gateway?.ledger.charges[attempt.reference] != nil { chargedNow += 1 }
+            }
             switch result.outcome {
-            case .succeeded, .failed: break
-            case .needsCustomer: report.askedCustomer += 1
+            case .succeeded(let paid):
+                let gateway = gateways.first { $0.gateway == paid.gateway }
+                if await gateway?.ledger.charges[paid.attempt] == nil {
+                    report.falseSuccesses += 1
+                    report.violations.append("checkout \(index): the cascade reported \(paid.attempt) paid, but no gateway charged it")
+                }
+            case .failed, .needsCustomer:
+                if case .needsCustomer = result.outcome { report.askedCustomer += 1 }
+                if chargedNow > 0 {
+                    report.reportedFailedButCharged += 1
+                    report.violations.append("checkout \(index): the cascade reported failure while \(chargedNow) attempt(s) were charged")
+                }
             case .unresolved: unresolvedCheckouts.append(index)
             }
             // Time passes between checkouts; late notifications trickle in.
@@ -109,8 +130,9 @@ public enum ChaosRun {
         // still not final is inquired about until it answers.
         for gateway in gateways {
             let records = await gateway.ledger.records.sorted { $0.key.rawValue < $1.key.rawValue }
+            // Pending attempts settle as paid: the worst case for a cascade that moved on too early.
             for (attempt, record) in records where record.status == .pending {
-                _ = try? await gateway.settle(attempt, as: generator.roll(2) == 0 ? .paid : .failed, code: "settled")
+                _ = try? await gateway.settle(attempt, as: .paid, code: "settled")
             }
         }
         await deliverOutboxes(gateways, store: store, generator: &generator)
@@ -152,6 +174,8 @@ public enum ChaosRun {
         report.notificationsApplied = counters.applied
         report.notificationsDuplicate = counters.duplicate
         report.notificationsStale = counters.stale
+        // A failure told to the app while money had moved is a lost payment from the customer's side.
+        report.lostPayments += report.reportedFailedButCharged
         return report
     }
 
@@ -184,10 +208,12 @@ final class FaultDrawer: @unchecked Sendable {
         lock.lock(); defer { lock.unlock() }
         var behavior: FakeBehavior = method == .wechatPay ? .walletHandoff : .approve
         var latency = Duration.milliseconds(Int64(generator.roll(800)) + 50)
+        var afterReturn: TransportError.Kind?
         if method == .wechatPay {
             walletResults[attempt] = !chance(rate) ? .paid : (generator.roll(2) == 0 ? .failed : .cancelled)
+            if chance(rate) { afterReturn = [.notSent, .timedOut, .connectionLost][generator.roll(3)] }
         } else if chance(rate) {
-            switch generator.roll(9) {
+            switch generator.roll(10) {
             case 0: behavior = .softDecline()
             case 1: behavior = .hardDecline()
             case 2: behavior = .timeoutBeforeSending
@@ -196,6 +222,7 @@ final class FaultDrawer: @unchecked Sendable {
             case 5: behavior = .serverError(charged: false)
             case 6: behavior = .serverError(charged: true)
             case 7: latency = .seconds(Int64(generator.roll(50)) + 10)   // slow, then approved
+            case 8: behavior = .delayedCharge
             default: behavior = .pending
             }
         }
@@ -208,7 +235,8 @@ final class FaultDrawer: @unchecked Sendable {
             }
         }
         let failingInquiries = chance(rate) ? Int(generator.roll(5)) + 1 : 0
-        return FakeAttemptPlan(behavior, notification: notification, failingInquiries: failingInquiries, latency: latency)
+        return FakeAttemptPlan(behavior, notification: notification, failingInquiries: failingInquiries, latency: latency,
+                               afterReturn: afterReturn)
     }
 
     func walletResult(for attempt: AttemptReference) -> PaymentStatus {

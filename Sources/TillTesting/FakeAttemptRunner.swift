@@ -26,6 +26,10 @@ public struct FakeAttemptRunner: AttemptRunner {
                 let result = walletResult(context.attempt)
                 let (report, _) = try await fake.customerActs(on: context.attempt, result: result,
                                                               code: result == .failed ? "wallet_declined" : nil)
+                if let failure = plan?.afterReturn {
+                    return .error(TransportError(failure, "scripted failure after the return").checkoutError(gateway: fake.gateway),
+                                  customerAuthenticated: true)
+                }
                 return .report(report, customerAuthenticated: true)
             }
             return .report(try await fake.charge(context.attempt))

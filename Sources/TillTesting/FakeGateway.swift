@@ -20,6 +20,9 @@ public enum FakeBehavior: Sendable, Hashable {
     case lostResponse
     /// Answer HTTP 5xx, having charged or not: an unknown outcome either way.
     case serverError(charged: Bool)
+    /// Time out having not processed the request yet: inquiries say "no such attempt" until the
+    /// gateway processes it later (``FakeGateway/settle(_:as:code:)``) — a delayed request.
+    case delayedCharge
     /// Send the customer to a wallet page; the customer's choice decides (``FakeGateway/customerActs(on:approve:)``).
     case walletHandoff
 }
@@ -48,13 +51,17 @@ public struct FakeAttemptPlan: Sendable, Hashable {
     public var failingInquiries: Int
     /// How long the gateway takes to answer, on the runner's clock.
     public var latency: Duration
+    /// For `.walletHandoff`: the call after the customer came back fails this way (the customer's
+    /// choice in the wallet still happened).
+    public var afterReturn: TransportError.Kind?
 
     public init(_ behavior: FakeBehavior, notification: FakeNotificationTiming? = nil, failingInquiries: Int = 0,
-                latency: Duration = .zero) {
+                latency: Duration = .zero, afterReturn: TransportError.Kind? = nil) {
         self.behavior = behavior
         self.notification = notification
         self.failingInquiries = failingInquiries
         self.latency = latency
+        self.afterReturn = afterReturn
     }
 }
 
@@ -238,6 +245,8 @@ public struct FakeGateway: Checkout {
         case .serverError(let charged):
             if charged { _ = try await settle(attempt, as: .paid) }
             throw CheckoutError(.gatewayError, message: "HTTP 503 from the gateway", gateway: gateway, gatewayCode: "503")
+        case .delayedCharge:
+            throw TransportError(.timedOut, "no answer").checkoutError(gateway: gateway)
         }
     }
 
@@ -341,6 +350,9 @@ public struct FakeGateway: Checkout {
         }
         if await ledger.inquiryShouldFail(query.attempt) {
             throw TransportError(.timedOut, "inquiry timed out").checkoutError(gateway: gateway)
+        }
+        if record.behavior == .delayedCharge, record.status == .pending {
+            throw CheckoutError(.invalidField, field: "attempt", message: "no such attempt at the gateway (yet)", gateway: gateway)
         }
         return report(for: query.attempt, record)
     }

@@ -84,11 +84,8 @@ public actor InMemoryMerchantBackend: MerchantBackend {
     }
 
     private func apply(_ report: StatusReport) -> PaymentStatus.Transition {
-        guard let current = reports[report.attempt] else {
-            guard report.status.isKnown else { return .rejected(reason: "unknown status") }
-            reports[report.attempt] = report
-            return .advance
-        }
+        // Only attempts this backend prepared can change; a report about anything else is refused.
+        guard let current = reports[report.attempt] else { return .rejected(reason: "unknown attempt") }
         let transition = current.status.transition(to: report.status)
         if transition == .advance { reports[report.attempt] = report }
         return transition

@@ -38,6 +38,6 @@ struct ChaosCommand: AsyncParsableCommand {
         print(String(decoding: try encoder.encode(Line(
             checkouts: report.checkouts, succeeded: report.succeeded, failed: report.failed, unresolved: report.unresolved,
             doubleCharges: report.doubleCharges, lostPayments: report.lostPayments, attempts: report.attempts)), as: UTF8.self))
-        if report.doubleCharges > 0 || report.lostPayments > 0 { throw ExitCode.failure }
+        if report.doubleCharges > 0 || report.lostPayments > 0 || report.falseSuccesses > 0 { throw ExitCode.failure }
     }
 }

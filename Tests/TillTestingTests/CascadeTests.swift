@@ -170,6 +170,53 @@ struct CascadeTests {
         #expect(await h.charges() == 0)
     }
 
+    @Test("after the customer paid in the wallet, a failed follow-up call is inquired — never cascaded",
+          arguments: [TransportError.Kind.notSent, .timedOut, .connectionLost])
+    func authenticatedThenCallFails(kind: TransportError.Kind) async throws {
+        let h = try CascadeHarness([[.init(.walletHandoff, afterReturn: kind)], [.init(.approve)]], wallet: .paid)
+        let result = await h.run(.wechatPay)
+        #expect(result.outcome.isSucceeded)          // the inquiry found the wallet payment
+        #expect(result.attempts.count == 1)
+        #expect(await h.charges() == 1)
+    }
+
+    @Test("after the customer was declined in the wallet, a failed follow-up call ends with the customer, not the next gateway")
+    func authenticatedDeclinedThenCallFails() async throws {
+        let h = try CascadeHarness([[.init(.walletHandoff, afterReturn: .notSent)], [.init(.approve)]], wallet: .failed)
+        let result = await h.run(.wechatPay)
+        #expect(result.outcome.isNeedsCustomer)
+        #expect(result.attempts.count == 1)
+        #expect(await h.charges() == 0)
+    }
+
+    @Test("a paid report about another attempt or another amount is not success")
+    func mismatchedReport() async throws {
+        struct Liar: AttemptRunner {
+            let amount: Int64
+            let sameAttempt: Bool
+            func run(_ context: AttemptContext, on gateway: any Checkout) async -> AttemptOutcome {
+                .report(StatusReport(gateway: gateway.gateway, attempt: sameAttempt ? context.attempt : AttemptReference(rawValue: "other"),
+                                     status: .paid, amount: Money(minorUnits: amount, currency: Currency.lookup("USD")!)))
+            }
+        }
+        let h = try CascadeHarness([], inquiry: false)
+        let intent = PaymentIntent(merchantReference: "o", amount: Money(minorUnits: 1000, currency: Currency.lookup("USD")!), method: .card)
+        for liar in [Liar(amount: 1, sameAttempt: true), Liar(amount: 1000, sameAttempt: false)] {
+            var generator = SeededGenerator(seed: 1)
+            let result = await h.engine.run(intent, runner: liar, generator: &generator)
+            #expect(result.outcome.isUnresolved)
+            #expect(result.attempts.count == 1)
+        }
+    }
+
+    @Test("a delayed request that inquiry cannot find yet is left unresolved, not cascaded")
+    func delayed() async throws {
+        let h = try CascadeHarness([[.init(.delayedCharge)], [.init(.approve)]])
+        let result = await h.run()
+        #expect(result.outcome.isUnresolved)
+        #expect(result.attempts.count == 1)
+    }
+
     @Test("max attempts is respected")
     func maxAttempts() async throws {
         let h = try CascadeHarness([[.init(.softDecline())], [.init(.softDecline())], [.init(.approve)]],
@@ -232,6 +279,7 @@ struct ChaosTests {
         let report = try await ChaosRun.run(.init(checkouts: 400, seed: seed, faultRate: faultRate))
         #expect(report.doubleCharges == 0, "\(report.violations)")
         #expect(report.lostPayments == 0, "\(report.violations)")
+        #expect(report.falseSuccesses == 0, "\(report.violations)")
         #expect(report.succeeded + report.failed + report.unresolved == 400)
         #expect(report.attempts >= 400)
         if faultRate == 0 { #expect(report.succeeded == 400) }

@@ -56,6 +56,15 @@ struct ConfigurationTests {
         #expect(!error.description.contains("sk_live_pasted_by_mistake"))
     }
 
+    @Test("huge weights are refused, never overflowed")
+    func hugeWeights() throws {
+        let json = #"{"merchants":[{"id":"m","gateways":[{"id":"a","module":"fake"},{"id":"b","module":"fake"}],"routing":{"rules":[{"gateways":[{"id":"a","weight":9223372036854775807},{"id":"b","weight":1}]}]}}]}"#
+        guard case .failure(let error) = ConfigurationLoader.load(Data(json.utf8), modules: fakeModules) else {
+            Issue.record("accepted an overflowing weight"); return
+        }
+        #expect(error.issues.contains { $0.field == "merchants[0].routing.rules[0].gateways[0].weight" })
+    }
+
     @Test("a pasted secret is refused without echoing it")
     func pastedSecret() throws {
         let json = #"{"merchants":[{"id":"m","gateways":[{"id":"g","module":"fake","credentials":{"secret":"hunter2"}}]}]}"#

@@ -15,7 +15,7 @@ struct PaymentStatusTests {
         let allowed: [PaymentStatus: Set<PaymentStatus>] = [
             .created: [.pending, .authorized, .paid, .failed, .cancelled, .expired, .partiallyRefunded, .refunded],
             .pending: [.authorized, .paid, .failed, .cancelled, .expired, .partiallyRefunded, .refunded],
-            .failed: [.authorized, .paid], .cancelled: [.authorized, .paid], .expired: [.authorized, .paid],
+            .failed: [.authorized, .paid], .cancelled: [.paid], .expired: [.paid],
             .authorized: [.paid, .cancelled, .expired],
             .paid: [.partiallyRefunded, .refunded],
             .partiallyRefunded: [.refunded],
@@ -43,6 +43,13 @@ struct PaymentStatusTests {
         for status in PaymentStatus.known where status != future {
             #expect(status.transition(to: future) != .advance)
         }
+    }
+
+    @Test("a voided authorisation cannot be reopened by a redelivered authorised report")
+    func noCycle() {
+        #expect(PaymentStatus.authorized.transition(to: .cancelled) == .advance)
+        #expect(PaymentStatus.cancelled.transition(to: .authorized) != .advance)
+        #expect(PaymentStatus.expired.transition(to: .authorized) != .advance)
     }
 
     @Test("a late success after a failure is kept: money that moved is never lost")

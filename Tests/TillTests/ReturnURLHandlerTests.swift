@@ -150,6 +150,46 @@ struct ReturnURLHandlerTests {
         #expect(handler.pendingCount == 0)
     }
 
+    @Test("a second wait on the same expectation is answered at once; the first still gets the return")
+    func secondWait() async throws {
+        let handler = try makeHandler()
+        let expected = try handler.expectReturn()
+        async let first = handler.wait(for: expected, timeout: .seconds(5))
+        try await Task.sleep(for: .milliseconds(20))
+        #expect(await handler.wait(for: expected, timeout: .seconds(5)) == .cancelled)
+        #expect(handler.handle(expected.url))
+        #expect(await first == .returned(expected.url))
+    }
+
+    @Test("an expectation nobody waits for expires; its URL is then ignored")
+    func expiry() async throws {
+        let handler = try makeHandler()
+        let expected = try handler.expectReturn(lifetime: .milliseconds(20))
+        try await Task.sleep(for: .milliseconds(40))
+        #expect(handler.handle(expected.url) == false)
+        _ = try handler.expectReturn()          // creating another prunes the expired one
+        #expect(handler.pendingCount == 1)
+    }
+
+    @Test("cancel after the URL arrived but before the wait: the wait says cancelled")
+    func cancelAfterReturn() async throws {
+        let handler = try makeHandler()
+        let expected = try handler.expectReturn()
+        #expect(handler.handle(expected.url))
+        handler.cancel(expected)
+        #expect(await handler.wait(for: expected, timeout: .seconds(1)) == .cancelled)
+    }
+
+    @Test("routes decoded from JSON are validated like routes built in code")
+    func decodedRoutes() throws {
+        let good = try JSONDecoder().decode(ReturnRoute.self, from: Data(#"{"scheme":"MyShop","host":"Till","path":"/return"}"#.utf8))
+        #expect(good == (try ReturnRoute.customScheme("myshop", host: "till", path: "/return")))
+        for bad in [#"{"scheme":"HTTP","host":"shop.example.com","path":"/r"}"#, #"{"scheme":"myshop","host":"till","path":"return"}"#,
+                    #"{"scheme":"1x","host":"till","path":"/r"}"#] {
+            #expect(throws: DecodingError.self) { try JSONDecoder().decode(ReturnRoute.self, from: Data(bad.utf8)) }
+        }
+    }
+
     @Test("states are long and unguessable")
     func states() throws {
         let handler = try makeHandler()

@@ -153,5 +153,9 @@ struct RouterTests {
         #expect(PaymentStatus.aggregate([.failed, .cancelled]) == .cancelled)
         #expect(PaymentStatus.aggregate([.authorized, .failed]) == .authorized)
         #expect(PaymentStatus.aggregate([.failed, PaymentStatus(rawValue: "mystery")]) == .pending)
+        // A refund of a duplicate never hides the attempt that still holds the money.
+        #expect(PaymentStatus.aggregate([.paid, .refunded]) == .paid)
+        #expect(PaymentStatus.aggregate([.refunded, .failed]) == .refunded)
+        #expect(PaymentStatus.aggregate([.refunded, .authorized]) == .authorized)
     }
 }

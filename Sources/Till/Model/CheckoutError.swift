@@ -132,15 +132,17 @@ public struct CheckoutError: Error, Hashable, Sendable, Codable, CustomStringCon
     /// A printable, bounded rendering of untrusted input for use inside messages: at most 40
     /// characters, control characters escaped, and card-number-like digit runs masked.
     public static func printable(_ raw: String) -> String {
+        // Mask first, so a card number cut by the length limit cannot show more than 6 + 4 digits.
+        let masked = Redactor.maskCardNumbers(in: raw)
         var out = ""
-        for scalar in raw.unicodeScalars.prefix(40) {
+        for scalar in masked.unicodeScalars.prefix(40) {
             if scalar.properties.generalCategory == .control {
                 out += scalar.escaped(asASCII: true)
             } else {
                 out.unicodeScalars.append(scalar)
             }
         }
-        if raw.unicodeScalars.count > 40 { out += "…" }
-        return Redactor.maskCardNumbers(in: out)
+        if masked.unicodeScalars.count > 40 { out += "…" }
+        return out
     }
 }

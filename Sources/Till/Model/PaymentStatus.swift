@@ -64,8 +64,10 @@ public struct PaymentStatus: RawRepresentable, Hashable, Sendable, Codable, Cust
     ///
     /// The rule: status only moves forward. A paid payment never goes back to pending, authorized,
     /// failed, cancelled or expired; only refunds follow it. A failed, cancelled or expired one may
-    /// still become authorized or paid, because a gateway's authoritative report that money moved
-    /// must never be lost (a late notification after a timeout-driven failure). Nothing moves to
+    /// still become paid, because a gateway's authoritative report that money moved must never be
+    /// lost (a late notification after a timeout-driven failure); a failed one may also become
+    /// authorized. A cancelled or expired one may not become authorized again: that is how a void
+    /// or an expired hold ends, and a redelivered "authorized" must not reopen it. Nothing moves to
     /// `created`, and nothing moves to a status Till does not know.
     public func transition(to next: PaymentStatus) -> Transition {
         if next == self { return .unchanged }
@@ -76,8 +78,10 @@ public struct PaymentStatus: RawRepresentable, Hashable, Sendable, Codable, Cust
             allowed = next != .created
         case .pending:
             allowed = next != .created
-        case .failed, .cancelled, .expired:
+        case .failed:
             allowed = next == .authorized || next == .paid
+        case .cancelled, .expired:
+            allowed = next == .paid
         case .authorized:
             allowed = next == .paid || next == .cancelled || next == .expired
         case .paid:
@@ -95,16 +99,17 @@ public struct PaymentStatus: RawRepresentable, Hashable, Sendable, Codable, Cust
 
     /// The status of a payment from the statuses of its attempts, in the order they were made.
     ///
-    /// - Money moved on any attempt: the most advanced of those (refunded, partially refunded,
-    ///   paid, authorized). A decline on one attempt never hides a charge on another.
+    /// - Money held on any attempt: `paid` if one is paid, else `partially_refunded`, else
+    ///   `authorized`. A decline — or a refund — on one attempt never hides money another holds.
+    /// - Otherwise, if every attempt that moved money was refunded: `refunded`.
     /// - Otherwise, any attempt still open (created, pending, or a status Till does not know):
     ///   `pending` — a payment is not failed while one of its attempts may still succeed.
     /// - Otherwise every attempt ended negatively: the last attempt's status.
     /// - No attempts: `created`.
     public static func aggregate(_ attempts: [PaymentStatus]) -> PaymentStatus {
-        let rank: [PaymentStatus: Int] = [.authorized: 1, .paid: 2, .partiallyRefunded: 3, .refunded: 4]
-        if let best = attempts.filter({ rank[$0] != nil }).max(by: { rank[$0]! < rank[$1]! }) { return best }
-        if attempts.contains(where: { !$0.isNegative }) { return attempts.isEmpty ? .created : .pending }
+        for holding in [PaymentStatus.paid, .partiallyRefunded, .authorized] where attempts.contains(holding) { return holding }
+        if attempts.contains(.refunded) { return .refunded }
+        if attempts.contains(where: { !$0.isNegative }) { return .pending }
         return attempts.last ?? .created
     }
 }

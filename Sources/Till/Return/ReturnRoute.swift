@@ -51,15 +51,35 @@ public struct ReturnRoute: Sendable, Hashable, Codable, CustomStringConvertible 
 
     public var description: String { "\(scheme)://\(host)\(path)" }
 
+    private enum CodingKeys: String, CodingKey { case scheme, host, path }
+
+    /// Decodes through the same validation as ``customScheme(_:host:path:)`` and
+    /// ``universalLink(host:path:)``: a route from a file is as strict as one built in code.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let scheme = try c.decode(String.self, forKey: .scheme)
+        let host = try c.decode(String.self, forKey: .host)
+        let path = try c.decode(String.self, forKey: .path)
+        do {
+            self = scheme.lowercased() == "https"
+                ? try .universalLink(host: host, path: path)
+                : try .customScheme(scheme, host: host, path: path)
+        } catch {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: error.message, underlyingError: error))
+        }
+    }
+
     /// The return URL for one attempt: the route plus the state query parameter.
-    func url(state: String, parameter: String) -> URL {
+    func url(state: String, parameter: String) throws(CheckoutError) -> URL {
         var components = URLComponents()
         components.scheme = scheme
         components.host = host
         components.path = path
         components.queryItems = [URLQueryItem(name: parameter, value: state)]
-        // The pieces were validated above, so this cannot fail.
-        return components.url!
+        guard let url = components.url else {
+            throw CheckoutError(.misconfigured, field: "returnRoute", message: "cannot build a URL on \(self)")
+        }
+        return url
     }
 
     /// Whether `components` are on this route (ignoring the query).

@@ -31,6 +31,8 @@ public final class ReturnURLHandler: Sendable {
         var expected: ExpectedReturn
         var result: ReturnResult?
         var continuation: CheckedContinuation<ReturnResult, Never>?
+        /// After this, the state is forgotten: a URL that comes later is ignored.
+        var deadline: ContinuousClock.Instant
     }
 
     private let waiting = Locked<[String: Waiting]>([:])
@@ -54,15 +56,21 @@ public final class ReturnURLHandler: Sendable {
     ///
     /// - Parameter route: which registered route to use; the first by default.
     /// - Throws: ``CheckoutError/Code/misconfigured`` when `route` is not registered.
-    public func expectReturn(on route: ReturnRoute? = nil) throws(CheckoutError) -> ExpectedReturn {
+    /// - Parameter lifetime: how long the state stays valid if nobody waits for it or cancels it;
+    ///   past it a URL carrying it is ignored and the entry is dropped.
+    public func expectReturn(on route: ReturnRoute? = nil, lifetime: Duration = .seconds(3_600)) throws(CheckoutError) -> ExpectedReturn {
         let route = route ?? routes[0]
         guard routes.contains(route) else {
             throw CheckoutError(.misconfigured, field: "route", message: "route \(route) is not registered with this handler")
         }
         let state = Self.newState()
-        let expected = ExpectedReturn(route: route, state: state,
-                                      url: route.url(state: state, parameter: stateParameter))
-        waiting.withLock { $0[state] = Waiting(expected: expected) }
+        let expected = ExpectedReturn(route: route, state: state, url: try route.url(state: state, parameter: stateParameter))
+        let now = ContinuousClock.now
+        waiting.withLock { table in
+            // Drop expectations nobody will ever resolve, so the table stays small.
+            for (key, entry) in table where entry.continuation == nil && entry.deadline < now { table[key] = nil }
+            table[state] = Waiting(expected: expected, deadline: now + lifetime)
+        }
         return expected
     }
 
@@ -96,6 +104,8 @@ public final class ReturnURLHandler: Sendable {
                         table[state] = nil
                         return result
                     }
+                    // One waiter per expectation: a second one is answered at once, never left hanging.
+                    guard entry.continuation == nil else { return .cancelled }
                     entry.continuation = continuation
                     table[state] = entry
                     return nil
@@ -110,7 +120,12 @@ public final class ReturnURLHandler: Sendable {
     /// Gives up on an expected return (the customer closed the checkout). A waiter gets `.cancelled`,
     /// and a URL arriving later for it is ignored.
     public func cancel(_ expected: ExpectedReturn) {
-        _ = resolve(state: expected.state, with: .cancelled)
+        if !resolve(state: expected.state, with: .cancelled) {
+            // Already returned but not yet collected: forget that too, so a later wait says cancelled.
+            waiting.withLock { table in
+                if table[expected.state]?.continuation == nil { table[expected.state] = nil }
+            }
+        }
     }
 
     /// The number of attempts still expecting a return (for diagnostics).
@@ -119,8 +134,13 @@ public final class ReturnURLHandler: Sendable {
     /// Resolves the entry for `state` once. A second resolution of the same state finds nothing (or a
     /// stored result) and returns false: that is how replays are refused.
     private func resolve(state: String, with result: ReturnResult, where accept: (ExpectedReturn) -> Bool = { _ in true }) -> Bool {
+        let now = ContinuousClock.now
         let (accepted, waiter): (Bool, CheckedContinuation<ReturnResult, Never>?) = waiting.withLock { table in
             guard var entry = table[state], entry.result == nil, accept(entry.expected) else { return (false, nil) }
+            if entry.continuation == nil, entry.deadline < now, case .returned = result {
+                table[state] = nil   // expired: too late to count as this attempt's return
+                return (false, nil)
+            }
             if let waiter = entry.continuation {
                 table[state] = nil
                 return (true, waiter)

@@ -160,7 +160,7 @@ public struct CascadeEngine: Sendable {
             }
             let reference = AttemptReference.generate(using: &generator)
             let (returnURL, notificationURL) = urls(reference)
-            health.attemptStarted(on: gatewayID)
+            let probe = health.attemptStarted(on: gatewayID)
             events.append(CascadeEvent(gateway: gatewayID, reference: reference, decision: "attempt",
                                        reason: position == 0 ? "first candidate" : "next candidate"))
             let t0 = ContinuousClock.now
@@ -170,15 +170,35 @@ public struct CascadeEngine: Sendable {
                                        customerAuthenticated: outcome.customerAuthenticated, inquiries: 0,
                                        gatewayTime: ContinuousClock.now - t0)
 
-            var verdict = classify(outcome.result)
+            var verdict = classify(outcome.result, attempt: reference, intent: intent)
+            health.record(gatewayID, success: verdict.gatewayWorked, releasingProbe: probe)
+            // After the customer authenticated, a call that failed to go through says nothing about the
+            // payment (the customer may have paid in the wallet): find out by inquiry.
+            if outcome.customerAuthenticated {
+                switch verdict {
+                case .neverSent(let error), .invalid(let error): verdict = .unknown(error)
+                default: break
+                }
+            }
             if case .unknown(let why) = verdict {
-                health.record(gatewayID, success: false)
                 events.append(CascadeEvent(gateway: gatewayID, reference: reference, decision: "inquire",
                                            reason: "outcome unknown (\(why.message)); never retried elsewhere before inquiry"))
-                verdict = await resolve(reference, gateway: gateway, why: why, record: &record, events: &events,
+                verdict = await resolve(reference, gateway: gateway, why: why, intent: intent, record: &record, events: &events,
                                         deadline: start + budget)
-            } else {
-                health.record(gatewayID, success: verdict.gatewayWorked)
+            }
+            // After the customer authenticated, a decline goes back to the app, never to the next gateway.
+            if outcome.customerAuthenticated {
+                switch verdict {
+                case .paid, .cancelled, .unknown, .neverSent, .invalid: break
+                case .declined(let error, _):
+                    record.error = error
+                    record.status = .failed
+                    attempts.append(record)
+                    gatewayTime += record.gatewayTime
+                    events.append(CascadeEvent(gateway: gatewayID, reference: reference, decision: "ask customer",
+                                               reason: "failed (\(error.gatewayCode ?? error.code.rawValue)) after the customer authenticated; never cascaded automatically"))
+                    return finish(.needsCustomer(error))
+                }
             }
             gatewayTime += record.gatewayTime
             let table = tables[gatewayID] ?? DecisionTable()
@@ -195,11 +215,6 @@ public struct CascadeEngine: Sendable {
                 record.error = error
                 attempts.append(record)
                 lastError = error
-                if outcome.customerAuthenticated {
-                    events.append(CascadeEvent(gateway: gatewayID, reference: reference, decision: "ask customer",
-                                               reason: "declined (\(error.gatewayCode ?? "no code")) after the customer authenticated; never cascaded automatically"))
-                    return finish(.needsCustomer(error))
-                }
                 if error.category == .declinedHard {
                     events.append(CascadeEvent(gateway: gatewayID, reference: reference, decision: "stop",
                                                reason: "hard decline (\(error.gatewayCode ?? "no code"))"))
@@ -273,11 +288,20 @@ public struct CascadeEngine: Sendable {
         }
     }
 
-    func classify(_ result: AttemptOutcome.Result) -> Verdict {
+    func classify(_ result: AttemptOutcome.Result, attempt: AttemptReference, intent: PaymentIntent) -> Verdict {
         switch result {
         case .report(let report):
+            // A report about another attempt, or for another amount, proves nothing about this one.
+            if report.attempt != attempt {
+                return .unknown(CheckoutError(.unknownOutcome, message: "the gateway answered about attempt \(report.attempt)",
+                                              gateway: report.gateway))
+            }
+            if let amount = report.amount, amount != intent.amount, report.status.moneyMoved || report.status == .authorized {
+                return .unknown(CheckoutError(.unknownOutcome, message: "the gateway reports \(amount), not \(intent.amount)",
+                                              gateway: report.gateway, gatewayCode: report.gatewayCode))
+            }
             switch report.status {
-            case .paid, .authorized, .partiallyRefunded, .refunded:
+            case .paid, .authorized:
                 return .paid(report)
             case .failed, .expired:
                 return .declined(CheckoutError(.declined, category: .declinedSoft, message: "declined",
@@ -295,6 +319,8 @@ public struct CascadeEngine: Sendable {
             case .declinedHard, .declinedSoft: return .declined(error, .failed)
             case .cancelled: return .cancelled(error)
             case .unavailable, .configuration, .unsupported: return .neverSent(error)
+            // An answer that could not be parsed came after sending: the charge may have happened.
+            case .invalidInput where error.code == .malformedBody: return .unknown(error)
             case .invalidInput: return .invalid(error)
             case .unknownOutcome, .verification: return .unknown(error)
             }
@@ -302,7 +328,7 @@ public struct CascadeEngine: Sendable {
     }
 
     /// Inquires until the attempt's status is final, the inquiry budget is spent, or the deadline passes.
-    private func resolve(_ reference: AttemptReference, gateway: any Checkout, why: CheckoutError,
+    private func resolve(_ reference: AttemptReference, gateway: any Checkout, why: CheckoutError, intent: PaymentIntent,
                          record: inout AttemptRecord, events: inout [CascadeEvent], deadline: Duration) async -> Verdict {
         let policy = router.merchant.retry
         guard gateway.capabilities.supportsInquiry else {
@@ -320,7 +346,8 @@ public struct CascadeEngine: Sendable {
             let t0 = ContinuousClock.now
             let answer: Verdict
             do {
-                answer = classify(.report(try await gateway.inquire(InquiryQuery(attempt: reference))))
+                answer = classify(.report(try await gateway.inquire(InquiryQuery(attempt: reference, amount: intent.amount))),
+                                  attempt: reference, intent: intent)
             } catch let error as CheckoutError {
                 answer = .unknown(error)
             } catch {

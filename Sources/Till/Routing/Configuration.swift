@@ -377,14 +377,15 @@ public struct RoutingRule: Sendable, Hashable, Codable {
         let weights = gateways.map(\.weight)
         if weights.contains(where: { $0 != nil }) {
             for (index, target) in gateways.enumerated() {
-                if let weight = target.weight, weight < 0 {
-                    issues.append(.init(field: "\(path).gateways[\(index)].weight", code: .invalidField, message: "weight must be 0 or more"))
+                if let weight = target.weight, !(0...RuleTarget.maxWeight).contains(weight) {
+                    issues.append(.init(field: "\(path).gateways[\(index)].weight", code: .invalidField,
+                                        message: "weight must be 0 to \(RuleTarget.maxWeight)"))
                 } else if target.weight == nil {
                     issues.append(.init(field: "\(path).gateways[\(index)].weight", code: .missingField,
                                         message: "give every gateway of a split a weight, or none"))
                 }
             }
-            if weights.compactMap({ $0 }).reduce(0, +) <= 0 {
+            if !weights.compactMap({ $0 }).contains(where: { $0 > 0 }) {
                 issues.append(.init(field: "\(path).gateways", code: .invalidField, message: "the weights must add up to more than 0"))
             }
         }
@@ -396,6 +397,9 @@ public struct RoutingRule: Sendable, Hashable, Codable {
 public struct RuleTarget: Sendable, Hashable, Codable {
     public var id: GatewayID
     public var weight: Int?
+
+    /// The largest weight a split accepts, so sums can never overflow.
+    public static let maxWeight = 1_000_000
 
     public init(_ id: GatewayID, weight: Int? = nil) {
         self.id = id

@@ -84,25 +84,29 @@ public final class HealthMonitor: Sendable {
         return .healthy
     }
 
-    /// Call when an attempt on `gateway` starts; takes a probe slot if the circuit is half-open.
-    public func attemptStarted(on gateway: GatewayID) {
+    /// Call when an attempt on `gateway` starts. Returns true when it took a half-open probe slot;
+    /// pass that to ``record(_:success:releasingProbe:)``.
+    @discardableResult
+    public func attemptStarted(on gateway: GatewayID) -> Bool {
         let now = clock.now
-        states.withLock { table in
+        return states.withLock { table in
             guard var state = table[gateway], let openedAt = state.openedAt,
-                  now - openedAt >= .milliseconds(settings.openMillis) else { return }
+                  now - openedAt >= .milliseconds(settings.openMillis),
+                  state.probesInFlight < settings.halfOpenProbes else { return false }
             state.probesInFlight += 1
             table[gateway] = state
+            return true
         }
     }
 
     /// Records whether the gateway worked. A success closes a half-open circuit; a failure while
     /// half-open re-opens it; `failureThreshold` consecutive failures open a closed one.
-    public func record(_ gateway: GatewayID, success: Bool) {
+    public func record(_ gateway: GatewayID, success: Bool, releasingProbe: Bool = false) {
         let now = clock.now
         states.withLock { table in
             var state = table[gateway] ?? State(window: settings.window)
             state.push(success)
-            if state.openedAt != nil, state.probesInFlight > 0 { state.probesInFlight -= 1 }
+            if releasingProbe, state.probesInFlight > 0 { state.probesInFlight -= 1 }
             if success {
                 state.consecutiveFailures = 0
                 state.openedAt = nil

@@ -10,22 +10,26 @@ import Foundation
 ///
 /// A `Redactor` is a plain value; build one with extra keys for a gateway's own field names.
 public struct Redactor: Sendable, Hashable {
-    /// Lower-cased key fragments whose values are always removed.
+    /// Key fragments whose values are always removed. Keys are compared lower-cased with `-` and `_`
+    /// removed, so `X-Api-Key`, `api_key` and `apiKey` all match `apikey`.
     public var secretKeys: Set<String>
-    /// Lower-cased key fragments whose values are card numbers (masked, not removed).
+    /// Key fragments whose values are card numbers (masked, not removed).
     public var cardNumberKeys: Set<String>
 
     public init(secretKeys: Set<String> = Redactor.defaultSecretKeys, cardNumberKeys: Set<String> = Redactor.defaultCardNumberKeys) {
-        self.secretKeys = secretKeys
-        self.cardNumberKeys = cardNumberKeys
+        self.secretKeys = Set(secretKeys.map(Self.normalize))
+        self.cardNumberKeys = Set(cardNumberKeys.map(Self.normalize))
     }
 
     public static let defaultSecretKeys: Set<String> = [
-        "secret", "password", "passwd", "phrase", "access_code", "accesscode", "api_key", "apikey", "authorization",
-        "cookie", "token", "cvv", "cvc", "cvn", "security_code", "securitycode", "card_security_code", "pin",
-        "private", "signature_key", "sign_key", "md5_key", "hmac",
+        "secret", "password", "passwd", "phrase", "accesscode", "apikey", "authorization", "cookie", "token",
+        "cvv", "cvc", "cvn", "securitycode", "private", "signkey", "signaturekey", "md5key", "hmac", "credential",
     ]
-    public static let defaultCardNumberKeys: Set<String> = ["card_number", "cardnumber", "pan", "card_no", "cardno"]
+    public static let defaultCardNumberKeys: Set<String> = ["cardnumber", "pan", "cardno", "accountnumber"]
+
+    static func normalize(_ key: String) -> String {
+        String(key.lowercased().unicodeScalars.filter { $0 != "-" && $0 != "_" })
+    }
 
     /// Masks a card number to its first 6 and last 4 digits (`411111******1111`). Anything that is not
     /// 13–19 digits is replaced entirely.
@@ -37,17 +41,19 @@ public struct Redactor: Sendable, Hashable {
         return String(digits.prefix(6)) + String(repeating: "*", count: digits.count - 10) + String(digits.suffix(4))
     }
 
-    /// Masks every Luhn-valid run of 13–19 digits in `text` (digits may be grouped by one space or dash).
+    /// Masks every run of digits (optionally grouped by single spaces or dashes) that holds a
+    /// Luhn-valid 13–19-digit card number anywhere inside it: the whole run is shown as its first 6
+    /// and last 4 digits. Digit runs with no such window (timestamps, order numbers) are left alone.
     public static func maskCardNumbers(in text: String) -> String {
         let scalars = Array(text.unicodeScalars)
         var out = String.UnicodeScalarView()
         var index = 0
         func isDigit(_ s: Unicode.Scalar) -> Bool { ("0"..."9").contains(s) }
         while index < scalars.count {
-            guard isDigit(scalars[index]), index == 0 || !isDigit(scalars[index - 1]) else {
+            guard isDigit(scalars[index]) else {
                 out.append(scalars[index]); index += 1; continue
             }
-            // Collect a run of digits with single separators.
+            // Collect a run of digits with single separators between them.
             var end = index
             var digits: [UInt8] = []
             var lastDigitEnd = index
@@ -55,26 +61,31 @@ public struct Redactor: Sendable, Hashable {
                 let s = scalars[end]
                 if isDigit(s) {
                     digits.append(UInt8(s.value - 48)); end += 1; lastDigitEnd = end
-                } else if (s == " " || s == "-"), end + 1 < scalars.count, isDigit(scalars[end + 1]), !digits.isEmpty {
+                } else if s == " " || s == "-", end + 1 < scalars.count, isDigit(scalars[end + 1]) {
                     end += 1
                 } else { break }
             }
-            if (13...19).contains(digits.count), luhnValid(digits) {
+            if digits.count >= 13, containsCardNumber(digits) {
                 let masked = digits.prefix(6).map(String.init).joined()
                     + String(repeating: "*", count: digits.count - 10) + digits.suffix(4).map(String.init).joined()
                 out.append(contentsOf: masked.unicodeScalars)
-                index = lastDigitEnd
             } else {
-                // Not a card number: copy the first digit run untouched and go on after it.
-                var copyEnd = index
-                while copyEnd < scalars.count, isDigit(scalars[copyEnd]) { out.append(scalars[copyEnd]); copyEnd += 1 }
-                index = copyEnd
+                out.append(contentsOf: scalars[index..<lastDigitEnd])
             }
+            index = lastDigitEnd
         }
         return String(out)
     }
 
-    static func luhnValid(_ digits: [UInt8]) -> Bool {
+    /// Whether any 13–19-digit window of `digits` passes the Luhn check.
+    static func containsCardNumber(_ digits: [UInt8]) -> Bool {
+        for length in 13...min(19, digits.count) {
+            for start in 0...(digits.count - length) where luhnValid(digits[start..<(start + length)]) { return true }
+        }
+        return false
+    }
+
+    static func luhnValid(_ digits: ArraySlice<UInt8>) -> Bool {
         var sum = 0
         for (offset, digit) in digits.reversed().enumerated() {
             var value = Int(digit)
@@ -85,9 +96,9 @@ public struct Redactor: Sendable, Hashable {
     }
 
     func classify(_ key: String) -> KeyClass {
-        let lower = key.lowercased()
-        if cardNumberKeys.contains(where: { lower.contains($0) }) { return .cardNumber }
-        if secretKeys.contains(where: { lower.contains($0) }) { return .secret }
+        let normalized = Self.normalize(key)
+        if cardNumberKeys.contains(where: { normalized.contains($0) }) { return .cardNumber }
+        if secretKeys.contains(where: { normalized.contains($0) }) { return .secret }
         return .plain
     }
 
@@ -95,7 +106,7 @@ public struct Redactor: Sendable, Hashable {
 
     func redactValue(_ value: String, key: String) -> String {
         switch classify(key) {
-        case .plain: Self.maskCardNumbers(in: value)
+        case .plain: redactText(value)
         case .secret: "<redacted>"
         case .cardNumber: Self.maskPAN(value)
         }
@@ -106,17 +117,18 @@ public struct Redactor: Sendable, Hashable {
         Dictionary(uniqueKeysWithValues: headers.map { ($0.key, redactValue($0.value, key: $0.key)) })
     }
 
-    /// A loggable rendering of a body: JSON and form bodies are redacted field by field; anything
-    /// else is shown with card numbers masked, cut to `limit` characters.
+    /// A loggable rendering of a body: JSON and form bodies are redacted field by field; any other
+    /// text has `key=value`, `"key": "value"` and `<key>value</key>` pairs with sensitive keys
+    /// redacted and card numbers masked; the result is cut to `limit` characters.
     public func redact(body: Data, limit: Int = 4096) -> String {
         guard !body.isEmpty else { return "" }
         let text: String
         if let json = try? JSONSerialization.jsonObject(with: body, options: [.fragmentsAllowed]),
            json is [String: Any] || json is [Any],
-           let cleaned = try? JSONSerialization.data(withJSONObject: redactJSON(json, key: ""), options: [.sortedKeys]) {
+           let cleaned = try? JSONSerialization.data(withJSONObject: redactJSON(json), options: [.sortedKeys]) {
             text = String(decoding: cleaned, as: UTF8.self)
         } else if let raw = String(data: body, encoding: .utf8) {
-            text = looksFormEncoded(raw) ? redact(form: raw) : Self.maskCardNumbers(in: raw)
+            text = looksFormEncoded(raw) ? redact(form: raw) : redactText(raw)
         } else {
             return "<\(body.count) bytes of binary>"
         }
@@ -127,35 +139,61 @@ public struct Redactor: Sendable, Hashable {
     public func redact(form: String) -> String {
         form.split(separator: "&", omittingEmptySubsequences: false).map { pair -> String in
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard parts.count == 2 else { return Self.maskCardNumbers(in: String(pair)) }
+            guard parts.count == 2 else { return redactText(String(pair)) }
             let key = String(parts[0]).removingPercentEncoding ?? String(parts[0])
             let value = String(parts[1]).removingPercentEncoding ?? String(parts[1])
             return "\(parts[0])=\(redactValue(value, key: key))"
         }.joined(separator: "&")
     }
 
+    /// Free text: sensitive `key=value`, `"key": "value"` and `<key>…</key>` pairs redacted, card numbers masked.
+    public func redactText(_ text: String) -> String {
+        var result = text
+        let fragments = (secretKeys.union(cardNumberKeys)).sorted().map(NSRegularExpression.escapedPattern(for:)).joined(separator: "|")
+        // A key is letters, digits, '-' and '_' that contain a fragment once '-' and '_' are ignored;
+        // the pattern allows separators between the fragment's letters for that reason.
+        let loose = fragments.map { $0 == "|" ? "|" : "\($0)[-_]?" }.joined()
+        let key = "[A-Za-z0-9_-]*(?:\(loose))[A-Za-z0-9_-]*"
+        let patterns = [
+            "(?i)(<(\(key))[^>]*>)[^<]*(</\\2>)",                          // <cvv>123</cvv>
+            "(?i)(\"?\(key)\"?\\s*[:=]\\s*\"?)([^\"&\\s,;}<]*)",            // "cvv": "123", cvv=123
+        ]
+        for (index, pattern) in patterns.enumerated() {
+            guard let regex = try? NSRegularExpression(pattern: pattern) else { continue }
+            let range = NSRange(result.startIndex..., in: result)
+            result = regex.stringByReplacingMatches(in: result, range: range,
+                                                    withTemplate: index == 0 ? "$1<redacted>$3" : "$1<redacted>")
+        }
+        return Self.maskCardNumbers(in: result)
+    }
+
     private func looksFormEncoded(_ text: String) -> Bool {
         !text.contains(" ") && !text.contains("\n") && text.contains("=")
     }
 
-    private func redactJSON(_ value: Any, key: String) -> Any {
+    private func redactJSON(_ value: Any) -> Any {
         switch value {
         case let object as [String: Any]:
             var out: [String: Any] = [:]
-            for (k, v) in object {
-                switch classify(k) {
-                case .secret where !(v is [String: Any]) && !(v is [Any]): out[k] = "<redacted>"
-                case .cardNumber where v is String: out[k] = Self.maskPAN(v as! String)
-                default: out[k] = redactJSON(v, key: k)
+            for (key, child) in object {
+                switch classify(key) {
+                case .secret:
+                    out[key] = "<redacted>"                                 // the whole subtree, whatever it is
+                case .cardNumber:
+                    if let text = child as? String { out[key] = Self.maskPAN(text) }
+                    else if let number = child as? NSNumber, !(number is Bool) { out[key] = Self.maskPAN(number.stringValue) }
+                    else { out[key] = "<redacted>" }
+                case .plain:
+                    out[key] = redactJSON(child)
                 }
             }
             return out
         case let array as [Any]:
-            return array.map { redactJSON($0, key: key) }
+            return array.map(redactJSON)
         case let string as String:
-            return Self.maskCardNumbers(in: string)
-        case let number as NSNumber where !(number is Bool) && classify(key) == .plain:
-            // A card number sent as a JSON number.
+            return redactText(string)
+        case let number as NSNumber where !(number is Bool):
+            // A card number sent as a bare JSON number.
             let text = number.stringValue
             return text.allSatisfy(\.isNumber) && Self.maskCardNumbers(in: text) != text ? Self.maskCardNumbers(in: text) : number
         default:
