@@ -69,11 +69,12 @@ public enum ConfigurationLoader {
 
     /// A decoding error as a ``ValidationIssue`` with the path of the offending field.
     public static func issue(from error: DecodingError) -> ValidationIssue {
+        func path(_ codingPath: [any CodingKey]) -> String { codingPath.isEmpty ? "$" : codingPath.fieldPath }
         switch error {
         case .typeMismatch(let type, let context):
-            return ValidationIssue(field: context.codingPath.fieldPath, code: .invalidField, message: "expected \(describe(type))")
+            return ValidationIssue(field: path(context.codingPath), code: .invalidField, message: "expected \(describe(type))")
         case .valueNotFound(let type, let context):
-            return ValidationIssue(field: context.codingPath.fieldPath, code: .missingField, message: "expected \(describe(type)), found null")
+            return ValidationIssue(field: path(context.codingPath), code: .missingField, message: "expected \(describe(type)), found null")
         case .keyNotFound(let key, let context):
             return ValidationIssue(field: (context.codingPath + [key]).fieldPath, code: .missingField, message: "is required")
         case .dataCorrupted(let context):

@@ -329,8 +329,9 @@ struct API: Sendable {
         } catch let error as DecodingError {
             let issue = ConfigurationLoader.issue(from: error)
             let path = issue.field == "$" ? field : "\(field).\(issue.field)"
-            throw APIError(status: .badRequest, code: issue.code == .malformedBody ? "malformed_json" : issue.code.rawValue,
-                           message: issue.field == "$" ? "the body is not valid JSON" : issue.message, field: path)
+            let malformed = issue.code == .malformedBody
+            throw APIError(status: .badRequest, code: malformed ? "malformed_json" : issue.code.rawValue,
+                           message: malformed ? "the body is not valid JSON" : issue.message, field: path)
         }
     }
 

@@ -185,6 +185,23 @@ public final class PostgresPaymentStore: PaymentStore {
         runner.cancel()
     }
 
+    /// Counts rows of a table (tests and diagnostics).
+    func count(_ table: String, where condition: String = "1 = 1") async throws -> Int {
+        try await client.withConnection { connection in
+            var total = 0
+            for try await value in try await connection.query(PostgresQuery(unsafeSQL: "SELECT COUNT(*)::BIGINT FROM \(table) WHERE \(condition)"),
+                                                              logger: self.logger).decode(Int64.self) { total = Int(value) }
+            return total
+        }
+    }
+
+    /// Runs SQL as written, bypassing every rule in code (tests of the schema's own guards).
+    func executeUnchecked(_ sql: String) async throws {
+        try await transaction { connection in
+            try await connection.query(PostgresQuery(unsafeSQL: sql), logger: self.logger)
+        }
+    }
+
     // MARK: Rows
 
     /// Runs `body` in a transaction, rethrowing the body's own error rather than the wrapper.

@@ -149,6 +149,16 @@ public final class SQLitePaymentStore: PaymentStore {
         try pool.close()
     }
 
+    /// Counts rows of a table (tests and diagnostics).
+    func count(_ table: String, where condition: String = "1 = 1") async throws -> Int {
+        try await pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table) WHERE \(condition)") ?? 0 }
+    }
+
+    /// Runs SQL as written, bypassing every rule in code (tests of the schema's own guards).
+    func executeUnchecked(_ sql: String) async throws {
+        try await pool.write { db in try db.execute(sql: sql) }
+    }
+
     // MARK: Rows
 
     private static func apply(_ db: Database, report: StatusReport, paymentID: String) throws -> ApplyOutcome {

@@ -1,0 +1,51 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Till
+import TillServer
+
+struct ServerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "server",
+        abstract: "Run the merchant server: the app's API, gateway notifications, and the payment store.",
+        discussion: """
+            Secrets are read from the environment or files named in the configuration; the server \
+            refuses to start when one is missing. The first line printed once listening is \
+            "till server listening on http://HOST:PORT".
+            """)
+
+    @Option(help: "The configuration file (JSON) with merchants and a `server` block.")
+    var config: String
+
+    @Option(help: "Override server.listen (host:port; port 0 picks a free port).")
+    var listen: String?
+
+    @Option(help: "Override server.storage (sqlite:PATH or postgres://…).")
+    var storage: String?
+
+    func run() async throws {
+        var configuration = try loadConfiguration(config)
+        var settings = configuration.server ?? ServerSettings()
+        if let listen { settings.listen = listen }
+        if let storage { settings.storage = storage }
+        configuration.server = settings
+        let state: ServerState
+        do {
+            state = try ServerState(configuration: configuration, modules: Modules.all)
+        } catch let error as StartupError {
+            printError(error.description)
+            throw ExitCode.failure
+        }
+        let store = try openStore(settings.storage)
+        try await store.migrate()
+        // Test-only fault injection for the crash-safety test.
+        let crashPoint = ProcessInfo.processInfo.environment["TILL_CRASH_POINT"].flatMap(CrashPoint.init(rawValue:))
+        let host = settings.hostAndPort?.host ?? "127.0.0.1"
+        let app = try buildApplication(state: state, store: store, crashPoint: crashPoint) { port in
+            // Unbuffered, so a supervising process sees the line at once.
+            FileHandle.standardOutput.write(Data("till server listening on http://\(host):\(port)\n".utf8))
+        }
+        try await app.runService()
+        try await store.close()
+    }
+}

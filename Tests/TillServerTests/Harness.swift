@@ -1,0 +1,141 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+import Till
+@testable import TillServer
+import TillTesting
+
+/// Which store a test runs against.
+enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    case sqlite, postgres
+    var testDescription: String { rawValue }
+
+    /// PostgreSQL tests need `TILL_TEST_POSTGRES_URL` (`.ci/run` starts a server and sets it).
+    static var postgresURL: String? { ProcessInfo.processInfo.environment["TILL_TEST_POSTGRES_URL"] }
+
+    /// The kinds available here. Without PostgreSQL the suite says so once, and runs on SQLite.
+    static var available: [StoreKind] {
+        if postgresURL == nil {
+            FileHandle.standardError.write(Data("note: TILL_TEST_POSTGRES_URL is not set; PostgreSQL store tests are skipped (bash .ci/run starts PostgreSQL and sets it)\n".utf8))
+            return [.sqlite]
+        }
+        return [.sqlite, .postgres]
+    }
+
+    func open() async throws -> any PaymentStore {
+        let store: any PaymentStore
+        switch self {
+        case .sqlite:
+            let path = FileManager.default.temporaryDirectory.appendingPathComponent("till-test-\(UUID().uuidString).sqlite").path
+            store = try SQLitePaymentStore(path: path)
+        case .postgres:
+            store = try PostgresPaymentStore(url: StoreKind.postgresURL!)
+        }
+        try await store.migrate()
+        return store
+    }
+}
+
+func count(_ store: any PaymentStore, _ table: String, where condition: String = "1 = 1") async throws -> Int {
+    if let sqlite = store as? SQLitePaymentStore { return try await sqlite.count(table, where: condition) }
+    if let postgres = store as? PostgresPaymentStore { return try await postgres.count(table, where: condition) }
+    return -1
+}
+
+/// A merchant server on 127.0.0.1 with an OS-assigned port, over fake gateways whose ledgers the
+/// test can see.
+final class ServerHarness: @unchecked Sendable {
+    let store: any PaymentStore
+    let gateways: [FakeGateway]
+    let baseURL: URL
+    let apiKey: String
+    let merchant: String
+    private let task: Task<Void, any Error>
+
+    static let secret = "harness-notification-secret"
+
+    init(_ kind: StoreKind, gateways ids: [GatewayID] = ["fake"], maxAttempts: Int = 3, maxBodyBytes: Int = 16_384) async throws {
+        merchant = "m-\(UUID().uuidString.prefix(8).lowercased())"
+        apiKey = "key-\(UUID().uuidString)"
+        let gateways = ids.map { FakeGateway(id: $0, decisionTable: DecisionTable(["soft": .retryNext]), secret: Self.secret) }
+        self.gateways = gateways
+        let module = GatewayModule(name: "fake", capabilities: FakeGateway().capabilities) { gateway, _ in
+            gateways.first { $0.gateway == gateway.id }!
+        }
+        let configuration = TillConfiguration(
+            merchants: [MerchantConfiguration(
+                id: merchant, apiKey: CredentialReference(env: "API_KEY"),
+                gateways: ids.map { GatewayConfiguration(id: $0, module: "fake") },
+                routing: RoutingConfiguration(fallback: ids), retry: RetryPolicy(maxAttempts: maxAttempts))],
+            server: ServerSettings(listen: "127.0.0.1:0", storage: "sqlite:injected-by-the-test", publicURL: "https://merchant.example", maxBodyBytes: maxBodyBytes))
+        let state = try ServerState(configuration: configuration, modules: [module], environment: ["API_KEY": apiKey])
+        store = try await kind.open()
+        let (stream, continuation) = AsyncStream<Int>.makeStream()
+        let app = try buildApplication(state: state, store: store) { port in continuation.yield(port) }
+        task = Task { try await app.runService() }
+        var iterator = stream.makeAsyncIterator()
+        guard let port = await iterator.next() else { throw CheckoutError(.misconfigured, message: "server did not start") }
+        baseURL = URL(string: "http://127.0.0.1:\(port)")!
+    }
+
+    func stop() async {
+        task.cancel()
+        _ = await task.result
+        try? await store.close()
+    }
+
+    struct Answer {
+        let status: Int
+        let headers: [String: String]
+        let body: Data
+        var json: [String: Any] { (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:] }
+        var errorCode: String? { (json["error"] as? [String: Any])?["code"] as? String }
+        var errorField: String? { (json["error"] as? [String: Any])?["field"] as? String }
+    }
+
+    @discardableResult
+    func send(_ method: String, _ path: String, json: String? = nil, body: Data? = nil, key: String?? = .none,
+              headers: [String: String] = [:]) async throws -> Answer {
+        var request = URLRequest(url: baseURL.appendingPathComponent(path))
+        request.httpMethod = method
+        request.httpBody = body ?? json.map { Data($0.utf8) }
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        let bearer: String? = switch key { case .none: apiKey; case .some(let given): given }
+        if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization") }
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        let http = response as! HTTPURLResponse
+        var fields: [String: String] = [:]
+        for (name, value) in http.allHeaderFields { fields[(name as! String).lowercased()] = value as? String }
+        return Answer(status: http.statusCode, headers: fields, body: data)
+    }
+
+    static func intentJSON(_ reference: String, minor: Int = 2500, method: String = "card") -> String {
+        #"{"merchantReference":"\#(reference)","amount":{"value":\#(minor),"currency":"USD"},"method":"\#(method)"}"#
+    }
+
+    /// Creates a payment and prepares its first attempt; returns (payment id, attempt reference, gateway).
+    func createAndPrepare(_ reference: String = "order-\(UUID().uuidString.prefix(8))") async throws -> (String, AttemptReference, GatewayID) {
+        let created = try await send("POST", "v1/payments", json: Self.intentJSON(reference))
+        let id = try #require(created.json["id"] as? String)
+        let prepared = try await send("POST", "v1/payments/\(id)/attempts", json: "{}")
+        #expect(prepared.status == 201, "\(String(decoding: prepared.body, as: UTF8.self))")
+        let attempt = try #require(prepared.json["attempt"] as? String)
+        let gateway = try #require(prepared.json["gateway"] as? String)
+        return (id, AttemptReference(rawValue: attempt), GatewayID(rawValue: gateway))
+    }
+
+    func gateway(_ id: GatewayID) -> FakeGateway { gateways.first { $0.gateway == id }! }
+
+    /// Posts a notification as the gateway would.
+    func notify(_ notification: IncomingNotification, gateway: GatewayID) async throws -> Answer {
+        try await send("POST", "v1/notifications/\(gateway.rawValue)", body: notification.body, key: .some(nil),
+                       headers: notification.headers.filter { $0.key != "content-type" })
+    }
+
+    func status(of payment: String) async throws -> String? {
+        try await send("GET", "v1/payments/\(payment)").json["status"] as? String
+    }
+}
