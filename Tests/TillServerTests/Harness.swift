@@ -139,3 +139,10 @@ final class ServerHarness: @unchecked Sendable {
         try await send("GET", "v1/payments/\(payment)").json["status"] as? String
     }
 }
+
+/// Opens a server's SQLite file after the server stopped, to count what it stored.
+struct SQLiteInspection {
+    let store: SQLitePaymentStore
+    init(path: String) throws { store = try SQLitePaymentStore(path: path) }
+    func count(_ table: String) async throws -> Int { try await store.count(table) }
+}

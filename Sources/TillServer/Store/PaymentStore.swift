@@ -71,7 +71,7 @@ public struct RawNotification: Sendable, Hashable {
 ///
 /// Two implementations share one test suite: ``SQLitePaymentStore`` (the embedded default, WAL) and
 /// ``PostgresPaymentStore``. Both enforce the invariants in the schema too: unique merchant references,
-/// unique idempotency keys, unique attempt references and sequence numbers, unique (gateway, event id)
+/// unique idempotency keys, unique attempt references and sequence numbers, unique (attempt, gateway, event id)
 /// notifications, and triggers that refuse to move a paid payment or attempt backwards.
 public protocol PaymentStore: Sendable {
     /// Creates or upgrades the schema. Safe to call on every start.
@@ -97,7 +97,7 @@ public protocol PaymentStore: Sendable {
     /// Records a client-side outcome. Never changes a status.
     func recordClientOutcome(_ outcome: ClientOutcome, attempt: AttemptReference) async throws
 
-    /// In one transaction: stores the raw notification (deduplicated by gateway and event id) and
+    /// In one transaction: stores the raw notification (deduplicated by attempt, gateway and event id) and
     /// applies its report forward-only to the attempt and the payment.
     func ingest(_ notification: RawNotification, report: StatusReport) async throws -> ApplyOutcome
 

@@ -156,7 +156,8 @@ public final class PostgresPaymentStore: PaymentStore {
                 guard let paymentID = try await self.paymentID(connection, attempt: report.attempt) else { return .unknownAttempt }
                 try await self.lock(connection, payment: paymentID)
                 let seen = try await connection.query("""
-                    SELECT 1 FROM till_notifications WHERE gateway = \(notification.gateway.rawValue) AND event_id = \(report.eventID)
+                    SELECT 1 FROM till_notifications WHERE attempt_reference = \(report.attempt.rawValue)
+                    AND gateway = \(notification.gateway.rawValue) AND event_id = \(report.eventID)
                     """, logger: self.logger)
                 for try await _ in seen { return .duplicate }
                 let outcome = try await self.apply(connection, report: report, paymentID: paymentID)

@@ -124,8 +124,9 @@ public final class SQLitePaymentStore: PaymentStore {
         return try await pool.write { db -> ApplyOutcome in
             guard let attemptRow = try Row.fetchOne(db, sql: "SELECT payment_id FROM till_attempts WHERE reference = ?",
                                                     arguments: [report.attempt.rawValue]) else { return .unknownAttempt }
-            let seen = try Bool.fetchOne(db, sql: "SELECT 1 FROM till_notifications WHERE gateway = ? AND event_id = ?",
-                                         arguments: [notification.gateway.rawValue, report.eventID]) ?? false
+            let seen = try Bool.fetchOne(db, sql: """
+                SELECT 1 FROM till_notifications WHERE attempt_reference = ? AND gateway = ? AND event_id = ?
+                """, arguments: [report.attempt.rawValue, notification.gateway.rawValue, report.eventID]) ?? false
             if seen { return .duplicate }
             let outcome = try Self.apply(db, report: report, paymentID: attemptRow["payment_id"])
             try db.execute(sql: """

@@ -59,7 +59,7 @@ enum Schema {
                 headers_json TEXT NOT NULL,
                 body \(blob) NOT NULL,
                 received_at BIGINT NOT NULL,
-                UNIQUE (gateway, event_id)
+                UNIQUE (attempt_reference, gateway, event_id)
             )
             """,
             "CREATE INDEX till_attempts_payment ON till_attempts (payment_id)",
