@@ -7,7 +7,7 @@ struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Measure Till's own speed. Prints one JSON object per line.",
-        subcommands: [Router.self])
+        subcommands: [Router.self, ServerBench.self])
 
     struct Router: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -25,15 +25,9 @@ struct BenchCommand: AsyncParsableCommand {
             printError("note: this is a debug build; run `swift run -c release till bench router` for real figures")
             #endif
             for rules in [5, 50, 500] {
-                try printLine(benchRouting(rules: rules))
+                try printJSONLine(benchRouting(rules: rules))
             }
-            try printLine(await benchOverhead())
-        }
-
-        func printLine(_ object: some Encodable) throws {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
-            print(String(decoding: try encoder.encode(object), as: UTF8.self))
+            try printJSONLine(await benchOverhead())
         }
 
         struct RoutingFigures: Encodable {

@@ -32,12 +32,10 @@ struct ChaosCommand: AsyncParsableCommand {
         print("  settled after the cascade by notifications or inquiry: \(report.settledByReconciliation)")
         print("  notifications: \(report.notificationsApplied) applied, \(report.notificationsDuplicate) duplicates ignored, \(report.notificationsStale) stale ignored")
         for violation in report.violations { print("  VIOLATION \(violation)") }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
         struct Line: Encodable { let checkouts, succeeded, failed, unresolved, doubleCharges, lostPayments, attempts: Int }
-        print(String(decoding: try encoder.encode(Line(
+        try printJSONLine(Line(
             checkouts: report.checkouts, succeeded: report.succeeded, failed: report.failed, unresolved: report.unresolved,
-            doubleCharges: report.doubleCharges, lostPayments: report.lostPayments, attempts: report.attempts)), as: UTF8.self))
+            doubleCharges: report.doubleCharges, lostPayments: report.lostPayments, attempts: report.attempts))
         if report.doubleCharges > 0 || report.lostPayments > 0 || report.falseSuccesses > 0 { throw ExitCode.failure }
     }
 }

@@ -43,3 +43,10 @@ func loadConfiguration(_ file: String) throws -> TillConfiguration {
 func printError(_ text: String) {
     FileHandle.standardError.write(Data((text + "\n").utf8))
 }
+
+/// Prints `value` as one line of JSON with sorted keys (the format of every machine-readable line).
+func printJSONLine(_ value: some Encodable) throws {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    print(String(decoding: try encoder.encode(value), as: UTF8.self))
+}

@@ -18,12 +18,9 @@ struct CurrenciesCommand: ParsableCommand {
     }
 
     func run() throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         for currency in Currency.allISO {
             if json {
-                let row = Row(code: currency.code, numeric: currency.numeric, minorUnits: currency.minorUnits, name: currency.name)
-                print(String(decoding: try encoder.encode(row), as: UTF8.self))
+                try printJSONLine(Row(code: currency.code, numeric: currency.numeric, minorUnits: currency.minorUnits, name: currency.name))
             } else {
                 let numeric = String(currency.numeric)
                 print("\(currency.code)  \(String(repeating: "0", count: 3 - numeric.count))\(numeric)  \(currency.minorUnits)  \(currency.name)")

@@ -1,4 +1,5 @@
 import Foundation
+import Metrics
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -56,7 +57,8 @@ final class ServerHarness: @unchecked Sendable {
 
     static let secret = "harness-notification-secret"
 
-    init(_ kind: StoreKind, gateways ids: [GatewayID] = ["fake"], maxAttempts: Int = 3, maxBodyBytes: Int = 16_384) async throws {
+    init(_ kind: StoreKind, gateways ids: [GatewayID] = ["fake"], maxAttempts: Int = 3, maxBodyBytes: Int = 16_384,
+         metrics: (any MetricsFactory)? = nil) async throws {
         merchant = "m-\(UUID().uuidString.prefix(8).lowercased())"
         apiKey = "key-\(UUID().uuidString)"
         let gateways = ids.map { FakeGateway(id: $0, decisionTable: DecisionTable(["soft": .retryNext]), secret: Self.secret) }
@@ -73,7 +75,9 @@ final class ServerHarness: @unchecked Sendable {
         let state = try ServerState(configuration: configuration, modules: [module], environment: ["API_KEY": apiKey])
         store = try await kind.open()
         let (stream, continuation) = AsyncStream<Int>.makeStream()
-        let app = try buildApplication(state: state, store: store) { port in continuation.yield(port) }
+        let app = try buildApplication(state: state, store: store, metrics: metrics ?? MetricsSystem.factory) { port in
+            continuation.yield(port)
+        }
         task = Task { try await app.runService() }
         var iterator = stream.makeAsyncIterator()
         guard let port = await iterator.next() else { throw CheckoutError(.misconfigured, message: "server did not start") }

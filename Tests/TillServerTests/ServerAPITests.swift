@@ -1,4 +1,5 @@
 import Foundation
+import MetricsTestKit
 import Testing
 import Till
 @testable import TillServer
@@ -214,6 +215,24 @@ struct ServerAPITests {
         let refused = try await h.send("POST", "v1/payments/\(other)/attempts", json: "{}")
         #expect(refused.status == 409)
         #expect(refused.errorCode == "not_retryable")
+    }
+
+    @Test("metrics: payments created, notifications verified and rejected, payments by status, prepare latency")
+    func metrics() async throws {
+        let metrics = TestMetrics()
+        let h = try await ServerHarness(.sqlite, metrics: metrics)
+        defer { Task { await h.stop() } }
+        let (_, attempt, gateway) = try await h.createAndPrepare()
+        let good = h.gateway(gateway).signedNotification(for: StatusReport(gateway: gateway, attempt: attempt, status: .paid, eventID: "m1"))
+        var bad = good
+        bad.headers["x-fake-signature"] = "00"
+        #expect(try await h.notify(good, gateway: gateway).status == 200)
+        #expect(try await h.notify(bad, gateway: gateway).status == 401)
+        #expect(try metrics.expectCounter("till_payments_created_total", [("merchant", h.merchant)]).totalValue == 1)
+        #expect(try metrics.expectCounter("till_notifications_total", [("gateway", "fake"), ("result", "verified")]).totalValue == 1)
+        #expect(try metrics.expectCounter("till_notifications_total", [("gateway", "fake"), ("result", "rejected")]).totalValue == 1)
+        #expect(try metrics.expectCounter("till_payment_status_total", [("status", "paid")]).totalValue == 1)
+        #expect(try metrics.expectTimer("till_prepare_duration", [("gateway", "fake")]).values.count == 1)
     }
 
     @Test("a missing secret stops the server from starting, naming the field and never a value")

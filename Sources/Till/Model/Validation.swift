@@ -50,4 +50,22 @@ public enum Validators {
             ? [.init(field: field, code: .fieldTooLong, message: "at most \(maxLength) characters, got \(value.count)")]
             : []
     }
+
+    /// Every entry of `codes` that is not an active ISO 4217 currency with minor units.
+    public static func currencyCodes(_ codes: [String]?, field: String) -> [ValidationIssue] {
+        (codes ?? []).enumerated().compactMap { index, code in
+            Currency.lookup(code) == nil
+                ? .init(field: "\(field)[\(index)]", code: .invalidCurrency, message: "unknown currency \"\(CheckoutError.printable(code))\"")
+                : nil
+        }
+    }
+
+    /// Every entry of `codes` that is not an ISO 3166-1 alpha-2 country code.
+    public static func countryCodes(_ codes: [String]?, field: String) -> [ValidationIssue] {
+        (codes ?? []).enumerated().compactMap { index, code in
+            CountryCode.allISOCodes.contains(code)
+                ? nil
+                : .init(field: "\(field)[\(index)]", code: .invalidCountry, message: "unknown country \"\(CheckoutError.printable(code))\"")
+        }
+    }
 }

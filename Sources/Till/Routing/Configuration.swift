@@ -223,14 +223,8 @@ public struct GatewayConfiguration: Sendable, Hashable, Codable {
         for name in credentials.keys.sorted() {
             issues += credentials[name]!.validate(path: "\(path).credentials.\(name)")
         }
-        for (index, code) in (limits?.currencies ?? []).enumerated() where Currency.lookup(code) == nil {
-            issues.append(.init(field: "\(path).limits.currencies[\(index)]", code: .invalidCurrency,
-                                message: "unknown currency \"\(CheckoutError.printable(code))\""))
-        }
-        for (index, code) in (limits?.countries ?? []).enumerated() where !CountryCode.allISOCodes.contains(code) {
-            issues.append(.init(field: "\(path).limits.countries[\(index)]", code: .invalidCountry,
-                                message: "unknown country \"\(CheckoutError.printable(code))\""))
-        }
+        issues += Validators.currencyCodes(limits?.currencies, field: "\(path).limits.currencies")
+        issues += Validators.countryCodes(limits?.countries, field: "\(path).limits.countries")
         return issues
     }
 }
@@ -457,14 +451,8 @@ public struct RuleConditions: Sendable, Hashable, Codable {
 
     func validate(path: String) -> [ValidationIssue] {
         var issues: [ValidationIssue] = []
-        for (index, code) in (currencies ?? []).enumerated() where Currency.lookup(code) == nil {
-            issues.append(.init(field: "\(path).currencies[\(index)]", code: .invalidCurrency,
-                                message: "unknown currency \"\(CheckoutError.printable(code))\""))
-        }
-        for (index, code) in (countries ?? []).enumerated() where !CountryCode.allISOCodes.contains(code) {
-            issues.append(.init(field: "\(path).countries[\(index)]", code: .invalidCountry,
-                                message: "unknown country \"\(CheckoutError.printable(code))\""))
-        }
+        issues += Validators.currencyCodes(currencies, field: "\(path).currencies")
+        issues += Validators.countryCodes(countries, field: "\(path).countries")
         for (index, method) in (methods ?? []).enumerated() where method.rawValue.isEmpty {
             issues.append(.init(field: "\(path).methods[\(index)]", code: .invalidField, message: "must not be empty"))
         }

@@ -20,16 +20,20 @@ public enum CrashPoint: String, Sendable {
 /// - Parameters:
 ///   - state: merchants with resolved secrets (``ServerState``).
 ///   - store: where payments live; migrated by the caller.
+///   - metrics: where counters and timers go (`till_payments_created_total`,
+///     `till_payment_status_total{status}`, `till_notifications_total{gateway,result}`,
+///     `till_prepare_duration{gateway}`); the process-wide swift-metrics backend by default.
 ///   - crashPoint: test-only fault injection: the process kills itself there (SIGKILL).
 ///   - onServerRunning: called with the bound port once listening (port 0 picks one).
 public func buildApplication(
     state: ServerState, store: any PaymentStore, logger: Logger = Logger(label: "till.server"),
+    metrics: any MetricsFactory = MetricsSystem.factory,
     crashPoint: CrashPoint? = nil, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) throws -> some ApplicationProtocol {
     guard let (host, port) = state.settings.hostAndPort else {
         throw StartupError(problems: ["server.listen: expected host:port"])
     }
-    let api = API(state: state, store: store, crashPoint: crashPoint)
+    let api = API(state: state, store: store, metrics: metrics, crashPoint: crashPoint)
     let router = Router(context: BasicRequestContext.self)
     router.add(middleware: RequestIDMiddleware())
     router.get("/healthz") { _, _ in try API.json(["status": "ok"], status: .ok) }
@@ -95,6 +99,7 @@ struct APIError: Error {
 struct API: Sendable {
     let state: ServerState
     let store: any PaymentStore
+    let metrics: any MetricsFactory
     let crashPoint: CrashPoint?
 
     // MARK: Payments
@@ -113,7 +118,7 @@ struct API: Sendable {
                                                  .replacingOccurrences(of: "-", with: ""), idempotencyKey: key, requestHash: hash)
         switch outcome {
         case .created(let payment):
-            Counter(label: "till_payments_created_total", dimensions: [("merchant", merchant.configuration.id)]).increment()
+            Counter(label: "till_payments_created_total", dimensions: [("merchant", merchant.configuration.id)], factory: metrics).increment()
             context.logger.info("payment created", metadata: ["payment": .string(payment.id)])
             return try Self.json(PaymentView(payment), status: .created)
         case .replayed(let payment):
@@ -161,14 +166,14 @@ struct API: Sendable {
         do {
             let preparation = try await gateway.prepare(AttemptContext(intent: payment.intent, attempt: reference,
                                                                        returnURL: input.returnURL, notificationURL: notificationURL))
-            Timer(label: "till_prepare_duration", dimensions: [("gateway", gatewayID.rawValue)]).recordNanoseconds((ContinuousClock.now - start).nanosecondsCount)
+            Timer(label: "till_prepare_duration", dimensions: [("gateway", gatewayID.rawValue)], factory: metrics).recordNanoseconds((ContinuousClock.now - start).nanosecondsCount)
             merchant.health.record(gatewayID, success: true)
             try await store.attemptPrepared(reference, gatewayReference: preparation.gatewayReference)
             context.logger.info("attempt prepared", metadata: ["payment": .string(payment.id), "attempt": .string(reference.rawValue),
                                                                "gateway": .string(gatewayID.rawValue)])
             return try Self.json(preparation, status: .created)
         } catch let error as CheckoutError {
-            Timer(label: "till_prepare_duration", dimensions: [("gateway", gatewayID.rawValue)]).recordNanoseconds((ContinuousClock.now - start).nanosecondsCount)
+            Timer(label: "till_prepare_duration", dimensions: [("gateway", gatewayID.rawValue)], factory: metrics).recordNanoseconds((ContinuousClock.now - start).nanosecondsCount)
             let neverSent = [.unavailable, .configuration, .unsupported, .invalidInput].contains(error.category)
             merchant.health.record(gatewayID, success: error.category != .unavailable && error.category != .unknownOutcome)
             if neverSent || error.category == .declinedHard || error.category == .declinedSoft {
@@ -249,7 +254,7 @@ struct API: Sendable {
             }
         }
         guard let (merchant, notification) = verified else {
-            Counter(label: "till_notifications_total", dimensions: [("gateway", gatewayID.rawValue), ("result", "rejected")]).increment()
+            Counter(label: "till_notifications_total", dimensions: [("gateway", gatewayID.rawValue), ("result", "rejected")], factory: metrics).increment()
             context.logger.warning("notification rejected", metadata: ["gateway": .string(gatewayID.rawValue),
                                                                        "reason": .string(failure?.message ?? "unverifiable")])
             inquireClaimedAttempt(incoming, candidates: candidates, logger: context.logger)
@@ -261,12 +266,12 @@ struct API: Sendable {
         let outcome = try await store.ingest(RawNotification(gateway: gatewayID, headers: headers, body: incoming.body),
                                              report: notification.report)
         if crashPoint == .afterStore { Self.crash() }
-        Counter(label: "till_notifications_total", dimensions: [("gateway", gatewayID.rawValue), ("result", "verified")]).increment()
+        Counter(label: "till_notifications_total", dimensions: [("gateway", gatewayID.rawValue), ("result", "verified")], factory: metrics).increment()
         switch outcome {
         case .unknownAttempt:
             throw APIError(status: .notFound, code: "unknown_attempt", message: "no attempt with that reference")
         case .applied(let attemptStatus, let paymentStatus):
-            Counter(label: "till_payment_status_total", dimensions: [("status", paymentStatus.rawValue)]).increment()
+            Counter(label: "till_payment_status_total", dimensions: [("status", paymentStatus.rawValue)], factory: metrics).increment()
             context.logger.info("notification applied", metadata: [
                 "merchant": .string(merchant.configuration.id), "attempt": .string(notification.report.attempt.rawValue),
                 "attempt_status": .string(attemptStatus.rawValue), "payment_status": .string(paymentStatus.rawValue)])

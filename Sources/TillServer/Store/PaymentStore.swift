@@ -106,6 +106,10 @@ public protocol PaymentStore: Sendable {
 
     /// Releases connections.
     func close() async throws
+
+    /// Benchmark support: creates `count` payments for `merchant`, each with one pending attempt on
+    /// `gateway`, in one transaction. Returns the attempt references.
+    func seedPendingAttempts(count: Int, merchant: String, gateway: GatewayID, amount: Money) async throws -> [AttemptReference]
 }
 
 /// Store failures the server maps to HTTP answers.

@@ -67,26 +67,37 @@ public final class PostgresPaymentStore: PaymentStore {
                             return .replayed(existing)
                         }
                     }
-                    let taken = try await connection.query("""
-                        SELECT 1 FROM till_payments WHERE merchant_id = \(merchant) AND merchant_reference = \(intent.merchantReference)
-                        """, logger: self.logger)
-                    for try await _ in taken { return .duplicateReference }
                     let now = Date().storedMillis
-                    try await connection.query("""
+                    let inserted = try await connection.query("""
                         INSERT INTO till_payments (id, merchant_id, merchant_reference, amount_minor, currency, status, intent_json, created_at, updated_at)
                         VALUES (\(id), \(merchant), \(intent.merchantReference), \(intent.amount.minorUnits), \(intent.amount.currency.code),
                                 \(PaymentStatus.created.rawValue), \(intentJSON), \(now), \(now))
+                        ON CONFLICT (merchant_id, merchant_reference) DO NOTHING RETURNING id
                         """, logger: self.logger)
+                    var created = false
+                    for try await _ in inserted { created = true }
+                    guard created else {
+                        // A concurrent request with the same key may have just committed this payment.
+                        if let key = idempotencyKey {
+                            let rows = try await connection.query("""
+                                SELECT request_hash, payment_id FROM till_idempotency_keys WHERE merchant_id = \(merchant) AND idempotency_key = \(key)
+                                """, logger: self.logger)
+                            for try await (hash, paymentID) in rows.decode((String, String).self) {
+                                guard hash == requestHash else { return .idempotencyConflict }
+                                if let existing = try await self.payment(connection, id: paymentID, merchant: merchant) { return .replayed(existing) }
+                            }
+                        }
+                        return .duplicateReference
+                    }
                     if let key = idempotencyKey {
                         try await connection.query("""
                             INSERT INTO till_idempotency_keys (merchant_id, idempotency_key, request_hash, payment_id, created_at)
                             VALUES (\(merchant), \(key), \(requestHash), \(id), \(now))
                             """, logger: self.logger)
                     }
-                    guard let created = try await self.payment(connection, id: id, merchant: merchant) else {
-                        throw StoreError.unavailable("payment vanished after insert")
-                    }
-                    return .created(created)
+                    let stamp = Date(storedMillis: now)
+                    return .created(StoredPayment(id: id, merchantID: merchant, intent: intent, status: .created, attempts: [],
+                                                  createdAt: stamp, updatedAt: stamp))
                 }
             } catch let error as PSQLError where error.isUniqueViolation && pass == 0 {
                 continue
@@ -151,39 +162,61 @@ public final class PostgresPaymentStore: PaymentStore {
 
     public func ingest(_ notification: RawNotification, report: StatusReport) async throws -> ApplyOutcome {
         let headers = try SQLitePaymentStore.encode(notification.headers)
-        do {
-            return try await transaction { connection -> ApplyOutcome in
-                guard let paymentID = try await self.paymentID(connection, attempt: report.attempt) else { return .unknownAttempt }
-                try await self.lock(connection, payment: paymentID)
-                let seen = try await connection.query("""
-                    SELECT 1 FROM till_notifications WHERE attempt_reference = \(report.attempt.rawValue)
-                    AND gateway = \(notification.gateway.rawValue) AND event_id = \(report.eventID)
-                    """, logger: self.logger)
-                for try await _ in seen { return .duplicate }
-                let outcome = try await self.apply(connection, report: report, paymentID: paymentID)
-                try await connection.query("""
-                    INSERT INTO till_notifications (gateway, event_id, attempt_reference, reported_status, outcome, headers_json, body, received_at)
-                    VALUES (\(notification.gateway.rawValue), \(report.eventID), \(report.attempt.rawValue), \(report.status.rawValue),
-                            \(outcome.storedName), \(headers), \(notification.body), \(notification.receivedAt.storedMillis))
-                    """, logger: self.logger)
-                return outcome
-            }
-        } catch let error as PSQLError where error.isUniqueViolation {
-            // The same event committed by a concurrent request between our check and our insert.
-            return .duplicate
+        return try await transaction { connection -> ApplyOutcome in
+            guard let payment = try await self.lockedPayment(connection, attempt: report.attempt),
+                  let attempt = payment.attempts.first(where: { $0.reference == report.attempt }) else { return .unknownAttempt }
+            let effect = StoreRules.apply(report, attempt: attempt, payment: payment)
+            // The insert is the dedupe: a redelivery of a stored event inserts nothing and changes nothing.
+            let inserted = try await connection.query("""
+                INSERT INTO till_notifications (gateway, event_id, attempt_reference, reported_status, outcome, headers_json, body, received_at)
+                VALUES (\(notification.gateway.rawValue), \(report.eventID), \(report.attempt.rawValue), \(report.status.rawValue),
+                        \(effect.outcome.storedName), \(headers), \(notification.body), \(notification.receivedAt.storedMillis))
+                ON CONFLICT (attempt_reference, gateway, event_id) DO NOTHING RETURNING id
+                """, logger: self.logger)
+            var fresh = false
+            for try await _ in inserted { fresh = true }
+            guard fresh else { return .duplicate }
+            try await self.write(effect, report: report, paymentID: payment.id, connection: connection)
+            return effect.outcome
         }
     }
 
     public func apply(_ report: StatusReport) async throws -> ApplyOutcome {
         try await transaction { connection -> ApplyOutcome in
-            guard let paymentID = try await self.paymentID(connection, attempt: report.attempt) else { return .unknownAttempt }
-            try await self.lock(connection, payment: paymentID)
-            return try await self.apply(connection, report: report, paymentID: paymentID)
+            guard let payment = try await self.lockedPayment(connection, attempt: report.attempt),
+                  let attempt = payment.attempts.first(where: { $0.reference == report.attempt }) else { return .unknownAttempt }
+            let effect = StoreRules.apply(report, attempt: attempt, payment: payment)
+            try await self.write(effect, report: report, paymentID: payment.id, connection: connection)
+            return effect.outcome
         }
     }
 
     public func close() async throws {
         runner.cancel()
+    }
+
+    public func seedPendingAttempts(count: Int, merchant: String, gateway: GatewayID, amount: Money) async throws -> [AttemptReference] {
+        let references = (0..<count).map { _ in AttemptReference.generate() }
+        let now = Date().storedMillis
+        for chunk in stride(from: 0, to: references.count, by: 1_000) {
+            let slice = Array(references[chunk..<min(chunk + 1_000, references.count)])
+            try await transaction { connection in
+                for reference in slice {
+                    let id = "seed_\(reference.rawValue)"
+                    let intent = PaymentIntent(merchantReference: "seed-\(reference.rawValue)", amount: amount, method: .card)
+                    let json = try SQLitePaymentStore.encode(intent)
+                    try await connection.query("""
+                        INSERT INTO till_payments (id, merchant_id, merchant_reference, amount_minor, currency, status, intent_json, created_at, updated_at)
+                        VALUES (\(id), \(merchant), \(intent.merchantReference), \(amount.minorUnits), \(amount.currency.code), 'pending', \(json), \(now), \(now))
+                        """, logger: self.logger)
+                    try await connection.query("""
+                        INSERT INTO till_attempts (reference, payment_id, sequence, gateway, status, created_at, updated_at)
+                        VALUES (\(reference.rawValue), \(id), 1, \(gateway.rawValue), 'pending', \(now), \(now))
+                        """, logger: self.logger)
+                }
+            }
+        }
+        return references
     }
 
     /// Counts rows of a table (tests and diagnostics).
@@ -198,7 +231,7 @@ public final class PostgresPaymentStore: PaymentStore {
 
     /// Runs SQL as written, bypassing every rule in code (tests of the schema's own guards).
     func executeUnchecked(_ sql: String) async throws {
-        try await transaction { connection in
+        _ = try await transaction { connection in
             try await connection.query(PostgresQuery(unsafeSQL: sql), logger: self.logger)
         }
     }
@@ -224,13 +257,25 @@ public final class PostgresPaymentStore: PaymentStore {
         return nil
     }
 
-    private func apply(_ connection: PostgresConnection, report: StatusReport, paymentID: String) async throws -> ApplyOutcome {
-        let merchantRows = try await connection.query("SELECT merchant_id FROM till_payments WHERE id = \(paymentID)", logger: logger)
-        var merchant: String?
-        for try await value in merchantRows.decode(String.self) { merchant = value }
-        guard let merchant, let payment = try await payment(connection, id: paymentID, merchant: merchant),
-              let attempt = payment.attempts.first(where: { $0.reference == report.attempt }) else { return .unknownAttempt }
-        let effect = StoreRules.apply(report, attempt: attempt, payment: payment)
+    /// Locks the payment an attempt belongs to and loads it with its attempts (two round trips).
+    private func lockedPayment(_ connection: PostgresConnection, attempt: AttemptReference) async throws -> StoredPayment? {
+        let rows = try await connection.query("""
+            SELECT p.id, p.merchant_id, p.status, p.intent_json, p.created_at, p.updated_at
+            FROM till_attempts a JOIN till_payments p ON p.id = a.payment_id WHERE a.reference = \(attempt.rawValue) FOR UPDATE OF p
+            """, logger: logger)
+        var found: StoredPayment?
+        for try await (pid, mid, status, intentJSON, created, updated) in rows.decode((String, String, String, String, Int64, Int64).self) {
+            found = StoredPayment(id: pid, merchantID: mid, intent: try SQLitePaymentStore.decode(PaymentIntent.self, intentJSON),
+                                  status: PaymentStatus(rawValue: status), attempts: [],
+                                  createdAt: Date(storedMillis: created), updatedAt: Date(storedMillis: updated))
+        }
+        guard var payment = found else { return nil }
+        payment.attempts = try await attempts(connection, payment: payment.id)
+        return payment
+    }
+
+    /// Writes what ``StoreRules/apply(_:attempt:payment:)`` decided.
+    private func write(_ effect: StoreRules.Effect, report: StatusReport, paymentID: String, connection: PostgresConnection) async throws {
         let now = Date().storedMillis
         if let status = effect.attemptStatus {
             try await connection.query("""
@@ -243,7 +288,6 @@ public final class PostgresPaymentStore: PaymentStore {
             try await connection.query("UPDATE till_payments SET status = \(status.rawValue), updated_at = \(now) WHERE id = \(paymentID)",
                                        logger: logger)
         }
-        return effect.outcome
     }
 
     private func refreshPaymentStatus(_ connection: PostgresConnection, payment id: String) async throws {
@@ -274,19 +318,25 @@ public final class PostgresPaymentStore: PaymentStore {
                                   createdAt: Date(storedMillis: created), updatedAt: Date(storedMillis: updated))
         }
         guard var payment = found else { return nil }
-        let attempts = try await connection.query("""
+        payment.attempts = try await attempts(connection, payment: id)
+        return payment
+    }
+
+    private func attempts(_ connection: PostgresConnection, payment id: String) async throws -> [StoredAttempt] {
+        let rows = try await connection.query("""
             SELECT reference, payment_id, sequence, gateway, status, gateway_reference, gateway_code, client_outcome, created_at, updated_at
             FROM till_attempts WHERE payment_id = \(id) ORDER BY sequence
             """, logger: logger)
+        var attempts: [StoredAttempt] = []
         for try await (reference, paymentID, sequence, gateway, status, gatewayReference, gatewayCode, clientOutcome, created, updated)
-            in attempts.decode((String, String, Int, String, String, String?, String?, String?, Int64, Int64).self) {
-            payment.attempts.append(StoredAttempt(
+            in rows.decode((String, String, Int, String, String, String?, String?, String?, Int64, Int64).self) {
+            attempts.append(StoredAttempt(
                 reference: AttemptReference(rawValue: reference), paymentID: paymentID, sequence: sequence,
                 gateway: GatewayID(rawValue: gateway), status: PaymentStatus(rawValue: status), gatewayReference: gatewayReference,
                 gatewayCode: gatewayCode, clientOutcome: clientOutcome.flatMap { try? SQLitePaymentStore.decode(ClientOutcome.self, $0) },
                 createdAt: Date(storedMillis: created), updatedAt: Date(storedMillis: updated)))
         }
-        return payment
+        return attempts
     }
 }
 

@@ -63,10 +63,9 @@ public final class SQLitePaymentStore: PaymentStore {
                     INSERT INTO till_idempotency_keys (merchant_id, idempotency_key, request_hash, payment_id, created_at) VALUES (?, ?, ?, ?, ?)
                     """, arguments: [merchant, key, requestHash, id, now])
             }
-            guard let created = try Self.payment(db, id: id, merchant: merchant) else {
-                throw StoreError.unavailable("payment vanished after insert")
-            }
-            return .created(created)
+            let stamp = Date(storedMillis: now)
+            return .created(StoredPayment(id: id, merchantID: merchant, intent: intent, status: .created, attempts: [],
+                                          createdAt: stamp, updatedAt: stamp))
         }
     }
 
@@ -148,6 +147,27 @@ public final class SQLitePaymentStore: PaymentStore {
 
     public func close() async throws {
         try pool.close()
+    }
+
+    public func seedPendingAttempts(count: Int, merchant: String, gateway: GatewayID, amount: Money) async throws -> [AttemptReference] {
+        let references = (0..<count).map { _ in AttemptReference.generate() }
+        let now = Date().storedMillis
+        try await pool.write { db in
+            for reference in references {
+                let id = "seed_\(reference.rawValue)"
+                let intent = PaymentIntent(merchantReference: "seed-\(reference.rawValue)", amount: amount, method: .card)
+                try db.execute(sql: """
+                    INSERT INTO till_payments (id, merchant_id, merchant_reference, amount_minor, currency, status, intent_json, created_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?)
+                    """, arguments: [id, merchant, intent.merchantReference, amount.minorUnits, amount.currency.code,
+                                     try Self.encode(intent), now, now])
+                try db.execute(sql: """
+                    INSERT INTO till_attempts (reference, payment_id, sequence, gateway, status, created_at, updated_at)
+                    VALUES (?, ?, 1, ?, 'pending', ?, ?)
+                    """, arguments: [reference.rawValue, id, gateway.rawValue, now, now])
+            }
+        }
+        return references
     }
 
     /// Counts rows of a table (tests and diagnostics).

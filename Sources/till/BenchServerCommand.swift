@@ -1,0 +1,140 @@
+import ArgumentParser
+import Foundation
+import Hummingbird
+import Logging
+import Till
+import TillServer
+import TillTesting
+
+/// `till bench server`: create-payment and notification ingestion through the real server on
+/// SQLite and PostgreSQL, and a trivial Hummingbird endpoint in the same run, all on loopback.
+struct ServerBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "server",
+        abstract: "Server throughput and p99 latency: createPayment and notification on SQLite and PostgreSQL, and a trivial endpoint.",
+        discussion: """
+            One JSON object per line: store (sqlite, postgres or none), endpoint (createPayment, notification \
+            or trivial), requestsPerSecond, p99Millis, plus requests, failures and connections. Every write \
+            is committed before its response (SQLite WAL with synchronous=FULL; PostgreSQL with its default \
+            synchronous_commit). PostgreSQL rows need TILL_BENCH_POSTGRES_URL (or TILL_TEST_POSTGRES_URL).
+            """)
+
+    @Option(help: "Seconds per measurement.")
+    var seconds = 5
+
+    @Option(help: "Concurrent keep-alive connections.")
+    var connections = 16
+
+    struct Line: Encodable {
+        let store: String
+        let endpoint: String
+        let requestsPerSecond: Int
+        let p99Millis: Double
+        let requests: Int
+        let failures: Int
+        let connections: Int
+    }
+
+    func validate() throws {
+        guard (1...120).contains(seconds) else { throw ValidationError("--seconds must be 1 to 120") }
+        guard (1...256).contains(connections) else { throw ValidationError("--connections must be 1 to 256") }
+    }
+
+    func run() async throws {
+        #if DEBUG
+        printError("note: this is a debug build; run `swift run -c release till bench server` for real figures")
+        #endif
+        var logger = Logger(label: "till.bench")
+        logger.logLevel = .critical   // shutdown chatter when the run ends is not a finding
+
+        // The trivial endpoint first: what Hummingbird alone costs on this machine.
+        try await benchTrivial(logger: logger)
+
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("till-bench-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var stores = [("sqlite", "sqlite:\(folder.appendingPathComponent("bench.sqlite").path)")]
+        let environment = ProcessInfo.processInfo.environment
+        if let postgres = environment["TILL_BENCH_POSTGRES_URL"] ?? environment["TILL_TEST_POSTGRES_URL"] {
+            stores.append(("postgres", postgres))
+        } else {
+            printError("note: TILL_BENCH_POSTGRES_URL is not set; PostgreSQL rows skipped (eval \"$(bash .ci/postgres.sh start)\" sets one up)")
+        }
+        for (name, url) in stores { try await benchStore(name: name, url: url, logger: logger) }
+    }
+
+    func line(_ store: String, _ endpoint: String, _ result: LoadGenerator.Result) -> Line {
+        Line(store: store, endpoint: endpoint, requestsPerSecond: Int(result.requestsPerSecond.rounded()),
+             p99Millis: (result.p99Millis * 100).rounded() / 100, requests: result.requests, failures: result.failures,
+             connections: connections)
+    }
+
+    func benchTrivial(logger: Logger) async throws {
+        let (stream, continuation) = AsyncStream<Int>.makeStream()
+        let router = Hummingbird.Router()
+        router.get("trivial") { _, _ in "ok" }
+        let app = Application(router: router, configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
+                              onServerRunning: { continuation.yield($0.localAddress?.port ?? 0) }, logger: logger)
+        let task = Task { try await app.runService() }
+        defer { task.cancel() }
+        var ports = stream.makeAsyncIterator()
+        let port = await ports.next() ?? 0
+        let request = LoadGenerator.request("GET", "/trivial")
+        let result = LoadGenerator(port: UInt16(port), connections: connections, duration: .seconds(seconds), maxRequests: .max)
+            .run { _ in request }
+        try printJSONLine(line("none", "trivial", result))
+    }
+
+    func benchStore(name: String, url: String, logger: Logger) async throws {
+        let apiKey = "bench-api-key-\(UUID().uuidString)"
+        let secret = "bench-notification-secret"
+        let merchant = "bench-\(UUID().uuidString.prefix(8).lowercased())"
+        let configuration = TillConfiguration(
+            merchants: [MerchantConfiguration(
+                id: merchant, apiKey: CredentialReference(env: "BENCH_API_KEY"),
+                gateways: [GatewayConfiguration(id: "fake", module: "fake",
+                                                credentials: ["notification_secret": CredentialReference(env: "BENCH_SECRET")])])],
+            server: ServerSettings(listen: "127.0.0.1:0", storage: url))
+        let state = try ServerState(configuration: configuration, modules: Modules.all,
+                                    environment: ["BENCH_API_KEY": apiKey, "BENCH_SECRET": secret])
+        let store = try openStore(url)
+        try await store.migrate()
+        let (stream, continuation) = AsyncStream<Int>.makeStream()
+        let app = try buildApplication(state: state, store: store, logger: logger) { continuation.yield($0) }
+        let task = Task { try await app.runService() }
+        var ports = stream.makeAsyncIterator()
+        let port = UInt16(await ports.next() ?? 0)
+
+        // createPayment: a new order per request, each with its own idempotency key.
+        let run = UUID().uuidString.prefix(8)
+        let create = LoadGenerator(port: port, connections: connections, duration: .seconds(seconds), maxRequests: .max).run { i in
+            let body = Data(#"{"merchantReference":"b-\#(run)-\#(i)","amount":{"value":\#(1000 + i % 5000),"currency":"USD"},"method":"card"}"#.utf8)
+            return LoadGenerator.request("POST", "/v1/payments", headers: [
+                "Authorization": "Bearer \(apiKey)", "Content-Type": "application/json", "Idempotency-Key": "bk-\(run)-\(i)",
+            ], body: body)
+        }
+        try printJSONLine(line(name, "createPayment", create))
+
+        // notification: each settles one pending attempt, signed as the gateway signs.
+        let budget = min(60_000, max(2_000, Int(create.requestsPerSecond * Double(seconds) * 1.5)))
+        let amount = Money(minorUnits: 1000, currency: Currency.lookup("USD")!)
+        let attempts = try await store.seedPendingAttempts(count: budget, merchant: merchant, gateway: "fake", amount: amount)
+        let gateway = FakeGateway(id: "fake", secret: secret)
+        let requests = attempts.map { attempt in
+            let notification = gateway.signedNotification(for: StatusReport(gateway: "fake", attempt: attempt, status: .paid,
+                                                                            amount: amount, eventID: "evt-\(attempt)"))
+            return LoadGenerator.request("POST", "/v1/notifications/fake", headers: [
+                "Content-Type": "application/json", "X-Fake-Signature": notification.headers["x-fake-signature"] ?? "",
+            ], body: notification.body)
+        }
+        let ingest = LoadGenerator(port: port, connections: connections, duration: .seconds(seconds), maxRequests: requests.count)
+            .run { requests[$0] }
+        try printJSONLine(line(name, "notification", ingest))
+        if ingest.requests >= requests.count {
+            printError("note: \(name) notification run used every seeded attempt (\(requests.count)); the figure is a lower bound")
+        }
+        task.cancel()
+        _ = await task.result
+        try await store.close()
+    }
+}
