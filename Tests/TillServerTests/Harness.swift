@@ -61,7 +61,18 @@ final class ServerHarness: @unchecked Sendable {
          metrics: (any MetricsFactory)? = nil) async throws {
         merchant = "m-\(UUID().uuidString.prefix(8).lowercased())"
         apiKey = "key-\(UUID().uuidString)"
-        let gateways = ids.map { FakeGateway(id: $0, decisionTable: DecisionTable(["soft": .retryNext]), secret: Self.secret) }
+        // Gateways post their notifications to this server, as a real gateway would.
+        let address = Mailbox()
+        let gateways = ids.map { id in
+            FakeGateway(id: id, decisionTable: DecisionTable(["soft": .retryNext]), secret: Self.secret) { notification in
+                guard let base = await address.url else { return }
+                var request = URLRequest(url: base.appendingPathComponent("v1/notifications/\(id.rawValue)"))
+                request.httpMethod = "POST"
+                request.httpBody = notification.body
+                for (name, value) in notification.headers { request.setValue(value, forHTTPHeaderField: name) }
+                _ = try? await URLSession.shared.data(for: request)
+            }
+        }
         self.gateways = gateways
         let module = GatewayModule(name: "fake", capabilities: FakeGateway().capabilities) { gateway, _ in
             gateways.first { $0.gateway == gateway.id }!
@@ -82,6 +93,13 @@ final class ServerHarness: @unchecked Sendable {
         var iterator = stream.makeAsyncIterator()
         guard let port = await iterator.next() else { throw CheckoutError(.misconfigured, message: "server did not start") }
         baseURL = URL(string: "http://127.0.0.1:\(port)")!
+        await address.set(baseURL)
+    }
+
+    /// Where the gateways deliver, once the server has a port.
+    actor Mailbox {
+        var url: URL?
+        func set(_ url: URL) { self.url = url }
     }
 
     func stop() async {

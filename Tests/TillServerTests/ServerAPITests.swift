@@ -217,6 +217,43 @@ struct ServerAPITests {
         #expect(refused.errorCode == "not_retryable")
     }
 
+    @Test("an app checks out through the real server: card and wallet, each confirmed by the gateway's notification",
+          arguments: StoreKind.available)
+    func endToEnd(kind: StoreKind) async throws {
+        let h = try await ServerHarness(kind)
+        defer { Task { await h.stop() } }
+        let gateway = h.gateway("fake")
+        let backend = HTTPMerchantBackend(baseURL: h.baseURL, apiKey: h.apiKey, transport: URLSessionTransport())
+        let returns = try ReturnURLHandler(routes: [.customScheme("shop")])
+        let app = AppCheckout(backend: backend, gateways: [gateway], returns: returns,
+                              presenter: SimulatedCustomer(gateway: gateway, returns: returns),
+                              returnTimeout: .seconds(5), confirmationTimeout: .seconds(5), confirmationInterval: .milliseconds(20))
+        let usd = Currency.lookup("USD")!
+
+        let card = try await app.pay(PaymentIntent(merchantReference: "e2e-card-\(UUID().uuidString.prefix(6))",
+                                                   amount: Money(minorUnits: 1999, currency: usd), method: .card))
+        #expect(card.status == .paid)
+        #expect(card.clientOutcome.kind == .succeeded)
+
+        try await gateway.ledger.enqueue([.walletHandoff])
+        let wallet = try await app.pay(PaymentIntent(merchantReference: "e2e-wallet-\(UUID().uuidString.prefix(6))",
+                                                     amount: Money(minorUnits: 888, currency: usd), method: .wechatPay))
+        #expect(wallet.status == .paid)
+        #expect(wallet.customerMayHaveAuthenticated)
+        let payment = try await backend.status(of: wallet.preparation.attempt)
+        #expect(payment?.status == .paid)
+        #expect(await gateway.ledger.charges.count == 2)
+
+        // A wrong key is a configuration error for the app, with the server's code.
+        let stranger = HTTPMerchantBackend(baseURL: h.baseURL, apiKey: "wrong", transport: URLSessionTransport())
+        let error = await #expect(throws: CheckoutError.self) {
+            _ = try await stranger.prepare(PaymentIntent(merchantReference: "x", amount: Money(minorUnits: 1, currency: usd), method: .card),
+                                           returnURL: nil)
+        }
+        #expect(error?.code.rawValue == "unauthorized")
+        #expect(error?.category == .configuration)
+    }
+
     @Test("metrics: payments created, notifications verified and rejected, payments by status, prepare latency")
     func metrics() async throws {
         let metrics = TestMetrics()

@@ -41,6 +41,7 @@ public func buildApplication(
     v1.post("payments") { request, context in await api.respond(context) { try await api.createPayment(request, context) } }
     v1.get("payments/:id") { request, context in await api.respond(context) { try await api.getPayment(request, context) } }
     v1.post("payments/:id/attempts") { request, context in await api.respond(context) { try await api.prepare(request, context) } }
+    v1.get("attempts/:reference") { request, context in await api.respond(context) { try await api.getAttempt(request, context) } }
     v1.post("attempts/:reference/outcome") { request, context in
         await api.respond(context) { try await api.reportOutcome(request, context) }
     }
@@ -213,6 +214,16 @@ struct API: Sendable {
             throw APIError(status: .conflict, code: "no_gateway_left", message: "no untried gateway can take this payment")
         }
         return next
+    }
+
+    /// The payment an attempt belongs to (the app knows its attempt from the preparation).
+    func getAttempt(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+        let merchant = try authenticate(request)
+        let reference = AttemptReference(rawValue: try context.parameters.require("reference"))
+        guard let payment = try await store.payment(attempt: reference), payment.merchantID == merchant.configuration.id else {
+            throw APIError.notFound("attempt")
+        }
+        return try Self.json(PaymentView(payment), status: .ok)
     }
 
     func reportOutcome(_ request: Request, _ context: BasicRequestContext) async throws -> Response {

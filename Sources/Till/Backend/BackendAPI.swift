@@ -1,5 +1,7 @@
 import Foundation
-import Till
+
+// The merchant server's JSON API, shared by the server (TillServer) and the app's client
+// (HTTPMerchantBackend), so the two cannot drift apart.
 
 /// `POST /v1/payments/{id}/attempts` body.
 public struct PrepareRequest: Codable, Sendable {
@@ -20,15 +22,16 @@ public struct PaymentView: Codable, Sendable, Hashable {
     public var createdAt: Date
     public var updatedAt: Date
 
-    init(_ payment: StoredPayment) {
-        id = payment.id
-        merchantReference = payment.intent.merchantReference
-        amount = payment.intent.amount
-        method = payment.intent.method
-        status = payment.status
-        attempts = payment.attempts.map(AttemptView.init)
-        createdAt = payment.createdAt
-        updatedAt = payment.updatedAt
+    public init(id: String, merchantReference: String, amount: Money, method: PaymentMethod, status: PaymentStatus,
+                attempts: [AttemptView], createdAt: Date, updatedAt: Date) {
+        self.id = id
+        self.merchantReference = merchantReference
+        self.amount = amount
+        self.method = method
+        self.status = status
+        self.attempts = attempts
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
     }
 }
 
@@ -42,14 +45,15 @@ public struct AttemptView: Codable, Sendable, Hashable {
     public var gatewayCode: String?
     public var clientOutcome: ClientOutcome?
 
-    init(_ attempt: StoredAttempt) {
-        reference = attempt.reference
-        sequence = attempt.sequence
-        gateway = attempt.gateway
-        status = attempt.status
-        gatewayReference = attempt.gatewayReference
-        gatewayCode = attempt.gatewayCode
-        clientOutcome = attempt.clientOutcome
+    public init(reference: AttemptReference, sequence: Int, gateway: GatewayID, status: PaymentStatus,
+                gatewayReference: String? = nil, gatewayCode: String? = nil, clientOutcome: ClientOutcome? = nil) {
+        self.reference = reference
+        self.sequence = sequence
+        self.gateway = gateway
+        self.status = status
+        self.gatewayReference = gatewayReference
+        self.gatewayCode = gatewayCode
+        self.clientOutcome = clientOutcome
     }
 }
 
@@ -59,6 +63,12 @@ public struct ErrorBody: Codable, Sendable, Hashable {
         public var code: String
         public var message: String
         public var field: String?
+        public init(code: String, message: String, field: String? = nil) {
+            self.code = code
+            self.message = message
+            self.field = field
+        }
     }
     public var error: Detail
+    public init(error: Detail) { self.error = error }
 }
