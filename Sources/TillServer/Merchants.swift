@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Till
 
@@ -102,9 +103,10 @@ public struct ServerState: Sendable {
 
     /// The merchant whose API key is `key`, compared in constant time per merchant.
     func merchant(apiKey key: String) -> MerchantRuntime? {
-        let given = Array(key.utf8)
+        // Digests have one length, so neither the comparison nor its timing reveals a key's length.
+        let given = Array(SHA256.hash(data: Data(key.utf8)))
         var found: MerchantRuntime?
-        for merchant in merchants where constantTimeEquals(given, Array(merchant.apiKey.utf8)) { found = merchant }
+        for merchant in merchants where constantTimeEquals(given, Array(SHA256.hash(data: Data(merchant.apiKey.utf8)))) { found = merchant }
         return found
     }
 

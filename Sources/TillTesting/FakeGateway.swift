@@ -23,6 +23,8 @@ public enum FakeBehavior: Sendable, Hashable {
     /// Time out having not processed the request yet: inquiries say "no such attempt" until the
     /// gateway processes it later (``FakeGateway/settle(_:as:code:)``) — a delayed request.
     case delayedCharge
+    /// Prepare itself fails this way (the session or token could not be created).
+    case failPrepare(TransportError.Kind)
     /// Send the customer to a wallet page; the customer's choice decides (``FakeGateway/customerActs(on:approve:)``).
     case walletHandoff
 }
@@ -179,6 +181,9 @@ public struct FakeGateway: Checkout {
     public func prepare(_ context: AttemptContext) async throws -> Preparation {
         let record = await ledger.open(context.attempt, amount: context.intent.amount,
                                        notificationURL: context.notificationURL, returnURL: context.returnURL)
+        if case .failPrepare(let kind) = record.behavior {
+            throw TransportError(kind, "scripted prepare failure").checkoutError(gateway: gateway)
+        }
         return Preparation(gateway: gateway, attempt: context.attempt, method: context.intent.method,
                            amount: context.intent.amount, gatewayReference: "fake_\(context.attempt.rawValue)",
                            parameters: ["flow": record.behavior == .walletHandoff ? "wallet" : "card"],
@@ -247,6 +252,8 @@ public struct FakeGateway: Checkout {
             throw CheckoutError(.gatewayError, message: "HTTP 503 from the gateway", gateway: gateway, gatewayCode: "503")
         case .delayedCharge:
             throw TransportError(.timedOut, "no answer").checkoutError(gateway: gateway)
+        case .failPrepare(let kind):
+            throw TransportError(kind, "scripted failure").checkoutError(gateway: gateway)
         }
     }
 
@@ -314,7 +321,7 @@ public struct FakeGateway: Checkout {
     public struct NotificationBody: Codable, Sendable, Hashable {
         public var attempt: String
         public var status: String
-        public var amount: Money
+        public var amount: Money?
         public var code: String?
         public var eventId: String
     }
@@ -368,7 +375,7 @@ public struct FakeGateway: Checkout {
     /// The signed notification for `report`, as the fake would send it.
     public func signedNotification(for report: StatusReport) -> IncomingNotification {
         let body = NotificationBody(attempt: report.attempt.rawValue, status: report.status.rawValue,
-                                    amount: report.amount ?? Money(minorUnits: 0, currency: Currency.lookup("USD")!),
+                                    amount: report.amount,
                                     code: report.gatewayCode, eventId: report.eventID)
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys

@@ -38,8 +38,16 @@ struct ServerCommand: AsyncParsableCommand {
         }
         let store = try openStore(settings.storage)
         try await store.migrate()
-        // Test-only fault injection for the crash-safety test.
-        let crashPoint = ProcessInfo.processInfo.environment["TILL_CRASH_POINT"].flatMap(CrashPoint.init(rawValue:))
+        // Test-only fault injection for the crash-safety test; release builds ignore it.
+        var crashPoint: CrashPoint?
+        if let point = ProcessInfo.processInfo.environment["TILL_CRASH_POINT"] {
+            #if DEBUG
+            crashPoint = CrashPoint(rawValue: point)
+            printError("WARNING: TILL_CRASH_POINT=\(point): this server will kill itself while handling a notification (test fault injection)")
+            #else
+            printError("note: TILL_CRASH_POINT is ignored by release builds")
+            #endif
+        }
         let host = settings.hostAndPort?.host ?? "127.0.0.1"
         let app = try buildApplication(state: state, store: store, crashPoint: crashPoint) { port in
             // Unbuffered, so a supervising process sees the line at once.

@@ -272,6 +272,55 @@ struct ServerAPITests {
         #expect(try metrics.expectTimer("till_prepare_duration", [("gateway", "fake")]).values.count == 1)
     }
 
+    @Test("a notification signed for one gateway cannot settle another gateway's attempt", arguments: StoreKind.available)
+    func crossGateway(kind: StoreKind) async throws {
+        let h = try await ServerHarness(kind, gateways: ["first", "second"])
+        defer { Task { await h.stop() } }
+        let (id, attempt, gateway) = try await h.createAndPrepare()
+        #expect(gateway == "first")
+        // Genuinely signed by "second" (same secret in this harness), naming first's attempt.
+        let other = h.gateway("second").signedNotification(for: StatusReport(gateway: "second", attempt: attempt, status: .paid, eventID: "cross"))
+        #expect(try await h.notify(other, gateway: "second").status == 404)
+        #expect(try await h.status(of: id) == "pending")
+    }
+
+    @Test("a stuck attempt is settled on demand by inquiry", arguments: StoreKind.available)
+    func inquireEndpoint(kind: StoreKind) async throws {
+        let h = try await ServerHarness(kind)
+        defer { Task { await h.stop() } }
+        try await h.gateway("fake").ledger.enqueue([FakeAttemptPlan(.approve, notification: .never)])
+        let (id, attempt, gateway) = try await h.createAndPrepare()
+        _ = try await h.gateway(gateway).settle(attempt, as: .paid)     // charged, notification lost
+        #expect(try await h.status(of: id) == "pending")
+        let answer = try await h.send("POST", "v1/attempts/\(attempt)/inquire", json: "{}")
+        #expect(answer.status == 200)
+        #expect(answer.json["status"] as? String == "paid")
+    }
+
+    @Test("a gateway timeout during prepare leaves the attempt open and says the outcome is unknown; a refused one moves on",
+          arguments: StoreKind.available)
+    func prepareFailures(kind: StoreKind) async throws {
+        let h = try await ServerHarness(kind, gateways: ["first", "second"])
+        defer { Task { await h.stop() } }
+        let created = try await h.send("POST", "v1/payments", json: ServerHarness.intentJSON("o-timeout"))
+        let id = try #require(created.json["id"] as? String)
+        try await h.gateway("first").ledger.enqueue([FakeAttemptPlan(.failPrepare(.timedOut))])
+        let timedOut = try await h.send("POST", "v1/payments/\(id)/attempts", json: "{}")
+        #expect(timedOut.status == 502)
+        #expect((timedOut.json["error"] as? [String: Any])?["category"] as? String == "unknown_outcome")
+        #expect(try await h.status(of: id) == "pending")
+        #expect(try await h.send("POST", "v1/payments/\(id)/attempts", json: "{}").errorCode == "attempt_in_progress")
+
+        let other = try await h.send("POST", "v1/payments", json: ServerHarness.intentJSON("o-refused"))
+        let otherID = try #require(other.json["id"] as? String)
+        try await h.gateway("first").ledger.enqueue([FakeAttemptPlan(.failPrepare(.notSent))])
+        let refused = try await h.send("POST", "v1/payments/\(otherID)/attempts", json: "{}")
+        #expect((refused.json["error"] as? [String: Any])?["category"] as? String == "unavailable")
+        let next = try await h.send("POST", "v1/payments/\(otherID)/attempts", json: "{}")
+        #expect(next.status == 201)
+        #expect(next.json["gateway"] as? String == "second")
+    }
+
     @Test("a missing secret stops the server from starting, naming the field and never a value")
     func missingSecrets() throws {
         let configuration = TillConfiguration(merchants: [MerchantConfiguration(

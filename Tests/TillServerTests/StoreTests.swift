@@ -33,9 +33,16 @@ struct StoreTests {
             Issue.record("not created"); return
         }
         let attempt = AttemptReference.generate()
-        try await store.addAttempt(attempt, payment: id, sequence: 1, gateway: "g")
-        // The same sequence number twice: refused by the schema.
-        await #expect(throws: StoreError.self) { try await store.addAttempt(.generate(), payment: id, sequence: 1, gateway: "g") }
+        try await store.addAttempt(attempt, payment: id, gateway: "g", expected: [])
+        // Deciding on a stale view of the attempts (here: none) is refused.
+        await #expect(throws: StoreError.self) { try await store.addAttempt(.generate(), payment: id, gateway: "g", expected: []) }
+        // And the same sequence number twice is refused by the schema itself.
+        await #expect(throws: (any Error).self) {
+            try await execute(store, """
+                INSERT INTO till_attempts (reference, payment_id, sequence, gateway, status, created_at, updated_at)
+                VALUES ('dup-\(attempt)', '\(id)', 1, 'g', 'created', 0, 0)
+                """)
+        }
         _ = try await store.apply(StatusReport(gateway: "g", attempt: attempt, status: .paid))
         // Raw SQL that would un-pay the payment or the attempt: refused by the triggers.
         await #expect(throws: (any Error).self) { try await execute(store, "UPDATE till_payments SET status = 'failed' WHERE id = '\(id)'") }
@@ -59,21 +66,60 @@ struct StoreTests {
         let merchant = "m-\(UUID().uuidString.prefix(8))", id = "pay_\(UUID().uuidString.prefix(12))"
         _ = try await store.create(intent("o-1"), merchant: merchant, id: id, idempotencyKey: nil, requestHash: "h")
         let attempt = AttemptReference.generate()
-        try await store.addAttempt(attempt, payment: id, sequence: 1, gateway: "g")
+        try await store.addAttempt(attempt, payment: id, gateway: "g", expected: [])
         try await store.attemptPrepared(attempt, gatewayReference: "gw-1")
         let body = Data(#"{"raw":true}"#.utf8)
         let raw = RawNotification(gateway: "g", headers: ["x-sig": "abc"], body: body)
-        #expect(try await store.ingest(raw, report: StatusReport(gateway: "g", attempt: attempt, status: .paid, eventID: "e1"))
+        #expect(try await store.ingest(raw, report: StatusReport(gateway: "g", attempt: attempt, status: .paid, eventID: "e1"), merchant: merchant)
                 == .applied(attempt: .paid, payment: .paid))
-        #expect(try await store.ingest(raw, report: StatusReport(gateway: "g", attempt: attempt, status: .paid, eventID: "e1")) == .duplicate)
-        if case .stale = try await store.ingest(raw, report: StatusReport(gateway: "g", attempt: attempt, status: .failed, eventID: "e2")) {} else {
+        #expect(try await store.ingest(raw, report: StatusReport(gateway: "g", attempt: attempt, status: .paid, eventID: "e1"), merchant: merchant) == .duplicate)
+        if case .stale = try await store.ingest(raw, report: StatusReport(gateway: "g", attempt: attempt, status: .failed, eventID: "e2"), merchant: merchant) {} else {
             Issue.record("a failure after paid was not stale")
         }
-        #expect(try await store.ingest(raw, report: StatusReport(gateway: "g", attempt: .generate(), status: .paid, eventID: "e3")) == .unknownAttempt)
+        #expect(try await store.ingest(raw, report: StatusReport(gateway: "g", attempt: .generate(), status: .paid, eventID: "e3"), merchant: merchant) == .unknownAttempt)
         #expect(try await count(store, "till_notifications", where: "attempt_reference = '\(attempt)'") == 2)
         let payment = try #require(try await store.payment(id: id, merchant: merchant))
         #expect(payment.status == .paid && payment.attempts.first?.gatewayReference == "gw-1")
         #expect(try await store.payment(id: id, merchant: "someone-else") == nil)
+        // Another merchant, or another gateway, can never settle this attempt.
+        #expect(try await store.ingest(raw, report: StatusReport(gateway: "g", attempt: attempt, status: .refunded, eventID: "x1"),
+                                       merchant: "someone-else") == .unknownAttempt)
+        let otherGateway = RawNotification(gateway: "h", headers: [:], body: body)
+        #expect(try await store.ingest(otherGateway, report: StatusReport(gateway: "h", attempt: attempt, status: .refunded, eventID: "x2"),
+                                       merchant: merchant) == .unknownAttempt)
+        try await store.close()
+    }
+
+    @Test("a paid report for another amount is stored as stale, never applied", arguments: StoreKind.available)
+    func amountMismatch(kind: StoreKind) async throws {
+        let store = try await kind.open()
+        let merchant = "m-\(UUID().uuidString.prefix(8))", id = "pay_\(UUID().uuidString.prefix(12))"
+        _ = try await store.create(intent("o-1"), merchant: merchant, id: id, idempotencyKey: nil, requestHash: "h")
+        let attempt = AttemptReference.generate()
+        try await store.addAttempt(attempt, payment: id, gateway: "g", expected: [])
+        let cheap = StatusReport(gateway: "g", attempt: attempt, status: .paid, amount: Money(minorUnits: 1, currency: Self.usd), eventID: "e1")
+        if case .stale = try await store.ingest(RawNotification(gateway: "g", headers: [:], body: Data()), report: cheap, merchant: merchant) {} else {
+            Issue.record("a 0.01 payment settled a 10.00 one")
+        }
+        #expect(try await store.payment(id: id, merchant: merchant)?.status == .pending)
+        try await store.close()
+    }
+
+    @Test("a payment's status follows its attempts: a new attempt after a failure is pending, a later authorisation shows",
+          arguments: StoreKind.available)
+    func derived(kind: StoreKind) async throws {
+        let store = try await kind.open()
+        let merchant = "m-\(UUID().uuidString.prefix(8))", id = "pay_\(UUID().uuidString.prefix(12))"
+        _ = try await store.create(intent("o-1"), merchant: merchant, id: id, idempotencyKey: nil, requestHash: "h")
+        let first = AttemptReference.generate(), second = AttemptReference.generate()
+        try await store.addAttempt(first, payment: id, gateway: "g", expected: [])
+        _ = try await store.apply(StatusReport(gateway: "g", attempt: first, status: .cancelled))
+        #expect(try await store.payment(id: id, merchant: merchant)?.status == .cancelled)
+        let attempts = try #require(try await store.payment(id: id, merchant: merchant)).attempts
+        try await store.addAttempt(second, payment: id, gateway: "h", expected: attempts)
+        #expect(try await store.payment(id: id, merchant: merchant)?.status == .pending)
+        _ = try await store.apply(StatusReport(gateway: "h", attempt: second, status: .authorized))
+        #expect(try await store.payment(id: id, merchant: merchant)?.status == .authorized)
         try await store.close()
     }
 
@@ -83,13 +129,13 @@ struct StoreTests {
         let merchant = "m-\(UUID().uuidString.prefix(8))", id = "pay_\(UUID().uuidString.prefix(12))"
         _ = try await store.create(intent("o-1"), merchant: merchant, id: id, idempotencyKey: nil, requestHash: "h")
         let attempt = AttemptReference.generate()
-        try await store.addAttempt(attempt, payment: id, sequence: 1, gateway: "g")
+        try await store.addAttempt(attempt, payment: id, gateway: "g", expected: [])
         let outcomes = try await withThrowingTaskGroup(of: ApplyOutcome.self) { group in
             for i in 0..<20 {
                 group.addTask {
                     try await store.ingest(RawNotification(gateway: "g", headers: [:], body: Data()),
                                            report: StatusReport(gateway: "g", attempt: attempt, status: i % 2 == 0 ? .paid : .failed,
-                                                                eventID: "e\(i % 4)"))
+                                                                eventID: "e\(i % 4)"), merchant: merchant)
                 }
             }
             return try await group.reduce(into: [ApplyOutcome]()) { $0.append($1) }

@@ -63,10 +63,13 @@ public struct ErrorBody: Codable, Sendable, Hashable {
         public var code: String
         public var message: String
         public var field: String?
-        public init(code: String, message: String, field: String? = nil) {
+        /// For gateway failures, the ``CheckoutError/Category`` raw value: what is known about the money.
+        public var category: String?
+        public init(code: String, message: String, field: String? = nil, category: String? = nil) {
             self.code = code
             self.message = message
             self.field = field
+            self.category = category
         }
     }
     public var error: Detail

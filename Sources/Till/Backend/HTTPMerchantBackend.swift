@@ -66,8 +66,10 @@ public struct HTTPMerchantBackend: MerchantBackend {
         decoder.dateDecodingStrategy = .iso8601
         guard (200..<300).contains(response.statusCode) else {
             let detail = (try? decoder.decode(ErrorBody.self, from: response.body))?.error
+            // The server says what is known about the money; only without that does the HTTP status decide.
+            let category = detail?.category.flatMap(CheckoutError.Category.init(rawValue:)) ?? Self.category(status: response.statusCode)
             throw CheckoutError(CheckoutError.Code(rawValue: detail?.code ?? "http_\(response.statusCode)"),
-                                category: Self.category(status: response.statusCode), field: detail?.field,
+                                category: category, field: detail?.field,
                                 message: detail?.message ?? "the merchant server answered \(response.statusCode)")
         }
         do {
@@ -81,7 +83,7 @@ public struct HTTPMerchantBackend: MerchantBackend {
         switch status {
         case 400, 404, 409, 413, 422: .invalidInput
         case 401, 403: .configuration
-        case 502, 503: .unavailable
+        case 503: .unavailable
         default: .unknownOutcome
         }
     }

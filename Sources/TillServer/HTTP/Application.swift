@@ -42,6 +42,9 @@ public func buildApplication(
     v1.get("payments/:id") { request, context in await api.respond(context) { try await api.getPayment(request, context) } }
     v1.post("payments/:id/attempts") { request, context in await api.respond(context) { try await api.prepare(request, context) } }
     v1.get("attempts/:reference") { request, context in await api.respond(context) { try await api.getAttempt(request, context) } }
+    v1.post("attempts/:reference/inquire") { request, context in
+        await api.respond(context) { try await api.inquireAttempt(request, context) }
+    }
     v1.post("attempts/:reference/outcome") { request, context in
         await api.respond(context) { try await api.reportOutcome(request, context) }
     }
@@ -80,19 +83,22 @@ struct APIError: Error {
     var code: String
     var message: String
     var field: String?
+    /// For gateway failures: what is known about the money (the app's router acts on it).
+    var category: CheckoutError.Category?
 
     static let unauthorized = APIError(status: .unauthorized, code: "unauthorized", message: "missing or invalid API key")
     static func notFound(_ what: String) -> APIError { APIError(status: .notFound, code: "not_found", message: "no such \(what)") }
 
-    init(status: HTTPResponse.Status, code: String, message: String, field: String? = nil) {
+    init(status: HTTPResponse.Status, code: String, message: String, field: String? = nil, category: CheckoutError.Category? = nil) {
         self.status = status
         self.code = code
         self.message = message
         self.field = field
+        self.category = category
     }
 
     init(_ error: CheckoutError, status: HTTPResponse.Status = .badRequest) {
-        self.init(status: status, code: error.code.rawValue, message: error.message, field: error.field)
+        self.init(status: status, code: error.code.rawValue, message: error.message, field: error.field, category: error.category)
     }
 }
 
@@ -102,6 +108,10 @@ struct API: Sendable {
     let store: any PaymentStore
     let metrics: any MetricsFactory
     let crashPoint: CrashPoint?
+    /// Attempts with an inquiry under way, so a burst of forged notifications causes one inquiry.
+    let inquiries = InFlight()
+    /// The code recorded on an attempt whose Prepare provably never reached the gateway.
+    static let notSentCode = "till_not_sent"
 
     // MARK: Payments
 
@@ -157,9 +167,11 @@ struct API: Sendable {
         let reference = AttemptReference.generate()
         do {
             // Stored before the gateway hears of it, so no notification can arrive for an unknown attempt.
-            try await store.addAttempt(reference, payment: payment.id, sequence: payment.attempts.count + 1, gateway: gatewayID)
+            // Compare-and-set: only if the attempts the decision was made on are still exactly these.
+            try await store.addAttempt(reference, payment: payment.id, gateway: gatewayID, expected: payment.attempts)
         } catch StoreError.conflict {
-            throw APIError(status: .conflict, code: "attempt_in_progress", message: "another attempt was started at the same time")
+            throw APIError(status: .conflict, code: "attempt_in_progress",
+                           message: "the payment changed while preparing (another attempt, or a late notification); read it again")
         }
         let notificationURL = state.settings.publicURL.flatMap { URL(string: $0)?.appendingPathComponent("v1/notifications/\(gatewayID.rawValue)") }
         let start = ContinuousClock.now
@@ -173,17 +185,26 @@ struct API: Sendable {
             context.logger.info("attempt prepared", metadata: ["payment": .string(payment.id), "attempt": .string(reference.rawValue),
                                                                "gateway": .string(gatewayID.rawValue)])
             return try Self.json(preparation, status: .created)
-        } catch let error as CheckoutError {
+        } catch {
             Timer(label: "till_prepare_duration", dimensions: [("gateway", gatewayID.rawValue)], factory: metrics).recordNanoseconds((ContinuousClock.now - start).nanosecondsCount)
-            let neverSent = [.unavailable, .configuration, .unsupported, .invalidInput].contains(error.category)
-            merchant.health.record(gatewayID, success: error.category != .unavailable && error.category != .unknownOutcome)
-            if neverSent || error.category == .declinedHard || error.category == .declinedSoft {
-                // Known not to have charged: close the attempt so the next prepare may cascade.
+            let failure = error as? CheckoutError
+                ?? CheckoutError(.unknownOutcome, message: "the gateway module failed unexpectedly", gateway: gatewayID)
+            let known = [.unavailable, .configuration, .unsupported, .invalidInput, .declinedHard, .declinedSoft].contains(failure.category)
+                && failure.code != .malformedBody
+            merchant.health.record(gatewayID, success: failure.category != .unavailable && failure.category != .unknownOutcome)
+            if known {
+                // Known not to have charged: close the attempt so the next prepare may cascade. A request
+                // that never left may always move on; a decline keeps its code for the decision table.
+                let neverSent = [.unavailable, .configuration, .unsupported].contains(failure.category)
                 _ = try await store.apply(StatusReport(gateway: gatewayID, attempt: reference, status: .failed,
-                                                       gatewayCode: error.gatewayCode ?? error.code.rawValue, eventID: "prepare:\(reference)"))
+                                                       gatewayCode: neverSent ? Self.notSentCode : failure.gatewayCode ?? failure.code.rawValue,
+                                                       eventID: "prepare:\(reference)"))
+            } else {
+                // The gateway may have it: keep the attempt open (pending) for an inquiry to settle.
+                try await store.attemptPrepared(reference, gatewayReference: nil)
             }
-            throw APIError(status: error.category == .invalidInput ? .unprocessableContent : .badGateway,
-                           code: error.code.rawValue, message: error.message, field: error.field)
+            throw APIError(status: failure.category == .invalidInput ? .unprocessableContent : .badGateway,
+                           code: failure.code.rawValue, message: failure.message, field: failure.field, category: failure.category)
         }
     }
 
@@ -200,7 +221,7 @@ struct API: Sendable {
         if payment.attempts.count >= merchant.configuration.retry.maxAttempts {
             throw APIError(status: .conflict, code: "attempts_exhausted", message: "no attempts left for this payment")
         }
-        if let last = payment.attempts.last, last.status == .failed,
+        if let last = payment.attempts.last, last.status == .failed, last.gatewayCode != Self.notSentCode,
            merchant.decisionTable(for: last.gateway).decision(for: last.gatewayCode) != .retryNext {
             throw APIError(status: .conflict, code: "not_retryable",
                            message: "the last attempt's decline (\(last.gatewayCode ?? "no code")) may not be retried on another gateway")
@@ -226,14 +247,44 @@ struct API: Sendable {
         return try Self.json(PaymentView(payment), status: .ok)
     }
 
+    /// Asks the attempt's gateway for its status now and applies the answer: how a stuck attempt (a
+    /// timeout during prepare, a notification that never came) is settled on demand.
+    func inquireAttempt(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+        let merchant = try authenticate(request)
+        let reference = AttemptReference(rawValue: try context.parameters.require("reference"))
+        guard let payment = try await store.payment(attempt: reference), payment.merchantID == merchant.configuration.id,
+              let attempt = payment.attempts.first(where: { $0.reference == reference }),
+              let gateway = merchant.gateways[attempt.gateway] else {
+            throw APIError.notFound("attempt")
+        }
+        if !attempt.status.isFinal {
+            do {
+                let report = try await gateway.inquire(InquiryQuery(attempt: reference, gatewayReference: attempt.gatewayReference,
+                                                                    amount: payment.intent.amount))
+                guard report.attempt == reference, report.gateway == attempt.gateway else {
+                    throw CheckoutError(.unknownOutcome, message: "the gateway answered about another attempt", gateway: attempt.gateway)
+                }
+                _ = try await store.apply(report)
+            } catch let error as CheckoutError {
+                throw APIError(status: .badGateway, code: error.code.rawValue, message: error.message, category: error.category)
+            }
+        }
+        return try Self.json(PaymentView(try await store.payment(attempt: reference) ?? payment), status: .ok)
+    }
+
     func reportOutcome(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let merchant = try authenticate(request)
         let reference = AttemptReference(rawValue: try context.parameters.require("reference"))
         let outcome = try decode(ClientOutcome.self, try await body(request), field: "body")
-        guard let payment = try await store.payment(attempt: reference), payment.merchantID == merchant.configuration.id else {
+        for issue in Validators.length(outcome.message, field: "body.message", maxLength: 500)
+            + Validators.length(outcome.gatewayCode, field: "body.gatewayCode", maxLength: 64) {
+            throw APIError(issue.error)
+        }
+        guard let before = try await store.payment(attempt: reference), before.merchantID == merchant.configuration.id else {
             throw APIError.notFound("attempt")
         }
         try await store.recordClientOutcome(outcome, attempt: reference)
+        let payment = try await store.payment(attempt: reference) ?? before
         context.logger.info("client outcome recorded (informational)", metadata: ["attempt": .string(reference.rawValue),
                                                                                  "kind": .string(outcome.kind.rawValue)])
         return try Self.json(PaymentView(payment), status: .accepted)
@@ -268,14 +319,15 @@ struct API: Sendable {
             Counter(label: "till_notifications_total", dimensions: [("gateway", gatewayID.rawValue), ("result", "rejected")], factory: metrics).increment()
             context.logger.warning("notification rejected", metadata: ["gateway": .string(gatewayID.rawValue),
                                                                        "reason": .string(failure?.message ?? "unverifiable")])
-            inquireClaimedAttempt(incoming, candidates: candidates, logger: context.logger)
+            inquireClaimedAttempt(incoming, gateway: gatewayID, candidates: candidates, logger: context.logger)
             let status: HTTPResponse.Status = failure?.category == .verification ? .unauthorized : .badRequest
             throw APIError(status: status, code: failure?.code.rawValue ?? "unverifiable",
                            message: failure?.message ?? "the notification could not be verified", field: failure?.field)
         }
         if crashPoint == .beforeStore { Self.crash() }
-        let outcome = try await store.ingest(RawNotification(gateway: gatewayID, headers: headers, body: incoming.body),
-                                             report: notification.report)
+        // Headers are kept for audit and re-verification, minus credentials a proxy may have added.
+        let stored = RawNotification(gateway: gatewayID, headers: Redactor().redact(headers: headers), body: incoming.body)
+        let outcome = try await store.ingest(stored, report: notification.report, merchant: merchant.configuration.id)
         if crashPoint == .afterStore { Self.crash() }
         Counter(label: "till_notifications_total", dimensions: [("gateway", gatewayID.rawValue), ("result", "verified")], factory: metrics).increment()
         switch outcome {
@@ -296,22 +348,32 @@ struct API: Sendable {
                         body: .init(byteBuffer: ByteBuffer(bytes: ack.body)))
     }
 
-    /// An unverifiable notification changes nothing, but if it names an attempt we know, the gateway
-    /// is asked directly (in the background) and its answer applied.
-    func inquireClaimedAttempt(_ incoming: IncomingNotification, candidates: [(merchant: MerchantRuntime, gateway: any Checkout)],
-                               logger: Logger) {
-        let store = self.store
-        for candidate in candidates {
-            guard let attempt = candidate.gateway.claimedAttempt(in: incoming), candidate.gateway.capabilities.supportsInquiry else { continue }
-            let gateway = candidate.gateway
-            Task {
-                guard try await store.payment(attempt: attempt) != nil else { return }
-                let report = try await gateway.inquire(InquiryQuery(attempt: attempt))
+    /// An unverifiable notification changes nothing, but if it names an attempt we know, made on this
+    /// gateway, that attempt's own merchant's gateway is asked directly (in the background, at most
+    /// once per attempt at a time) and its answer applied.
+    func inquireClaimedAttempt(_ incoming: IncomingNotification, gateway gatewayID: GatewayID,
+                               candidates: [(merchant: MerchantRuntime, gateway: any Checkout)], logger: Logger) {
+        guard let claimed = candidates.lazy.compactMap({ $0.gateway.claimedAttempt(in: incoming) }).first,
+              inquiries.begin(claimed) else { return }
+        let (store, state, inquiries) = (self.store, self.state, self.inquiries)
+        Task {
+            defer { inquiries.end(claimed) }
+            do {
+                guard let payment = try await store.payment(attempt: claimed),
+                      let attempt = payment.attempts.first(where: { $0.reference == claimed }), attempt.gateway == gatewayID,
+                      !attempt.status.isFinal,
+                      let gateway = state.merchant(id: payment.merchantID)?.gateways[gatewayID],
+                      gateway.capabilities.supportsInquiry else { return }
+                let report = try await gateway.inquire(InquiryQuery(attempt: claimed, gatewayReference: attempt.gatewayReference,
+                                                                    amount: payment.intent.amount))
+                guard report.attempt == claimed, report.gateway == gatewayID else { return }
                 let outcome = try await store.apply(report)
-                logger.info("inquiry after a rejected notification", metadata: ["attempt": .string(attempt.rawValue),
+                logger.info("inquiry after a rejected notification", metadata: ["attempt": .string(claimed.rawValue),
                                                                                "outcome": .string(outcome.storedName)])
+            } catch {
+                logger.warning("inquiry after a rejected notification failed", metadata: [
+                    "attempt": .string(claimed.rawValue), "error": .string((error as? CheckoutError)?.code.rawValue ?? "\(type(of: error))")])
             }
-            return
         }
     }
 
@@ -356,7 +418,8 @@ struct API: Sendable {
         do {
             return try await body()
         } catch let error as APIError {
-            return (try? Self.json(ErrorBody(error: .init(code: error.code, message: error.message, field: error.field)), status: error.status))
+            return (try? Self.json(ErrorBody(error: .init(code: error.code, message: error.message, field: error.field,
+                                                          category: error.category?.rawValue)), status: error.status))
                 ?? Response(status: error.status)
         } catch {
             context.logger.error("request failed", metadata: ["error": .string(String(describing: type(of: error)))])
@@ -382,4 +445,13 @@ struct API: Sendable {
 
 extension Duration {
     var nanosecondsCount: Int64 { components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000 }
+}
+
+/// A set of keys with work under way.
+final class InFlight: @unchecked Sendable {
+    private let lock = NSLock()
+    private var keys: Set<AttemptReference> = []
+    /// True if the caller may start (nothing under way for `key`).
+    func begin(_ key: AttemptReference) -> Bool { lock.lock(); defer { lock.unlock() }; return keys.insert(key).inserted }
+    func end(_ key: AttemptReference) { lock.lock(); keys.remove(key); lock.unlock() }
 }

@@ -87,9 +87,11 @@ public protocol PaymentStore: Sendable {
     /// The payment an attempt belongs to.
     func payment(attempt: AttemptReference) async throws -> StoredPayment?
 
-    /// Adds the next attempt of a payment, with status `created`. Fails with
-    /// ``StoreError/conflict`` when `sequence` is taken (another prepare won the race).
-    func addAttempt(_ reference: AttemptReference, payment: String, sequence: Int, gateway: GatewayID) async throws
+    /// Adds the next attempt of a payment, with status `created`, if the payment's attempts are still
+    /// exactly `expected` (their references and statuses) — a compare-and-set, checked under the
+    /// payment's lock. Fails with ``StoreError/conflict`` when anything changed in between (another
+    /// prepare, or a late notification for an earlier attempt).
+    func addAttempt(_ reference: AttemptReference, payment: String, gateway: GatewayID, expected: [StoredAttempt]) async throws
 
     /// Records what Prepare returned (the gateway's reference) and moves the attempt to `pending`.
     func attemptPrepared(_ reference: AttemptReference, gatewayReference: String?) async throws
@@ -98,8 +100,10 @@ public protocol PaymentStore: Sendable {
     func recordClientOutcome(_ outcome: ClientOutcome, attempt: AttemptReference) async throws
 
     /// In one transaction: stores the raw notification (deduplicated by attempt, gateway and event id) and
-    /// applies its report forward-only to the attempt and the payment.
-    func ingest(_ notification: RawNotification, report: StatusReport) async throws -> ApplyOutcome
+    /// applies its report forward-only to the attempt and the payment. The attempt must belong to
+    /// `merchant` and have been made on `notification.gateway`, or nothing happens (`unknownAttempt`):
+    /// a notification authenticated with one merchant's gateway secret can never touch another's payment.
+    func ingest(_ notification: RawNotification, report: StatusReport, merchant: String) async throws -> ApplyOutcome
 
     /// Applies a report obtained by inquiry, forward-only.
     func apply(_ report: StatusReport) async throws -> ApplyOutcome
@@ -133,6 +137,10 @@ enum StoreRules {
     }
 
     static func apply(_ report: StatusReport, attempt: StoredAttempt, payment: StoredPayment) -> Effect {
+        // A "paid" or "authorized" for another amount or currency is kept, never applied.
+        if let amount = report.amount, amount != payment.intent.amount, report.status == .paid || report.status == .authorized {
+            return Effect(outcome: .stale("amount mismatch: the gateway reports \(amount), the payment is \(payment.intent.amount)"))
+        }
         switch attempt.status.transition(to: report.status) {
         case .unchanged:
             return Effect(outcome: .duplicate)
@@ -140,11 +148,26 @@ enum StoreRules {
             return Effect(outcome: .stale(reason))
         case .advance:
             let statuses = payment.attempts.map { $0.reference == attempt.reference ? report.status : $0.status }
-            let derived = PaymentStatus.aggregate(statuses)
-            let paymentStatus: PaymentStatus? = payment.status.transition(to: derived) == .advance ? derived : nil
+            let paymentStatus = derivedStatus(current: payment.status, attempts: statuses)
             return Effect(outcome: .applied(attempt: report.status, payment: paymentStatus ?? payment.status),
                           attemptStatus: report.status, paymentStatus: paymentStatus)
         }
+    }
+
+    /// The payment's status re-derived from its attempts (each forward-only on its own), or nil when
+    /// unchanged. It may go from failed back to pending when a new attempt starts, or from cancelled
+    /// to authorized when a later attempt holds funds; it never leaves a money-moved status except
+    /// through refunds (the schema's triggers refuse it too).
+    static func derivedStatus(current: PaymentStatus, attempts: [PaymentStatus]) -> PaymentStatus? {
+        let derived = PaymentStatus.aggregate(attempts)
+        guard derived != current else { return nil }
+        if current.moneyMoved && current.transition(to: derived) != .advance { return nil }
+        return derived
+    }
+
+    /// Whether the attempts a prepare decided on are still exactly the stored ones.
+    static func unchanged(_ stored: [StoredAttempt], expected: [StoredAttempt]) -> Bool {
+        stored.map(\.reference) == expected.map(\.reference) && stored.map(\.status) == expected.map(\.status)
     }
 }
 

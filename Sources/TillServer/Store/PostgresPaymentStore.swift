@@ -56,10 +56,7 @@ public final class PostgresPaymentStore: PaymentStore {
             do {
                 return try await transaction { connection -> CreateOutcome in
                     if let key = idempotencyKey {
-                        let rows = try await connection.query("""
-                            SELECT request_hash, payment_id FROM till_idempotency_keys WHERE merchant_id = \(merchant) AND idempotency_key = \(key)
-                            """, logger: self.logger)
-                        for try await (hash, paymentID) in rows.decode((String, String).self) {
+                        if let (hash, paymentID) = try await self.idempotencyEntry(connection, merchant: merchant, key: key) {
                             guard hash == requestHash else { return .idempotencyConflict }
                             guard let existing = try await self.payment(connection, id: paymentID, merchant: merchant) else {
                                 throw StoreError.unavailable("idempotency key points to a missing payment")
@@ -78,14 +75,9 @@ public final class PostgresPaymentStore: PaymentStore {
                     for try await _ in inserted { created = true }
                     guard created else {
                         // A concurrent request with the same key may have just committed this payment.
-                        if let key = idempotencyKey {
-                            let rows = try await connection.query("""
-                                SELECT request_hash, payment_id FROM till_idempotency_keys WHERE merchant_id = \(merchant) AND idempotency_key = \(key)
-                                """, logger: self.logger)
-                            for try await (hash, paymentID) in rows.decode((String, String).self) {
-                                guard hash == requestHash else { return .idempotencyConflict }
-                                if let existing = try await self.payment(connection, id: paymentID, merchant: merchant) { return .replayed(existing) }
-                            }
+                        if let key = idempotencyKey, let (hash, paymentID) = try await self.idempotencyEntry(connection, merchant: merchant, key: key) {
+                            guard hash == requestHash else { return .idempotencyConflict }
+                            if let existing = try await self.payment(connection, id: paymentID, merchant: merchant) { return .replayed(existing) }
                         }
                         return .duplicateReference
                     }
@@ -115,26 +107,40 @@ public final class PostgresPaymentStore: PaymentStore {
             let rows = try await connection.query("""
                 SELECT p.id, p.merchant_id FROM till_attempts a JOIN till_payments p ON p.id = a.payment_id WHERE a.reference = \(attempt.rawValue)
                 """, logger: self.logger)
-            for try await (id, merchant) in rows.decode((String, String).self) {
-                return try await self.payment(connection, id: id, merchant: merchant)
-            }
-            return nil
+            var found: (String, String)?
+            for try await row in rows.decode((String, String).self) { found = row }
+            guard let (id, merchant) = found else { return nil }
+            return try await self.payment(connection, id: id, merchant: merchant)
         }
     }
 
-    public func addAttempt(_ reference: AttemptReference, payment: String, sequence: Int, gateway: GatewayID) async throws {
+    /// The stored (request hash, payment id) of an idempotency key, read completely before returning.
+    private func idempotencyEntry(_ connection: PostgresConnection, merchant: String, key: String) async throws -> (String, String)? {
+        let rows = try await connection.query("""
+            SELECT request_hash, payment_id FROM till_idempotency_keys WHERE merchant_id = \(merchant) AND idempotency_key = \(key)
+            """, logger: logger)
+        var found: (String, String)?
+        for try await row in rows.decode((String, String).self) { found = row }
+        return found
+    }
+
+    public func addAttempt(_ reference: AttemptReference, payment: String, gateway: GatewayID, expected: [StoredAttempt]) async throws {
         do {
             try await transaction { connection in
                 try await self.lock(connection, payment: payment)
+                let current = try await self.attempts(connection, payment: payment)
+                guard StoreRules.unchanged(current, expected: expected) else {
+                    throw StoreError.conflict("the attempts of payment \(payment) changed")
+                }
                 let now = Date().storedMillis
                 try await connection.query("""
                     INSERT INTO till_attempts (reference, payment_id, sequence, gateway, status, created_at, updated_at)
-                    VALUES (\(reference.rawValue), \(payment), \(sequence), \(gateway.rawValue), \(PaymentStatus.created.rawValue), \(now), \(now))
+                    VALUES (\(reference.rawValue), \(payment), \(expected.count + 1), \(gateway.rawValue), \(PaymentStatus.created.rawValue), \(now), \(now))
                     """, logger: self.logger)
                 try await self.refreshPaymentStatus(connection, payment: payment)
             }
         } catch let error as PSQLError where error.isUniqueViolation {
-            throw StoreError.conflict("attempt \(sequence) of payment \(payment) already exists")
+            throw StoreError.conflict("attempt \(expected.count + 1) of payment \(payment) already exists")
         }
     }
 
@@ -160,11 +166,13 @@ public final class PostgresPaymentStore: PaymentStore {
         }
     }
 
-    public func ingest(_ notification: RawNotification, report: StatusReport) async throws -> ApplyOutcome {
+    public func ingest(_ notification: RawNotification, report: StatusReport, merchant: String) async throws -> ApplyOutcome {
         let headers = try SQLitePaymentStore.encode(notification.headers)
         return try await transaction { connection -> ApplyOutcome in
-            guard let payment = try await self.lockedPayment(connection, attempt: report.attempt),
-                  let attempt = payment.attempts.first(where: { $0.reference == report.attempt }) else { return .unknownAttempt }
+            guard report.gateway == notification.gateway,
+                  let payment = try await self.lockedPayment(connection, attempt: report.attempt), payment.merchantID == merchant,
+                  let attempt = payment.attempts.first(where: { $0.reference == report.attempt }),
+                  attempt.gateway == notification.gateway else { return .unknownAttempt }
             let effect = StoreRules.apply(report, attempt: attempt, payment: payment)
             // The insert is the dedupe: a redelivery of a stored event inserts nothing and changes nothing.
             let inserted = try await connection.query("""
@@ -300,8 +308,7 @@ public final class PostgresPaymentStore: PaymentStore {
                                                            logger: logger).decode(String.self) {
             statuses.append(PaymentStatus(rawValue: status))
         }
-        let derived = PaymentStatus.aggregate(statuses)
-        if PaymentStatus(rawValue: current).transition(to: derived) == .advance {
+        if let derived = StoreRules.derivedStatus(current: PaymentStatus(rawValue: current), attempts: statuses) {
             try await connection.query("UPDATE till_payments SET status = \(derived.rawValue), updated_at = \(Date().storedMillis) WHERE id = \(id)",
                                        logger: logger)
         }

@@ -82,18 +82,23 @@ public final class SQLitePaymentStore: PaymentStore {
         }
     }
 
-    public func addAttempt(_ reference: AttemptReference, payment: String, sequence: Int, gateway: GatewayID) async throws {
+    public func addAttempt(_ reference: AttemptReference, payment: String, gateway: GatewayID, expected: [StoredAttempt]) async throws {
         do {
             try await pool.write { db in
+                guard let merchant = try String.fetchOne(db, sql: "SELECT merchant_id FROM till_payments WHERE id = ?", arguments: [payment]),
+                      let current = try Self.payment(db, id: payment, merchant: merchant),
+                      StoreRules.unchanged(current.attempts, expected: expected) else {
+                    throw StoreError.conflict("the attempts of payment \(payment) changed")
+                }
                 let now = Date().storedMillis
                 try db.execute(sql: """
                     INSERT INTO till_attempts (reference, payment_id, sequence, gateway, status, created_at, updated_at)
                     VALUES (?, ?, ?, ?, ?, ?, ?)
-                    """, arguments: [reference.rawValue, payment, sequence, gateway.rawValue, PaymentStatus.created.rawValue, now, now])
+                    """, arguments: [reference.rawValue, payment, expected.count + 1, gateway.rawValue, PaymentStatus.created.rawValue, now, now])
                 try Self.refreshPaymentStatus(db, payment: payment)
             }
         } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
-            throw StoreError.conflict("attempt \(sequence) of payment \(payment) already exists")
+            throw StoreError.conflict("attempt \(expected.count + 1) of payment \(payment) already exists")
         }
     }
 
@@ -118,11 +123,14 @@ public final class SQLitePaymentStore: PaymentStore {
         }
     }
 
-    public func ingest(_ notification: RawNotification, report: StatusReport) async throws -> ApplyOutcome {
+    public func ingest(_ notification: RawNotification, report: StatusReport, merchant: String) async throws -> ApplyOutcome {
         let headers = try Self.encode(notification.headers)
         return try await pool.write { db -> ApplyOutcome in
-            guard let attemptRow = try Row.fetchOne(db, sql: "SELECT payment_id FROM till_attempts WHERE reference = ?",
-                                                    arguments: [report.attempt.rawValue]) else { return .unknownAttempt }
+            guard report.gateway == notification.gateway,
+                  let attemptRow = try Row.fetchOne(db, sql: """
+                      SELECT a.payment_id FROM till_attempts a JOIN till_payments p ON p.id = a.payment_id
+                      WHERE a.reference = ? AND a.gateway = ? AND p.merchant_id = ?
+                      """, arguments: [report.attempt.rawValue, notification.gateway.rawValue, merchant]) else { return .unknownAttempt }
             let seen = try Bool.fetchOne(db, sql: """
                 SELECT 1 FROM till_notifications WHERE attempt_reference = ? AND gateway = ? AND event_id = ?
                 """, arguments: [report.attempt.rawValue, notification.gateway.rawValue, report.eventID]) ?? false
@@ -206,8 +214,7 @@ public final class SQLitePaymentStore: PaymentStore {
         guard let current = try String.fetchOne(db, sql: "SELECT status FROM till_payments WHERE id = ?", arguments: [id]) else { return }
         let statuses = try String.fetchAll(db, sql: "SELECT status FROM till_attempts WHERE payment_id = ? ORDER BY sequence",
                                            arguments: [id]).map(PaymentStatus.init(rawValue:))
-        let derived = PaymentStatus.aggregate(statuses)
-        if PaymentStatus(rawValue: current).transition(to: derived) == .advance {
+        if let derived = StoreRules.derivedStatus(current: PaymentStatus(rawValue: current), attempts: statuses) {
             try db.execute(sql: "UPDATE till_payments SET status = ?, updated_at = ? WHERE id = ?",
                            arguments: [derived.rawValue, Date().storedMillis, id])
         }
