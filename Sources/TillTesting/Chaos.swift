@@ -103,12 +103,12 @@ public enum ChaosRun {
             var chargedNow = 0
             for attempt in result.attempts {
                 let gateway = gateways.first { $0.gateway == attempt.gateway }
-                if await gateway?.ledger.charges[attempt.reference] != nil { chargedNow += 1 }
+                if await gateway?.ledger.isCharged(attempt.reference) == true { chargedNow += 1 }
             }
             switch result.outcome {
             case .succeeded(let paid):
                 let gateway = gateways.first { $0.gateway == paid.gateway }
-                if await gateway?.ledger.charges[paid.attempt] == nil {
+                if await gateway?.ledger.isCharged(paid.attempt) != true {
                     report.falseSuccesses += 1
                     report.violations.append("checkout \(index): the cascade reported \(paid.attempt) paid, but no gateway charged it")
                 }

@@ -95,6 +95,9 @@ public actor FakeGatewayLedger {
         records.filter(\.value.charged).mapValues(\.amount)
     }
 
+    /// Whether the fake charged `attempt` (constant time, unlike filtering ``charges``).
+    public func isCharged(_ attempt: AttemptReference) -> Bool { records[attempt]?.charged ?? false }
+
     /// Queue behaviors for the next attempts, in order.
     public func enqueue(_ behaviors: [FakeBehavior]) { script += behaviors.map { FakeAttemptPlan($0) } }
 

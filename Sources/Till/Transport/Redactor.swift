@@ -12,13 +12,41 @@ import Foundation
 public struct Redactor: Sendable, Hashable {
     /// Key fragments whose values are always removed. Keys are compared lower-cased with `-` and `_`
     /// removed, so `X-Api-Key`, `api_key` and `apiKey` all match `apikey`.
-    public var secretKeys: Set<String>
+    public let secretKeys: Set<String>
     /// Key fragments whose values are card numbers (masked, not removed).
-    public var cardNumberKeys: Set<String>
+    public let cardNumberKeys: Set<String>
+    /// The free-text patterns for these keys, compiled once.
+    private let patterns: Patterns
 
     public init(secretKeys: Set<String> = Redactor.defaultSecretKeys, cardNumberKeys: Set<String> = Redactor.defaultCardNumberKeys) {
         self.secretKeys = Set(secretKeys.map(Self.normalize))
         self.cardNumberKeys = Set(cardNumberKeys.map(Self.normalize))
+        patterns = Patterns(fragments: self.secretKeys.union(self.cardNumberKeys))
+    }
+
+    public static func == (lhs: Redactor, rhs: Redactor) -> Bool {
+        lhs.secretKeys == rhs.secretKeys && lhs.cardNumberKeys == rhs.cardNumberKeys
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(secretKeys)
+        hasher.combine(cardNumberKeys)
+    }
+
+    /// Compiled regular expressions; matching with one `NSRegularExpression` from many threads is safe.
+    private final class Patterns: @unchecked Sendable {
+        let element: NSRegularExpression?
+        let pair: NSRegularExpression?
+
+        init(fragments: Set<String>) {
+            // A key is letters, digits, '-' and '_' that contain a fragment once '-' and '_' are ignored;
+            // the pattern allows a separator after each letter of the fragment for that reason.
+            let loose = fragments.sorted().map { fragment in fragment.map { "\(NSRegularExpression.escapedPattern(for: String($0)))[-_]?" }.joined() }
+                .joined(separator: "|")
+            let key = "[A-Za-z0-9_-]*(?:\(loose))[A-Za-z0-9_-]*"
+            element = try? NSRegularExpression(pattern: "(?i)(<(\(key))[^>]*>)[^<]*(</\\2>)")              // <cvv>123</cvv>
+            pair = try? NSRegularExpression(pattern: "(?i)(\"?\(key)\"?\\s*[:=]\\s*\"?)([^\"&\\s,;}<]*)")  // "cvv": "123", cvv=123
+        }
     }
 
     public static let defaultSecretKeys: Set<String> = [
@@ -149,22 +177,14 @@ public struct Redactor: Sendable, Hashable {
     /// Free text: sensitive `key=value`, `"key": "value"` and `<key>…</key>` pairs redacted, card numbers masked.
     public func redactText(_ text: String) -> String {
         var result = text
-        let fragments = (secretKeys.union(cardNumberKeys)).sorted().map(NSRegularExpression.escapedPattern(for:)).joined(separator: "|")
-        // A key is letters, digits, '-' and '_' that contain a fragment once '-' and '_' are ignored;
-        // the pattern allows separators between the fragment's letters for that reason.
-        let loose = fragments.map { $0 == "|" ? "|" : "\($0)[-_]?" }.joined()
-        let key = "[A-Za-z0-9_-]*(?:\(loose))[A-Za-z0-9_-]*"
-        let patterns = [
-            "(?i)(<(\(key))[^>]*>)[^<]*(</\\2>)",                          // <cvv>123</cvv>
-            "(?i)(\"?\(key)\"?\\s*[:=]\\s*\"?)([^\"&\\s,;}<]*)",            // "cvv": "123", cvv=123
-        ]
-        for (index, pattern) in patterns.enumerated() {
-            guard let regex = try? NSRegularExpression(pattern: pattern) else { continue }
-            let range = NSRange(result.startIndex..., in: result)
-            result = regex.stringByReplacingMatches(in: result, range: range,
-                                                    withTemplate: index == 0 ? "$1<redacted>$3" : "$1<redacted>")
+        // Cheap pre-checks keep plain values (most header values) off the regular expressions.
+        if result.contains("<"), let element = patterns.element {
+            result = element.stringByReplacingMatches(in: result, range: NSRange(result.startIndex..., in: result), withTemplate: "$1<redacted>$3")
         }
-        return Self.maskCardNumbers(in: result)
+        if result.contains(where: { $0 == "=" || $0 == ":" }), let pair = patterns.pair {
+            result = pair.stringByReplacingMatches(in: result, range: NSRange(result.startIndex..., in: result), withTemplate: "$1<redacted>")
+        }
+        return result.contains(where: \.isNumber) ? Self.maskCardNumbers(in: result) : result
     }
 
     private func looksFormEncoded(_ text: String) -> Bool {

@@ -110,6 +110,8 @@ struct API: Sendable {
     let crashPoint: CrashPoint?
     /// Attempts with an inquiry under way, so a burst of forged notifications causes one inquiry.
     let inquiries = InFlight()
+    /// Removes credentials from stored notification headers (patterns compiled once).
+    let redactor = Redactor()
     /// The code recorded on an attempt whose Prepare provably never reached the gateway.
     static let notSentCode = "till_not_sent"
 
@@ -326,7 +328,7 @@ struct API: Sendable {
         }
         if crashPoint == .beforeStore { Self.crash() }
         // Headers are kept for audit and re-verification, minus credentials a proxy may have added.
-        let stored = RawNotification(gateway: gatewayID, headers: Redactor().redact(headers: headers), body: incoming.body)
+        let stored = RawNotification(gateway: gatewayID, headers: redactor.redact(headers: headers), body: incoming.body)
         let outcome = try await store.ingest(stored, report: notification.report, merchant: merchant.configuration.id)
         if crashPoint == .afterStore { Self.crash() }
         Counter(label: "till_notifications_total", dimensions: [("gateway", gatewayID.rawValue), ("result", "verified")], factory: metrics).increment()
