@@ -11,6 +11,8 @@ let package = Package(
         .library(name: "Till", targets: ["Till"]),
         .library(name: "TillTesting", targets: ["TillTesting"]),
         .library(name: "TillServer", targets: ["TillServer"]),
+        .library(name: "TillPayFort", targets: ["TillPayFort"]),
+        .library(name: "TillSandbox", targets: ["TillSandbox"]),
         .executable(name: "till", targets: ["till"]),
     ],
     dependencies: [
@@ -33,6 +35,22 @@ let package = Package(
         .target(
             name: "TillTesting",
             dependencies: ["Till", .product(name: "Crypto", package: "swift-crypto")]
+        ),
+        // Gateway modules: Till plus what signing needs; nothing server-only (apps link them).
+        .target(
+            name: "TillPayFort",
+            dependencies: ["Till", .product(name: "Crypto", package: "swift-crypto")],
+            path: "Plugins/PayFort"
+        ),
+        // Local emulators of the gateways, written from their documentation, independent of the plugins.
+        .target(
+            name: "TillSandbox",
+            dependencies: [
+                "Till",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .target(
             name: "TillServer",
@@ -65,6 +83,8 @@ let package = Package(
             exclude: ["Fixtures"]
         ),
         .testTarget(name: "TillTestingTests", dependencies: ["Till", "TillTesting"]),
+        .testTarget(name: "TillPayFortTests", dependencies: ["Till", "TillPayFort", "TillTesting"]),
+        .testTarget(name: "TillSandboxTests", dependencies: ["Till", "TillSandbox"]),
         .testTarget(
             name: "TillServerTests",
             dependencies: [
