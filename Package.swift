@@ -83,7 +83,10 @@ let package = Package(
             exclude: ["Fixtures"]
         ),
         .testTarget(name: "TillTestingTests", dependencies: ["Till", "TillTesting"]),
-        .testTarget(name: "TillPayFortTests", dependencies: ["Till", "TillPayFort", "TillTesting"]),
+        .testTarget(
+            name: "TillPayFortTests",
+            dependencies: ["Till", "TillPayFort", "TillTesting", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         .testTarget(name: "TillSandboxTests", dependencies: ["Till", "TillSandbox"]),
         .testTarget(
             name: "TillServerTests",
