@@ -68,4 +68,10 @@ public enum Validators {
                 : .init(field: "\(field)[\(index)]", code: .invalidCountry, message: "unknown country \"\(CheckoutError.printable(code))\"")
         }
     }
+
+    /// Whether a string of ASCII digits passes the Luhn check (card numbers).
+    public static func isLuhnValid(_ digits: String) -> Bool {
+        let values = digits.compactMap { $0.isASCII ? $0.wholeNumberValue.map(UInt8.init) : nil }
+        return values.count == digits.count && !values.isEmpty && Redactor.luhnValid(values[...])
+    }
 }
