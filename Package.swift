@@ -72,6 +72,7 @@ let package = Package(
                 "Till",
                 "TillTesting",
                 "TillServer",
+                "TillPayFort",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
