@@ -85,7 +85,9 @@ public struct ServerState: Sendable {
                 do {
                     gateways[gateway.id] = try module.make(gateway, credentials)
                 } catch let error as CheckoutError {
-                    problems.append("\(path).gateways[\(g)]: \(error.description)")
+                    problems.append("\(path).gateways[\(g)].\(error.field ?? "module"): \(error.message)")
+                } catch {
+                    problems.append("\(path).gateways[\(g)]: the \(gateway.module) module could not be built")
                 }
             }
             do {

@@ -1,4 +1,7 @@
+import Foundation
+import Logging
 import Till
+import TillPayFort
 import TillServer
 import TillTesting
 
@@ -15,7 +18,50 @@ enum Modules {
         return FakeGateway(id: gateway.id, secret: secret)
     }
 
-    static let all: [GatewayModule] = [fake]
+    /// The `payfort` module. Credentials: `access_code`, `merchant_identifier`, `request_phrase`,
+    /// `response_phrase`. Settings: `environment` (`sandbox` | `production`), `base_url` (any other,
+    /// such as the local sandbox), `sha` (`sha256` | `sha512`), `language` (`en` | `ar`).
+    static let payfort = GatewayModule(
+        name: "payfort",
+        capabilities: PayFortGateway(environment: .sandbox, transport: URLSessionTransport()).capabilities
+    ) { gateway, credentials in
+        func secret(_ name: String) throws -> String {
+            guard let value = credentials[name], !value.isEmpty else {
+                throw CheckoutError(.missingSecret, field: "credentials.\(name)", message: "the payfort module needs \(name)")
+            }
+            return value
+        }
+        let settings = gateway.settings
+        let environment: PayFortEnvironment
+        if let base = settings["base_url"] {
+            guard let url = URL(string: base), url.scheme == "https" || url.scheme == "http" else {
+                throw CheckoutError(.misconfigured, field: "settings.base_url", message: "not an http(s) URL")
+            }
+            environment = .custom(url)
+        } else {
+            switch settings["environment"] ?? "sandbox" {
+            case "sandbox": environment = .sandbox
+            case "production": environment = .production
+            default: throw CheckoutError(.misconfigured, field: "settings.environment", message: "sandbox or production")
+            }
+        }
+        guard let algorithm = PayFortSignature.Algorithm(rawValue: settings["sha"] ?? "sha256") else {
+            throw CheckoutError(.misconfigured, field: "settings.sha", message: "sha256 or sha512")
+        }
+        let language = settings["language"] ?? "en"
+        guard ["en", "ar"].contains(language) else {
+            throw CheckoutError(.misconfigured, field: "settings.language", message: "en or ar")
+        }
+        return PayFortGateway(
+            id: gateway.id, environment: environment,
+            credentials: PayFortCredentials(accessCode: try secret("access_code"), merchantIdentifier: try secret("merchant_identifier"),
+                                            requestPhrase: try secret("request_phrase"), responsePhrase: try secret("response_phrase"),
+                                            algorithm: algorithm),
+            language: language,
+            transport: LoggingTransport(URLSessionTransport(), logger: Logger(label: "till.gateway.\(gateway.id)")))
+    }
+
+    static let all: [GatewayModule] = [fake, payfort]
 
     static var capabilities: [String: GatewayCapabilities] {
         Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0.capabilities) })
