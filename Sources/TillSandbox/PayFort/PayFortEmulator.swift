@@ -1,0 +1,232 @@
+import Foundation
+import Logging
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A local stand-in for the PayFort (Amazon Payment Services, "FORT") payment API, written from
+/// PayFort's documentation and independent of Till's PayFort module: it is the other party.
+///
+/// It answers `POST /FortAPI/paymentApi` (SDK_TOKEN, PURCHASE, AUTHORIZATION, CAPTURE, REFUND,
+/// VOID_AUTHORIZATION, CHECK_STATUS), checks and produces signatures, runs the 3-D Secure page,
+/// sends signed transaction feedback with PayFort's retry schedule, and keeps a ``ledger`` of what
+/// it really charged, so a test can tell "the app was told" from "the money moved".
+/// Host it with ``Sandbox/start(payFort:host:port:logger:)``; the card numbers with special
+/// outcomes are listed in ``PayFortEmulator/TestCard``.
+///
+/// Choices where the documentation is silent:
+/// - A PURCHASE or AUTHORIZATION whose `merchant_reference` the merchant already used is answered
+///   with the first request's response again (idempotent replay): nothing is charged twice and no
+///   second notification is sent. The replay does not reveal later changes; CHECK_STATUS does.
+/// - Requests that fail validation (status `00`) create no order and do not use up the SDK token.
+/// - Responses never echo `card_security_code`, and echo `card_number` masked (first 6 / last 4).
+/// - Messages are in English whatever the `language`.
+public actor PayFortEmulator {
+    /// A failure to inject into the next matching `paymentApi` request.
+    public enum Fault: String, Sendable, Hashable, CaseIterable {
+        /// The request is processed (money may move), but no answer comes for the emulator's
+        /// `timeoutHold` (30 s by default); then HTTP 504. The caller must ask CHECK_STATUS.
+        case timeout
+        /// HTTP 503 at once; the request is not processed.
+        case serverError = "server_error"
+        /// The request is processed, then the connection is closed without an answer.
+        case dropConnection = "drop"
+    }
+
+    /// Something the gateway really did with money: a PURCHASE (status `14`) or AUTHORIZATION
+    /// (`02`) in ``PayFortEmulator/ledger``, or a CAPTURE (`04`), REFUND (`06`) or
+    /// VOID_AUTHORIZATION (`08`) in ``PayFortEmulator/operations``.
+    public struct Charge: Sendable, Hashable, Codable {
+        /// The merchant's order reference.
+        public var merchantReference: String
+        /// The gateway's order id.
+        public var fortID: String
+        /// The amount in minor units of ``currency``.
+        public var amountMinor: Int64
+        /// ISO 4217 alphabetic code.
+        public var currency: String
+        /// `PURCHASE`, `AUTHORIZATION`, `CAPTURE`, `REFUND` or `VOID_AUTHORIZATION`.
+        public var command: String
+        /// The two-digit status the operation ended with.
+        public var status: String
+
+        /// Creates a ledger entry.
+        public init(merchantReference: String, fortID: String, amountMinor: Int64, currency: String,
+                    command: String, status: String) {
+            self.merchantReference = merchantReference
+            self.fortID = fortID
+            self.amountMinor = amountMinor
+            self.currency = currency
+            self.command = command
+            self.status = status
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case merchantReference = "merchant_reference", fortID = "fort_id", amountMinor = "amount"
+            case currency, command, status
+        }
+    }
+
+    /// One try at delivering transaction feedback to a merchant's notification URL.
+    public struct NotificationAttempt: Sendable, Hashable, Codable {
+        /// Where it was POSTed.
+        public var url: URL
+        /// The HTTP status the merchant answered, or `nil` when no answer came (connection error, timeout).
+        public var status: Int?
+        /// 1 for the first try.
+        public var attempt: Int
+        /// The order the notification was about.
+        public var merchantReference: String
+        /// The gateway's order id.
+        public var fortID: String
+        /// The notified `response_code`.
+        public var responseCode: String
+
+        /// Whether PayFort counts the answer as an acknowledgement (2xx or 302).
+        public var acknowledged: Bool {
+            guard let status else { return false }
+            return (200..<300).contains(status) || status == 302
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case url, status, attempt, merchantReference = "merchant_reference", fortID = "fort_id"
+            case responseCode = "response_code"
+        }
+    }
+
+    // MARK: Configuration
+
+    let merchants: [PayFortMerchant]
+    let notificationTries: Int
+    let notificationInterval: Duration
+    let notificationTimeout: Duration
+    let tokenLifetime: Duration
+    let timeoutHold: Duration
+    let now: @Sendable () -> Date
+    let logger: Logger
+    let session: URLSession
+
+    // MARK: State
+
+    struct SDKToken {
+        var merchantIdentifier: String
+        var accessCode: String
+        var created: Date
+        var used = false
+    }
+
+    struct Order {
+        var merchant: PayFortMerchant
+        var reference: String
+        var fortID: String
+        var command: String
+        var amountMinor: Int64
+        /// The amount as the merchant sent it (number or string), so it is echoed the same way.
+        var amountValue: JSONValue
+        var currency: String
+        /// What the first request was answered (replayed for a duplicate reference).
+        var firstResponse: [String: JSONValue]
+        /// The transaction's parameters as they stand (status, codes, echo); what feedback carries.
+        var current: [String: JSONValue]
+        var returnURL: String?
+        var awaitingThreeDS = false
+        /// Whether the gateway charged or authorized it (it is in the ledger).
+        var charged = false
+        /// Whether the customer finished 3-D Secure (approved or declined) for it.
+        var threeDSCompleted = false
+        var captured: Int64 = 0
+        var refunded: Int64 = 0
+        var voided = false
+
+        var status: String { current["status"]?.stringValue ?? "" }
+        var responseCode: String { current["response_code"]?.stringValue ?? "" }
+        var responseMessage: String { current["response_message"]?.stringValue ?? "" }
+    }
+
+    var tokens: [String: SDKToken] = [:]
+    var orders: [String: Order] = [:]
+    var orderKeysByFortID: [String: String] = [:]
+    var pendingFaults: [(fault: Fault, command: String?)] = []
+    var attempts: [NotificationAttempt] = []
+    var deliveries: [Int: Task<Void, Never>] = [:]
+    var nextDeliveryID = 0
+
+    /// What the gateway really charged or authorized: one entry per PURCHASE that reached status
+    /// `14` and per AUTHORIZATION that reached `02`, including uncertain (`15`) answers that were
+    /// in fact charged and 3-D Secure payments once approved. Declines and pending orders are absent.
+    public internal(set) var ledger: [Charge] = []
+
+    /// Follow-up operations that moved money: CAPTURE (`04`), REFUND (`06`), VOID_AUTHORIZATION (`08`).
+    public internal(set) var operations: [Charge] = []
+
+    /// Creates an emulator for some merchant accounts.
+    /// - Parameters:
+    ///   - merchants: the accounts requests may come from.
+    ///   - notificationRetry: how many times feedback is tried, and the wait between tries
+    ///     (PayFort: 10 tries, 10 seconds apart). Tests compress it to milliseconds.
+    ///   - notificationTimeout: how long one feedback POST may take before it counts as failed.
+    ///   - tokenLifetime: how long an SDK token stays valid (one hour).
+    ///   - timeoutHold: how long a timed-out request is held before HTTP 504 (30 seconds).
+    ///   - now: the wall clock, for token lifetimes and card expiry.
+    ///   - logger: where the emulator logs (never secrets, card numbers or security codes).
+    public init(merchants: [PayFortMerchant],
+                notificationRetry: (tries: Int, interval: Duration) = (10, .seconds(10)),
+                notificationTimeout: Duration = .seconds(10),
+                tokenLifetime: Duration = .seconds(3600),
+                timeoutHold: Duration = .seconds(30),
+                now: @escaping @Sendable () -> Date = { Date() },
+                logger: Logger = Logger(label: "till.sandbox.payfort")) {
+        self.merchants = merchants
+        self.notificationTries = max(1, notificationRetry.tries)
+        self.notificationInterval = notificationRetry.interval
+        self.notificationTimeout = notificationTimeout
+        self.tokenLifetime = tokenLifetime
+        self.timeoutHold = timeoutHold
+        self.now = now
+        self.logger = logger
+        self.session = URLSession(configuration: .ephemeral, delegate: NoRedirects(), delegateQueue: nil)
+    }
+
+    deinit {
+        for task in deliveries.values { task.cancel() }
+        session.invalidateAndCancel()
+    }
+
+    // MARK: Test controls
+
+    /// Makes the next `paymentApi` request fail as `fault`. Faults queue up and are used in order.
+    /// - Parameter command: only a request with this command (`"PURCHASE"`, `"SDK_TOKEN"`,
+    ///   `"CHECK_STATUS"`, …) matches; `nil` matches any request.
+    public func injectFault(_ fault: Fault, matching command: String? = nil) {
+        pendingFaults.append((fault, command))
+    }
+
+    /// Every feedback delivery attempt so far, oldest first.
+    public func notificationLog() -> [NotificationAttempt] {
+        attempts
+    }
+
+    /// Waits until every notification under way has been acknowledged or has run out of tries.
+    public func waitForNotifications() async {
+        while let task = deliveries.values.first {
+            await task.value
+        }
+    }
+
+    /// Takes the first queued fault that matches `command`.
+    func takeFault(for command: String?) -> Fault? {
+        guard let index = pendingFaults.firstIndex(where: { $0.command == nil || $0.command == command }) else { return nil }
+        return pendingFaults.remove(at: index).fault
+    }
+
+    /// How long held requests wait.
+    nonisolated var holdDuration: Duration { timeoutHold }
+}
+
+/// Keeps feedback deliveries from following redirects: PayFort counts a 302 itself as an acknowledgement.
+final class NoRedirects: NSObject, URLSessionTaskDelegate, Sendable {
+    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+                    newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void) {
+        completionHandler(nil)
+    }
+}

@@ -1,0 +1,90 @@
+import Foundation
+import Hummingbird
+
+/// The PayFort emulator's HTTP routes inside the sandbox server.
+enum PayFortRoutes {
+    static func register(on router: Router<SandboxRequestContext>, emulator: PayFortEmulator,
+                         address: SandboxAddress, release: HoldRelease) {
+        router.post("/payfort/FortAPI/paymentApi") { request, context -> Response in
+            guard let body = await readBody(request) else {
+                return response(PayFortEmulator.malformedBody)
+            }
+            let base = await address.baseURL.appendingPathComponent("payfort")
+            let answer = await emulator.handlePaymentAPI(body: body, payFortBaseURL: base)
+            switch answer.delivery {
+            case .respond:
+                return response(answer)
+            case .serviceUnavailable:
+                return Sandbox.text("Service Unavailable", status: .serviceUnavailable)
+            case .holdThenGatewayTimeout:
+                await release.hold(for: emulator.holdDuration)
+                return Sandbox.text("Gateway Timeout", status: .gatewayTimeout)
+            case .dropConnection:
+                context.closeConnection()
+                return Sandbox.text("", status: .internalServerError)
+            }
+        }
+
+        router.get("/payfort/3ds/:fortID") { _, context -> Response in
+            let fortID = context.parameters.get("fortID") ?? ""
+            let base = await address.baseURL.appendingPathComponent("payfort")
+            return response(await emulator.threeDSPage(fortID: fortID, payFortBaseURL: base))
+        }
+
+        router.post("/payfort/3ds/:fortID/complete") { request, context -> Response in
+            let fortID = context.parameters.get("fortID") ?? ""
+            guard let body = await readBody(request) else {
+                return Sandbox.text("body too large", status: .contentTooLarge)
+            }
+            return response(await emulator.completeThreeDS(fortID: fortID, form: body))
+        }
+
+        router.post("/admin/payfort/faults") { request, _ -> Response in
+            guard let body = await readBody(request), let parsed = try? JSONValue.parse(body),
+                  let name = parsed["fault"]?.stringValue else {
+                return Sandbox.json(error("expected {\"fault\": \"timeout\" | \"server_error\" | \"drop\"}"), status: .badRequest)
+            }
+            guard let fault = PayFortEmulator.Fault(rawValue: name) else {
+                return Sandbox.json(error("unknown fault \"\(name)\"; expected timeout, server_error or drop"), status: .badRequest)
+            }
+            let command = parsed["command"]?.stringValue
+            await emulator.injectFault(fault, matching: command)
+            var members: [JSONValue.Member] = [.init(key: "queued", value: .string(fault.rawValue))]
+            if let command { members.append(.init(key: "command", value: .string(command))) }
+            return Sandbox.json(.object(members))
+        }
+
+        router.get("/admin/payfort/ledger") { _, _ -> Response in
+            Sandbox.json(encoding: await emulator.ledger)
+        }
+        router.get("/admin/payfort/operations") { _, _ -> Response in
+            Sandbox.json(encoding: await emulator.operations)
+        }
+        router.get("/admin/payfort/notifications") { _, _ -> Response in
+            Sandbox.json(encoding: await emulator.notificationLog())
+        }
+    }
+
+    private static func readBody(_ request: Request) async -> [UInt8]? {
+        guard let buffer = try? await request.body.collect(upTo: Sandbox.maximumBodyBytes) else { return nil }
+        return Array(buffer.readableBytesView)
+    }
+
+    private static func response(_ answer: PaymentAPIAnswer) -> Response {
+        Response(status: .init(code: answer.httpStatus), headers: [.contentType: "application/json; charset=utf-8"],
+                 body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
+    }
+
+    private static func response(_ answer: ThreeDSAnswer) -> Response {
+        switch answer {
+        case .page(let status, let html):
+            Sandbox.text(html, status: .init(code: status), contentType: "text/html; charset=utf-8")
+        case .redirect(let location):
+            Response(status: .found, headers: [.location: location])
+        }
+    }
+
+    private static func error(_ message: String) -> JSONValue {
+        .object([.init(key: "error", value: .string(message))])
+    }
+}
