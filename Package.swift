@@ -73,6 +73,7 @@ let package = Package(
                 "TillTesting",
                 "TillServer",
                 "TillPayFort",
+                "TillSandbox",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),

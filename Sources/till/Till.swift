@@ -6,6 +6,7 @@ struct TillCommand: AsyncParsableCommand {
         commandName: "till",
         abstract: "Till: one checkout API over many payment gateways.",
         subcommands: [CurrenciesCommand.self, DemoCommand.self, ConfigCommand.self, RouteCommand.self,
-                      BenchCommand.self, ChaosCommand.self, ServerCommand.self, SignCommand.self, VerifyCommand.self]
+                      BenchCommand.self, ChaosCommand.self, ServerCommand.self, SignCommand.self, VerifyCommand.self,
+                      SandboxCommand.self]
     )
 }
