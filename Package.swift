@@ -93,7 +93,7 @@ let package = Package(
         .testTarget(
             name: "TillServerTests",
             dependencies: [
-                "Till", "TillTesting", "TillServer",
+                "Till", "TillTesting", "TillServer", "TillPayFort", "TillSandbox",
                 // Built so the crash-safety test can run the real `till server` process.
                 "till",
                 .product(name: "Metrics", package: "swift-metrics"),

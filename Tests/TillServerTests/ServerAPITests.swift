@@ -183,7 +183,7 @@ struct ServerAPITests {
         #expect(try await h.status(of: id) == "pending")
 
         // The gateway really did charge, silently: the rejected notification makes the server ask.
-        try await fake.ledger.enqueue([FakeAttemptPlan(.approve, notification: .never)])
+        await fake.ledger.enqueue([FakeAttemptPlan(.approve, notification: .never)])
         _ = try await fake.settle(attempt, as: .paid)
         #expect(try await h.notify(forged, gateway: gateway).status == 401)
         var settled = false
@@ -235,7 +235,7 @@ struct ServerAPITests {
         #expect(card.status == .paid)
         #expect(card.clientOutcome.kind == .succeeded)
 
-        try await gateway.ledger.enqueue([.walletHandoff])
+        await gateway.ledger.enqueue([.walletHandoff])
         let wallet = try await app.pay(PaymentIntent(merchantReference: "e2e-wallet-\(UUID().uuidString.prefix(6))",
                                                      amount: Money(minorUnits: 888, currency: usd), method: .wechatPay))
         #expect(wallet.status == .paid)
@@ -288,7 +288,7 @@ struct ServerAPITests {
     func inquireEndpoint(kind: StoreKind) async throws {
         let h = try await ServerHarness(kind)
         defer { Task { await h.stop() } }
-        try await h.gateway("fake").ledger.enqueue([FakeAttemptPlan(.approve, notification: .never)])
+        await h.gateway("fake").ledger.enqueue([FakeAttemptPlan(.approve, notification: .never)])
         let (id, attempt, gateway) = try await h.createAndPrepare()
         _ = try await h.gateway(gateway).settle(attempt, as: .paid)     // charged, notification lost
         #expect(try await h.status(of: id) == "pending")
@@ -304,7 +304,7 @@ struct ServerAPITests {
         defer { Task { await h.stop() } }
         let created = try await h.send("POST", "v1/payments", json: ServerHarness.intentJSON("o-timeout"))
         let id = try #require(created.json["id"] as? String)
-        try await h.gateway("first").ledger.enqueue([FakeAttemptPlan(.failPrepare(.timedOut))])
+        await h.gateway("first").ledger.enqueue([FakeAttemptPlan(.failPrepare(.timedOut))])
         let timedOut = try await h.send("POST", "v1/payments/\(id)/attempts", json: "{}")
         #expect(timedOut.status == 502)
         #expect((timedOut.json["error"] as? [String: Any])?["category"] as? String == "unknown_outcome")
@@ -313,7 +313,7 @@ struct ServerAPITests {
 
         let other = try await h.send("POST", "v1/payments", json: ServerHarness.intentJSON("o-refused"))
         let otherID = try #require(other.json["id"] as? String)
-        try await h.gateway("first").ledger.enqueue([FakeAttemptPlan(.failPrepare(.notSent))])
+        await h.gateway("first").ledger.enqueue([FakeAttemptPlan(.failPrepare(.notSent))])
         let refused = try await h.send("POST", "v1/payments/\(otherID)/attempts", json: "{}")
         #expect((refused.json["error"] as? [String: Any])?["category"] as? String == "unavailable")
         let next = try await h.send("POST", "v1/payments/\(otherID)/attempts", json: "{}")

@@ -96,7 +96,7 @@ public actor PayFortEmulator {
 
     // MARK: Configuration
 
-    let merchants: [PayFortMerchant]
+    private(set) var merchants: [PayFortMerchant]
     let notificationTries: Int
     let notificationInterval: Duration
     let notificationTimeout: Duration
@@ -230,3 +230,14 @@ final class NoRedirects: NSObject, URLSessionTaskDelegate, Sendable {
         completionHandler(nil)
     }
 }
+
+extension PayFortEmulator {
+    /// Points a merchant's transaction feedback somewhere else (a server started after the sandbox).
+    /// Orders already made keep the merchant they were made with.
+    public func setNotificationURL(_ url: URL?, merchantIdentifier: String) {
+        for index in merchants.indices where merchants[index].merchantIdentifier == merchantIdentifier {
+            merchants[index].notificationURL = url
+        }
+    }
+}
+

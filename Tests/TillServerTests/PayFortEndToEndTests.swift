@@ -1,0 +1,153 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+import Till
+import TillPayFort
+import TillSandbox
+@testable import TillServer
+
+/// Does not follow redirects, so the test can read where the 3-D Secure page sends the customer.
+final class NoRedirects: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
+    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+                    newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
+        completionHandler(nil)
+    }
+}
+
+/// A customer with a test card who, on the 3-D Secure page, approves or declines, then is sent back.
+struct CardCustomer: CheckoutPresenter {
+    let card: String
+    let returns: ReturnURLHandler
+    var threeDS = "approve"
+
+    func collect(_ form: FormSpec) async throws -> FormValues? {
+        FormValues(["card_number": card, "expiry": "12/30", "cvv": "123", "card_holder_name": "Test Customer"])
+    }
+
+    func launch(_ wallet: WalletLaunch) async throws {}
+
+    func open(_ url: URL, handoff: Handoff) async throws {
+        var request = URLRequest(url: url.appendingPathComponent("complete"))
+        request.httpMethod = "POST"
+        request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
+        request.httpBody = Data("outcome=\(threeDS)".utf8)
+        let session = URLSession(configuration: .ephemeral, delegate: NoRedirects(), delegateQueue: nil)
+        let (_, response) = try await session.data(for: request)
+        guard let location = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Location"), let back = URL(string: location) else {
+            return
+        }
+        returns.handle(back)
+    }
+}
+
+@Suite("PayFort end to end: app → merchant server → sandbox → transaction feedback → merchant server", .serialized)
+struct PayFortEndToEndTests {
+    static let merchant = PayFortMerchant(accessCode: "E2EAccessCode", merchantIdentifier: "E2EMerchant",
+                                          requestPhrase: "e2e-request", responsePhrase: "e2e-response")
+
+    struct World {
+        let emulator: PayFortEmulator
+        let sandbox: RunningSandbox
+        let server: Task<Void, any Error>
+        let serverURL: URL
+        let store: any PaymentStore
+        let app: AppCheckout
+        let returns: ReturnURLHandler
+
+        func stop() async {
+            server.cancel()
+            _ = await server.result
+            await sandbox.stop()
+            try? await store.close()
+        }
+    }
+
+    func world(card: String, threeDS: String = "approve") async throws -> World {
+        let emulator = PayFortEmulator(merchants: [Self.merchant], notificationRetry: (10, .milliseconds(50)))
+        let sandbox = try await Sandbox.start(payFort: emulator)
+        let base = sandbox.payFortBaseURL
+        let apiKey = "e2e-api-key-\(UUID().uuidString)"
+        let module = GatewayModule(name: "payfort", capabilities: PayFortGateway(environment: .sandbox, transport: URLSessionTransport()).capabilities) { gateway, c in
+            PayFortGateway(id: gateway.id, environment: .custom(base),
+                           credentials: PayFortCredentials(accessCode: c["access_code"]!, merchantIdentifier: c["merchant_identifier"]!,
+                                                           requestPhrase: c["request_phrase"]!, responsePhrase: c["response_phrase"]!),
+                           transport: URLSessionTransport())
+        }
+        let credentials = ["access_code", "merchant_identifier", "request_phrase", "response_phrase"]
+        let configuration = TillConfiguration(
+            merchants: [MerchantConfiguration(
+                id: "e2e", apiKey: CredentialReference(env: "KEY"),
+                gateways: [GatewayConfiguration(id: "payfort", module: "payfort",
+                                                credentials: Dictionary(uniqueKeysWithValues: credentials.map { ($0, CredentialReference(env: $0.uppercased())) }))])],
+            server: ServerSettings(listen: "127.0.0.1:0", storage: "sqlite:unused", publicURL: "http://127.0.0.1"))
+        let state = try ServerState(configuration: configuration, modules: [module], environment: [
+            "KEY": apiKey, "ACCESS_CODE": Self.merchant.accessCode, "MERCHANT_IDENTIFIER": Self.merchant.merchantIdentifier,
+            "REQUEST_PHRASE": Self.merchant.requestPhrase, "RESPONSE_PHRASE": Self.merchant.responsePhrase,
+        ])
+        let store = try await StoreKind.sqlite.open()
+        let (ports, continuation) = AsyncStream<Int>.makeStream()
+        let app = try buildApplication(state: state, store: store) { continuation.yield($0) }
+        let task = Task { try await app.runService() }
+        var iterator = ports.makeAsyncIterator()
+        let serverURL = URL(string: "http://127.0.0.1:\(await iterator.next() ?? 0)")!
+        await emulator.setNotificationURL(serverURL.appendingPathComponent("v1/notifications/payfort"),
+                                          merchantIdentifier: Self.merchant.merchantIdentifier)
+        let returns = try ReturnURLHandler(routes: [.customScheme("shop")])
+        let checkout = AppCheckout(
+            backend: HTTPMerchantBackend(baseURL: serverURL, apiKey: apiKey, transport: URLSessionTransport()),
+            gateways: [PayFortGateway(environment: .custom(base), transport: URLSessionTransport())],   // the app: no credentials
+            returns: returns, presenter: CardCustomer(card: card, returns: returns, threeDS: threeDS),
+            returnTimeout: .seconds(5), confirmationTimeout: .seconds(5), confirmationInterval: .milliseconds(25))
+        return World(emulator: emulator, sandbox: sandbox, server: task, serverURL: serverURL, store: store, app: checkout, returns: returns)
+    }
+
+    func intent(_ reference: String, action: PaymentAction = .sale) throws -> PaymentIntent {
+        PaymentIntent(merchantReference: reference, amount: try Money(decimal: "25.00", currency: Currency(code: "SAR")),
+                      method: .card, action: action, customer: Customer(email: "buyer@example.com"),
+                      metadata: ["device_id": "e2e-device"])
+    }
+
+    @Test("card purchase: the feedback settles it paid, charged once", arguments: [PaymentAction.sale, .authorize])
+    func purchase(action: PaymentAction) async throws {
+        let w = try await world(card: "4005550000000001")
+        defer { Task { await w.stop() } }
+        let result = try await w.app.pay(try intent("e2e-\(action.rawValue)", action: action))
+        #expect(result.clientOutcome.kind == .succeeded)
+        #expect(result.status == (action == .sale ? .paid : .authorized))
+        #expect(await w.emulator.ledger.count == 1)
+        #expect(await w.emulator.ledger.first?.merchantReference == result.preparation.attempt.rawValue)
+    }
+
+    @Test("3-D Secure: the customer is sent to the bank page and back through the return URL")
+    func threeDSecure() async throws {
+        let w = try await world(card: "4000000000003220")
+        defer { Task { await w.stop() } }
+        let result = try await w.app.pay(try intent("e2e-3ds"))
+        #expect(result.customerMayHaveAuthenticated)
+        #expect(result.clientOutcome.kind == .succeeded)
+        #expect(result.status == .paid)
+        #expect(w.returns.pendingCount == 0)
+    }
+
+    @Test("a declined card fails with PayFort's code; nothing charged")
+    func declined() async throws {
+        let w = try await world(card: "4000000000000002")
+        defer { Task { await w.stop() } }
+        let result = try await w.app.pay(try intent("e2e-decline"))
+        #expect(result.clientOutcome.kind == .failed)
+        #expect(result.status == .failed)
+        #expect(result.confirmed?.gatewayCode == "13071")
+        #expect(await w.emulator.ledger.isEmpty)
+    }
+
+    @Test("an uncertain answer that did charge is settled paid by the gateway's feedback")
+    func uncertain() async throws {
+        let w = try await world(card: "4000000000000010")
+        defer { Task { await w.stop() } }
+        let result = try await w.app.pay(try intent("e2e-uncertain"))
+        #expect(result.clientOutcome.kind == .pending)
+        #expect(result.status == .paid)
+    }
+}
