@@ -44,8 +44,6 @@ struct CardCustomer: CheckoutPresenter {
 
 @Suite("PayFort end to end: app → merchant server → sandbox → transaction feedback → merchant server", .serialized)
 struct PayFortEndToEndTests {
-    static let merchant = PayFortMerchant(accessCode: "E2EAccessCode", merchantIdentifier: "E2EMerchant",
-                                          requestPhrase: "e2e-request", responsePhrase: "e2e-response")
 
     struct World {
         let emulator: PayFortEmulator
@@ -64,8 +62,15 @@ struct PayFortEndToEndTests {
         }
     }
 
-    func world(card: String, threeDS: String = "approve") async throws -> World {
-        let emulator = PayFortEmulator(merchants: [Self.merchant], notificationRetry: (10, .milliseconds(50)))
+    /// One PayFort merchant account per gateway id, each with its own phrases and feedback URL.
+    static func account(_ id: GatewayID) -> PayFortMerchant {
+        PayFortMerchant(accessCode: "AC\(id.rawValue.filter(\.isLetter))", merchantIdentifier: "MID\(id.rawValue.filter(\.isLetter))",
+                        requestPhrase: "\(id)-request", responsePhrase: "\(id)-response")
+    }
+
+    func world(card: String, threeDS: String = "approve", gateways: [GatewayID] = ["payfort"], maxAttempts: Int = 1) async throws -> World {
+        let accounts = gateways.map(Self.account)
+        let emulator = PayFortEmulator(merchants: accounts, notificationRetry: (10, .milliseconds(50)))
         let sandbox = try await Sandbox.start(payFort: emulator)
         let base = sandbox.payFortBaseURL
         let apiKey = "e2e-api-key-\(UUID().uuidString)"
@@ -75,31 +80,39 @@ struct PayFortEndToEndTests {
                                                            requestPhrase: c["request_phrase"]!, responsePhrase: c["response_phrase"]!),
                            transport: URLSessionTransport())
         }
-        let credentials = ["access_code", "merchant_identifier", "request_phrase", "response_phrase"]
+        var environment = ["KEY": apiKey]
+        let names = ["access_code", "merchant_identifier", "request_phrase", "response_phrase"]
+        for (id, account) in zip(gateways, accounts) {
+            for (name, value) in zip(names, [account.accessCode, account.merchantIdentifier, account.requestPhrase, account.responsePhrase]) {
+                environment["\(id.rawValue)_\(name)"] = value
+            }
+        }
         let configuration = TillConfiguration(
             merchants: [MerchantConfiguration(
                 id: "e2e", apiKey: CredentialReference(env: "KEY"),
-                gateways: [GatewayConfiguration(id: "payfort", module: "payfort",
-                                                credentials: Dictionary(uniqueKeysWithValues: credentials.map { ($0, CredentialReference(env: $0.uppercased())) }))])],
+                gateways: gateways.map { id in
+                    GatewayConfiguration(id: id, module: "payfort",
+                                         credentials: Dictionary(uniqueKeysWithValues: names.map { ($0, CredentialReference(env: "\(id.rawValue)_\($0)")) }))
+                },
+                routing: RoutingConfiguration(fallback: gateways))],
             server: ServerSettings(listen: "127.0.0.1:0", storage: "sqlite:unused", publicURL: "http://127.0.0.1"))
-        let state = try ServerState(configuration: configuration, modules: [module], environment: [
-            "KEY": apiKey, "ACCESS_CODE": Self.merchant.accessCode, "MERCHANT_IDENTIFIER": Self.merchant.merchantIdentifier,
-            "REQUEST_PHRASE": Self.merchant.requestPhrase, "RESPONSE_PHRASE": Self.merchant.responsePhrase,
-        ])
+        let state = try ServerState(configuration: configuration, modules: [module], environment: environment)
         let store = try await StoreKind.sqlite.open()
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let app = try buildApplication(state: state, store: store) { continuation.yield($0) }
         let task = Task { try await app.runService() }
         var iterator = ports.makeAsyncIterator()
         let serverURL = URL(string: "http://127.0.0.1:\(await iterator.next() ?? 0)")!
-        await emulator.setNotificationURL(serverURL.appendingPathComponent("v1/notifications/payfort"),
-                                          merchantIdentifier: Self.merchant.merchantIdentifier)
+        for (id, account) in zip(gateways, accounts) {
+            await emulator.setNotificationURL(serverURL.appendingPathComponent("v1/notifications/\(id.rawValue)"),
+                                              merchantIdentifier: account.merchantIdentifier)
+        }
         let returns = try ReturnURLHandler(routes: [.customScheme("shop")])
         let checkout = AppCheckout(
             backend: HTTPMerchantBackend(baseURL: serverURL, apiKey: apiKey, transport: URLSessionTransport()),
-            gateways: [PayFortGateway(environment: .custom(base), transport: URLSessionTransport())],   // the app: no credentials
+            gateways: gateways.map { PayFortGateway(id: $0, environment: .custom(base), transport: URLSessionTransport()) },   // the app: no credentials
             returns: returns, presenter: CardCustomer(card: card, returns: returns, threeDS: threeDS),
-            returnTimeout: .seconds(5), confirmationTimeout: .seconds(5), confirmationInterval: .milliseconds(25))
+            returnTimeout: .seconds(5), confirmationTimeout: .seconds(5), confirmationInterval: .milliseconds(25), maxAttempts: maxAttempts)
         return World(emulator: emulator, sandbox: sandbox, server: task, serverURL: serverURL, store: store, app: checkout, returns: returns)
     }
 
@@ -140,6 +153,23 @@ struct PayFortEndToEndTests {
         #expect(result.status == .failed)
         #expect(result.confirmed?.gatewayCode == "13071")
         #expect(await w.emulator.ledger.isEmpty)
+    }
+
+    @Test("a technical problem at one PayFort account cascades to the next; a hard decline does not")
+    func cascade() async throws {
+        let w = try await world(card: "4005550000000001", gateways: ["payfort-a", "payfort-b"], maxAttempts: 3)
+        defer { Task { await w.stop() } }
+        await w.emulator.injectFault(.technicalProblem, matching: "PURCHASE")
+        let result = try await w.app.pay(try intent("e2e-cascade"))
+        #expect(result.status == .paid)
+        #expect(result.attempts == 2)
+        #expect(result.preparation.gateway == "payfort-b")
+        #expect(await w.emulator.ledger.count == 1)
+
+        let hard = try await world(card: "4000000000000002", gateways: ["payfort-a", "payfort-b"], maxAttempts: 3)
+        defer { Task { await hard.stop() } }
+        let declined = try await hard.app.pay(try intent("e2e-hard"))
+        #expect(declined.status == .failed && declined.attempts == 1)
     }
 
     @Test("an uncertain answer that did charge is settled paid by the gateway's feedback")

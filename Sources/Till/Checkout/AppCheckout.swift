@@ -33,6 +33,8 @@ public struct CheckoutResult: Sendable, Hashable {
     public var confirmed: StatusReport?
     /// True if the customer was handed to a wallet, 3-D Secure or a redirect during this attempt.
     public var customerMayHaveAuthenticated: Bool
+    /// How many attempts this checkout made (more than one when the server moved to another gateway).
+    public var attempts: Int = 1
 
     /// The status to act on: the confirmed one, or `pending` while nothing authoritative is known.
     /// Never derived from the client outcome.
@@ -56,11 +58,16 @@ public struct AppCheckout: Sendable {
     /// How long to poll the server for the authoritative status, and how often.
     public var confirmationTimeout: Duration
     public var confirmationInterval: Duration
+    /// Attempts per checkout. After a confirmed failure that the customer never authenticated for,
+    /// the app asks the server for another attempt; the server's router and the gateway's decision
+    /// table decide whether one is allowed (a 409 ends it). 1 disables this.
+    public var maxAttempts: Int
     private let gateways: [GatewayID: any Checkout]
 
     public init(backend: any MerchantBackend, gateways: [any Checkout], returns: ReturnURLHandler,
                 presenter: any CheckoutPresenter, returnTimeout: Duration = .seconds(900),
-                confirmationTimeout: Duration = .seconds(30), confirmationInterval: Duration = .milliseconds(500)) {
+                confirmationTimeout: Duration = .seconds(30), confirmationInterval: Duration = .milliseconds(500),
+                maxAttempts: Int = 1) {
         self.backend = backend
         self.gateways = Dictionary(gateways.map { ($0.gateway, $0) }, uniquingKeysWith: { first, _ in first })
         self.returns = returns
@@ -68,6 +75,7 @@ public struct AppCheckout: Sendable {
         self.returnTimeout = returnTimeout
         self.confirmationTimeout = confirmationTimeout
         self.confirmationInterval = confirmationInterval
+        self.maxAttempts = max(1, maxAttempts)
     }
 
     /// Runs one checkout: Prepare (server) → Present → Return → Confirm (server).
@@ -76,6 +84,21 @@ public struct AppCheckout: Sendable {
     ///   backend or presenter. A decline or a cancel is not thrown: it is the result's outcome.
     public func pay(_ intent: PaymentIntent) async throws -> CheckoutResult {
         _ = try intent.validated()
+        var result = try await attempt(intent)
+        while result.attempts < maxAttempts, result.status.isNegative, !result.customerMayHaveAuthenticated {
+            let made = result.attempts
+            do {
+                result = try await attempt(intent)
+                result.attempts = made + 1
+            } catch let error as CheckoutError where error.category == .invalidInput {
+                break   // the server allows no further attempt (not retryable, exhausted, no gateway left)
+            }
+        }
+        return result
+    }
+
+    /// One attempt: Prepare (server) → Present → Return → Confirm (server).
+    private func attempt(_ intent: PaymentIntent) async throws -> CheckoutResult {
         let expected = try returns.expectReturn()
         defer { returns.cancel(expected) }
         let preparation = try await backend.prepare(intent, returnURL: expected.url)
@@ -83,7 +106,14 @@ public struct AppCheckout: Sendable {
             throw CheckoutError(.misconfigured, field: "gateway",
                                 message: "the server chose gateway \(preparation.gateway), which this app does not include")
         }
-        let (outcome, handedOff) = try await presentUntilDone(preparation, gateway: gateway, expected: expected)
+        let outcome: ClientOutcome
+        let handedOff: Bool
+        do {
+            (outcome, handedOff) = try await presentUntilDone(preparation, gateway: gateway, expected: expected)
+        } catch let error as CheckoutError where error.category == .unknownOutcome {
+            // The request may have reached the gateway: the server's confirmation decides, not this error.
+            (outcome, handedOff) = (ClientOutcome(.unknown, gatewayCode: error.gatewayCode, message: error.message), false)
+        }
         try? await backend.report(outcome, for: preparation.attempt)
         let confirmed = try await awaitConfirmation(of: preparation.attempt)
         return CheckoutResult(preparation: preparation, clientOutcome: outcome, confirmed: confirmed,

@@ -93,6 +93,8 @@ extension PayFortEmulator {
         }
         var answer: PaymentAPIAnswer
         if let members = parsed?.objectMembers {
+            declineWithTechnicalProblem = fault == .technicalProblem
+            defer { declineWithTechnicalProblem = false }
             answer = process(members, payFortBaseURL: payFortBaseURL)
         } else {
             answer = Self.malformedBody
@@ -100,7 +102,7 @@ extension PayFortEmulator {
         switch fault {
         case .timeout: answer.delivery = .holdThenGatewayTimeout
         case .dropConnection: answer.delivery = .dropConnection
-        case .serverError, nil: break
+        case .serverError, .technicalProblem, nil: break
         }
         if let fault { logger.info("injected fault", metadata: ["fault": .string(fault.rawValue)]) }
         return answer
@@ -271,6 +273,8 @@ extension PayFortEmulator {
 
         if Self.isExpired(year: 2000 + year, month: month, now: now()) {
             setOutcome(&response, status: failure, code: "012", message: "Card expired")
+        } else if declineWithTechnicalProblem {
+            setOutcome(&response, status: failure, code: "006", message: "Technical problem")
         } else {
             switch behaviour {
             case .approve:

@@ -31,6 +31,9 @@ public actor PayFortEmulator {
         case serverError = "server_error"
         /// The request is processed, then the connection is closed without an answer.
         case dropConnection = "drop"
+        /// The next PURCHASE or AUTHORIZATION is declined with a technical problem at PayFort
+        /// (`13006` / `03006`): answered and notified, nothing charged — an acquirer outage.
+        case technicalProblem = "technical_problem"
     }
 
     /// Something the gateway really did with money: a PURCHASE (status `14`) or AUTHORIZATION
@@ -147,6 +150,8 @@ public actor PayFortEmulator {
     var orders: [String: Order] = [:]
     var orderKeysByFortID: [String: String] = [:]
     var pendingFaults: [(fault: Fault, command: String?)] = []
+    /// Set while processing a request that drew the `technicalProblem` fault.
+    var declineWithTechnicalProblem = false
     var attempts: [NotificationAttempt] = []
     var deliveries: [Int: Task<Void, Never>] = [:]
     var nextDeliveryID = 0
