@@ -1,151 +1,224 @@
 import ArgumentParser
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Logging
 import Till
-import TillTesting
+import TillPayFort
+import TillSandbox
+import TillServer
 
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "Run checkouts end to end on embedded defaults and narrate each step.",
+        abstract: "Run checkouts end to end on loopback: app → merchant server → PayFort sandbox → feedback → server.",
         discussion: """
-            Everything runs in this process: an app (AppCheckout with its return handler), a merchant \
-            backend that verifies notifications, and a scriptable fake gateway that keeps a ledger of what \
-            it charged. Nothing touches the network.
+            Everything starts in this process on 127.0.0.1 with embedded defaults: the gateway sandbox \
+            (two PayFort accounts), the merchant server (SQLite in a temporary folder), and an app \
+            (AppCheckout with its return handler) whose customer types test cards. Nothing else is needed.
             """)
 
+    @Flag(help: "Show the server's and the sandbox's own logs.")
+    var verbose = false
+
+    struct Row {
+        let scenario: String
+        let expected: PaymentStatus
+        var status: PaymentStatus = .created
+        var client = "-"
+        var gateways = "-"
+        var attempts = 0
+        var charged = 0
+        var ok: Bool { status == expected }
+    }
+
     func run() async throws {
-        let usd = try Currency(code: "USD")
-        var failures = 0
-
-        func intent(_ reference: String, _ method: PaymentMethod, _ amount: String) throws -> PaymentIntent {
-            PaymentIntent(merchantReference: reference, amount: try Money(decimal: amount, currency: usd),
-                          country: try CountryCode("US"), method: method,
-                          customer: Customer(email: "buyer@example.com"), description: "Till demo order")
+        // The tool configures its logging backend once, at start: quiet unless asked.
+        let level: Logger.Level = verbose ? .info : .critical
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
         }
+        var logger = Logger(label: "till.demo")
+        logger.logLevel = verbose ? .info : .critical
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("till-demo-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
 
-        func scenario(_ title: String, behavior: FakeBehavior, choice: SimulatedCustomer.Choice,
-                      timing: FakeNotificationTiming = .immediate, expect: PaymentStatus,
-                      intent: PaymentIntent) async throws {
-            print("\n▶ \(title)")
-            let returns = try ReturnURLHandler(routes: [.customScheme("tilldemo"),
-                                                        .universalLink(host: "shop.example.com", path: "/till/return")])
-            let box = BackendBox()
-            let gateway = FakeGateway(script: [behavior], notificationTiming: timing) { notification in
-                let ack = await box.backend?.receive(notification)
-                print("  gateway → server: notification \(ack == nil ? "rejected" : "acknowledged (\(ack!.statusCode))")")
-            }
-            let backend = InMemoryMerchantBackend(gateway: gateway)
-            await box.set(backend)
-            let customer = NarratingCustomer(inner: SimulatedCustomer(gateway: gateway, returns: returns, choice: choice))
-            let app = AppCheckout(backend: backend, gateways: [gateway], returns: returns, presenter: customer,
-                                  returnTimeout: .milliseconds(300), confirmationTimeout: .seconds(2),
-                                  confirmationInterval: .milliseconds(20))
-            print("  app: pay \(intent.amount) by \(intent.method) for order \(intent.merchantReference)")
-            let result = try await app.pay(intent)
-            print("  server: prepared attempt \(result.preparation.attempt) on gateway \(result.preparation.gateway)")
-            print("  app: client outcome \(result.clientOutcome.kind.rawValue) (informational)")
-            let charged = await gateway.ledger.charges.count
-            let verdict = result.status == expect ? "✓" : "✗ expected \(expect)"
-            if result.status != expect { failures += 1 }
-            print("  server: authoritative status \(result.status) — gateway ledger holds \(charged) charge(s) \(verdict)")
+        // 1. The sandbox: two PayFort merchant accounts.
+        let gatewayIDs: [GatewayID] = ["payfort-riyadh", "payfort-dubai"]
+        let accounts = gatewayIDs.enumerated().map { index, id in
+            PayFortMerchant(accessCode: "DemoAccess\(index + 1)", merchantIdentifier: "DemoMerchant\(index + 1)",
+                            requestPhrase: "\(id)-request-phrase", responsePhrase: "\(id)-response-phrase")
         }
+        let emulator = PayFortEmulator(merchants: accounts, notificationRetry: (10, .milliseconds(100)), logger: logger)
+        let sandbox = try await Sandbox.start(payFort: emulator, logger: logger)
+        say("▶ sandbox      \(sandbox.payFortBaseURL)  (PayFort, 2 merchant accounts)")
 
-        print("Till demo — Prepare → Present → Return → Confirm against the fake gateway")
-        try await scenario("Card payment, approved", behavior: .approve, choice: .pay, expect: .paid,
-                           intent: intent("order-1001", .card, "25.00"))
-        try await scenario("Card payment, hard decline", behavior: .hardDecline(), choice: .pay, expect: .failed,
-                           intent: intent("order-1002", .card, "25.00"))
-        try await scenario("Wallet hand-off, customer returns through the URL scheme", behavior: .walletHandoff,
-                           choice: .pay, expect: .paid, intent: intent("order-1003", .wechatPay, "9.99"))
-        try await scenario("Wallet hand-off, customer cancels in the wallet", behavior: .walletHandoff,
-                           choice: .cancel, expect: .cancelled, intent: intent("order-1004", .alipay, "9.99"))
-        try await scenario("Wallet hand-off, customer never comes back; the notification alone settles it",
-                           behavior: .walletHandoff, choice: .payAndVanish, expect: .paid,
-                           intent: intent("order-1005", .wechatPay, "12.50"))
-        try await scenario("Duplicate notifications are applied once", behavior: .approve, choice: .pay,
-                           timing: .duplicate(count: 3), expect: .paid, intent: intent("order-1006", .card, "1.00"))
+        // 2. The merchant server, configured like a real one: secrets from its environment.
+        var environment = ["DEMO_API_KEY": "demo-app-key-\(UUID().uuidString)"]
+        var gateways: [GatewayConfiguration] = []
+        for (id, account) in zip(gatewayIDs, accounts) {
+            let prefix = id.rawValue.uppercased().replacingOccurrences(of: "-", with: "_")
+            environment["\(prefix)_ACCESS_CODE"] = account.accessCode
+            environment["\(prefix)_MERCHANT_ID"] = account.merchantIdentifier
+            environment["\(prefix)_REQUEST_PHRASE"] = account.requestPhrase
+            environment["\(prefix)_RESPONSE_PHRASE"] = account.responsePhrase
+            gateways.append(GatewayConfiguration(
+                id: id, module: "payfort",
+                credentials: ["access_code": .init(env: "\(prefix)_ACCESS_CODE"), "merchant_identifier": .init(env: "\(prefix)_MERCHANT_ID"),
+                              "request_phrase": .init(env: "\(prefix)_REQUEST_PHRASE"), "response_phrase": .init(env: "\(prefix)_RESPONSE_PHRASE")],
+                settings: ["base_url": sandbox.payFortBaseURL.absoluteString]))
+        }
+        let configuration = TillConfiguration(
+            merchants: [MerchantConfiguration(id: "demo-shop", apiKey: .init(env: "DEMO_API_KEY"), gateways: gateways,
+                                              routing: RoutingConfiguration(fallback: gatewayIDs),
+                                              retry: RetryPolicy(maxAttempts: 3))],
+            server: ServerSettings(listen: "127.0.0.1:0", storage: "sqlite:\(folder.appendingPathComponent("till.sqlite").path)",
+                                   publicURL: "http://127.0.0.1"))
+        let state = try ServerState(configuration: configuration, modules: Modules.all, environment: environment)
+        let store = try openStore(configuration.server!.storage)
+        try await store.migrate()
+        let (ports, portSink) = AsyncStream<Int>.makeStream()
+        let app = try buildApplication(state: state, store: store, logger: logger) { portSink.yield($0) }
+        let server = Task { try await app.runService() }
+        var portIterator = ports.makeAsyncIterator()
+        let serverURL = URL(string: "http://127.0.0.1:\(await portIterator.next() ?? 0)")!
+        for (id, account) in zip(gatewayIDs, accounts) {
+            await emulator.setNotificationURL(serverURL.appendingPathComponent("v1/notifications/\(id.rawValue)"),
+                                              merchantIdentifier: account.merchantIdentifier)
+        }
+        say("▶ server       \(serverURL)  (SQLite in \(folder.lastPathComponent); notifications at /v1/notifications/<gateway>)")
 
-        try await cascadeScenarios(usd: usd, failures: &failures)
-
-        print("\n▶ A forged return URL is ignored")
+        // 3. The app: one return handler, one checkout; the customer types test cards.
         let returns = try ReturnURLHandler(routes: [.customScheme("tilldemo")])
-        let expected = try returns.expectReturn()
-        let forged = URL(string: "tilldemo://till/return?till_state=forged")!
-        print("  handle(\(forged)) → \(returns.handle(forged))")
-        print("  handle(real return) → \(returns.handle(expected.url))")
-        print("  handle(same URL again, a replay) → \(returns.handle(expected.url))")
+        let backend = HTTPMerchantBackend(baseURL: serverURL, apiKey: environment["DEMO_API_KEY"]!, transport: URLSessionTransport())
+        let appGateways = gatewayIDs.map { PayFortGateway(id: $0, environment: .custom(sandbox.payFortBaseURL), transport: URLSessionTransport()) }
+        let sar = try Currency(code: "SAR")
 
-        print(failures == 0 ? "\nAll demo checkouts ended as expected." : "\n\(failures) demo checkout(s) did not end as expected.")
+        func checkout(_ title: String, index: Int, card: String, amount: String, action: PaymentAction = .sale,
+                      expect: PaymentStatus, before: (() async -> Void)? = nil) async throws -> Row {
+            say("\n[\(index)/6] \(title)")
+            await before?()
+            let customer = DemoCustomer(card: card, returns: returns)
+            let checkout = AppCheckout(backend: backend, gateways: appGateways, returns: returns, presenter: customer,
+                                       returnTimeout: .seconds(10), confirmationTimeout: .seconds(10),
+                                       confirmationInterval: .milliseconds(50), maxAttempts: 3)
+            let intent = PaymentIntent(merchantReference: "demo-\(index)-\(UUID().uuidString.prefix(6).lowercased())",
+                                       amount: try Money(decimal: amount, currency: sar), country: try CountryCode("SA"), method: .card,
+                                       action: action, customer: Customer(email: "customer@example.com"), description: "Demo order \(index)",
+                                       metadata: ["device_id": "demo-device"])
+            say("  app     pays \(intent.amount) (\(action == .sale ? "PURCHASE" : "AUTHORIZATION")) with card \(Redactor.maskPAN(card))")
+            let result = try await checkout.pay(intent)
+            let payment = try await backend.status(of: result.preparation.attempt)
+            var view: PaymentView?
+            if let id = try? await paymentID(of: result.preparation.attempt) { view = try? await backend.payment(id: id) }
+            let tried = view?.attempts.map { "\($0.gateway)(\($0.gatewayCode ?? $0.status.rawValue))" } ?? [result.preparation.gateway.rawValue]
+            say("  server  attempts: \(tried.joined(separator: " → "))")
+            say("  app     saw \(result.clientOutcome.kind.rawValue); the server says \(result.status)"
+                + (payment?.gatewayCode.map { " (PayFort \($0))" } ?? ""))
+            let charged = await emulator.ledger.filter { charge in view?.attempts.contains { $0.reference.rawValue == charge.merchantReference } ?? false }.count
+            return Row(scenario: title, expected: expect, status: result.status, client: result.clientOutcome.kind.rawValue,
+                       gateways: view?.attempts.map(\.gateway.rawValue).joined(separator: "→") ?? result.preparation.gateway.rawValue,
+                       attempts: result.attempts, charged: charged)
+        }
+
+        /// The payment id behind an attempt, from the server (the app holds only the attempt).
+        func paymentID(of attempt: AttemptReference) async throws -> String? {
+            var request = URLRequest(url: serverURL.appendingPathComponent("v1/attempts/\(attempt.rawValue)"))
+            request.setValue("Bearer \(environment["DEMO_API_KEY"]!)", forHTTPHeaderField: "Authorization")
+            let (data, _) = try await URLSession.shared.data(for: request)
+            return (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["id"] as? String
+        }
+
+        var rows: [Row] = []
+        rows.append(try await checkout("PayFort card purchase", index: 1, card: "4005550000000001", amount: "120.00", expect: .paid))
+        rows.append(try await checkout("PayFort authorization", index: 2, card: "5123450000000008", amount: "75.50", action: .authorize,
+                                       expect: .authorized))
+        rows.append(try await checkout("3-D Secure purchase through the return URL", index: 3, card: "4000000000003220", amount: "310.00",
+                                       expect: .paid))
+        rows.append(try await checkout("Soft decline (technical problem) cascades to the next gateway", index: 4, card: "4005550000000001",
+                                       amount: "42.00", expect: .paid) {
+            await emulator.injectFault(.technicalProblem, matching: "PURCHASE")
+            say("  sandbox PayFort Riyadh will answer the next purchase with 13006 (technical problem)")
+        })
+        rows.append(try await checkout("Hard decline does not cascade", index: 5, card: "4000000000000002", amount: "99.00", expect: .failed))
+
+        say("\n[6/6] A forged return URL is ignored")
+        let expected = try returns.expectReturn()
+        let forged = URL(string: "tilldemo://till/return?till_state=forged&status=14&response_code=14000")!
+        let forgedAccepted = returns.handle(forged)
+        let realAccepted = returns.handle(expected.url)
+        let replayAccepted = returns.handle(expected.url)
+        say("  app     handle(forged \"paid\" URL) → \(forgedAccepted); real return → \(realAccepted); replay → \(replayAccepted)")
+        returns.cancel(expected)
+        var forgedRow = Row(scenario: "Forged return URL is ignored", expected: .cancelled)
+        forgedRow.status = !forgedAccepted && realAccepted && !replayAccepted ? .cancelled : .paid
+        forgedRow.client = forgedAccepted ? "accepted!" : "ignored"
+        rows.append(forgedRow)
+
+        // 4. The summary.
+        say("\n  #  scenario                                                       gateways                        attempts  charged  client     status      ")
+        for (index, row) in rows.enumerated() {
+            let line = "  \(index + 1)  " + row.scenario.padding(toLength: 62, withPad: " ", startingAt: 0) + " "
+                + row.gateways.padding(toLength: 31, withPad: " ", startingAt: 0) + " "
+                + String(row.attempts).padding(toLength: 9, withPad: " ", startingAt: 0) + " "
+                + String(row.charged).padding(toLength: 8, withPad: " ", startingAt: 0) + " "
+                + row.client.padding(toLength: 10, withPad: " ", startingAt: 0) + " "
+                + (index == rows.count - 1 ? "ignored" : row.status.rawValue).padding(toLength: 11, withPad: " ", startingAt: 0)
+                + (row.ok ? " ✓" : " ✗ expected \(row.expected)")
+            say(line)
+        }
+        let ledger = await emulator.ledger
+        say("\n  sandbox ledger: \(ledger.count) charge(s) — \(ledger.map { "\($0.command) \($0.amountMinor) \($0.currency)" }.joined(separator: ", "))")
+        server.cancel()
+        _ = await server.result
+        await sandbox.stop()
+        try await store.close()
+        let failures = rows.filter { !$0.ok }.count
+        say(failures == 0 ? "\nAll demo checkouts ended as expected." : "\n\(failures) demo checkout(s) did not end as expected.")
         if failures > 0 { throw ExitCode.failure }
     }
 }
 
-extension DemoCommand {
-    /// The router and cascade over three fake gateways.
-    func cascadeScenarios(usd: Currency, failures: inout Int) async throws {
-        let ids: [GatewayID] = ["primary", "backup", "spare"]
-        let merchant = MerchantConfiguration(
-            id: "demo", gateways: ids.map { GatewayConfiguration(id: $0, module: "fake") },
-            routing: RoutingConfiguration(fallback: ids),
-            retry: RetryPolicy(maxAttempts: 3, inquiryAttempts: 2, inquiryIntervalMillis: 500))
-        let router = try Router(merchant: merchant, modules: ["fake": FakeGateway().capabilities])
-
-        func run(_ title: String, _ scripts: [[FakeBehavior]], expect: String) async throws {
-            print("\n▶ \(title)")
-            let clock = VirtualClock()
-            let gateways = zip(ids, scripts).map { FakeGateway(id: $0, script: $1) }
-            let engine = CascadeEngine(router: router, gateways: gateways, clock: clock)
-            var generator = SeededGenerator(seed: 7)
-            let intent = PaymentIntent(merchantReference: "order-2001", amount: Money(minorUnits: 4200, currency: usd), method: .card)
-            let result = await engine.run(intent, runner: FakeAttemptRunner(clock: clock), generator: &generator)
-            for event in result.events { print("  \(event)") }
-            var charged = 0
-            for gateway in gateways { charged += await gateway.ledger.charges.count }
-            let outcome: String = switch result.outcome {
-            case .succeeded(let report): "paid on \(report.gateway)"
-            case .failed(let error): "failed (\(error.code))"
-            case .needsCustomer: "back to the customer"
-            case .unresolved: "unresolved"
-            }
-            let ok = outcome == expect && charged <= 1
-            if !ok { failures += 1 }
-            print("  result: \(outcome), \(charged) charge(s) across all gateways \(ok ? "✓" : "✗ expected \(expect)")")
-        }
-
-        try await run("Router: a retryable decline on the primary cascades to the backup",
-                      [[.softDecline()], [.approve], [.approve]], expect: "paid on backup")
-        try await run("Router: the primary is unreachable (never sent), so the backup is tried",
-                      [[.timeoutBeforeSending], [.approve], [.approve]], expect: "paid on backup")
-        try await run("Router: a timeout after charging is inquired, never retried elsewhere",
-                      [[.timeoutAfterCharging], [.approve], [.approve]], expect: "paid on primary")
-        try await run("Router: a hard decline stops the cascade",
-                      [[.hardDecline()], [.approve], [.approve]], expect: "failed (declined)")
-    }
+/// Prints a line at once (the trace must not wait for a buffer).
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }
 
-/// Lets the fake gateway deliver to a backend created after it.
-actor BackendBox {
-    private(set) var backend: InMemoryMerchantBackend?
-    func set(_ backend: InMemoryMerchantBackend) { self.backend = backend }
-}
-
-/// Prints what the customer is asked to do, then lets the simulated customer do it.
-struct NarratingCustomer: CheckoutPresenter {
-    let inner: SimulatedCustomer
-
-    func open(_ url: URL, handoff: Handoff) async throws {
-        print("  app: open \(handoff.rawValue) \(url.host ?? "")\(url.path); waiting for the return")
-        try await inner.open(url, handoff: handoff)
-    }
-
-    func launch(_ wallet: WalletLaunch) async throws {
-        print("  app: launch \(wallet.wallet)")
-        try await inner.launch(wallet)
-    }
+/// The demo's customer: types a test card; on a 3-D Secure page, approves and follows the redirect
+/// back into the app (as the browser would open the app's URL scheme).
+struct DemoCustomer: CheckoutPresenter {
+    let card: String
+    let returns: ReturnURLHandler
 
     func collect(_ form: FormSpec) async throws -> FormValues? {
-        let values = try await inner.collect(form)
-        print("  app: card form [\(form.fields.map(\.id).joined(separator: ", "))] → \(values.map { String(describing: $0) } ?? "closed")")
-        return values
+        say("  app     card form [\(form.fields.map(\.id).joined(separator: ", "))] filled in")
+        return FormValues(["card_number": card, "expiry": "12/30", "cvv": "123", "card_holder_name": "Demo Customer"])
+    }
+
+    func launch(_ wallet: WalletLaunch) async throws {}
+
+    func open(_ url: URL, handoff: Handoff) async throws {
+        say("  app     opens the \(handoff.rawValue) page \(url.path)")
+        var request = URLRequest(url: url.appendingPathComponent("complete"))
+        request.httpMethod = "POST"
+        request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
+        request.httpBody = Data("outcome=approve".utf8)
+        let session = URLSession(configuration: .ephemeral, delegate: NoRedirects(), delegateQueue: nil)
+        let (_, response) = try await session.data(for: request)
+        guard let location = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Location"), let back = URL(string: location) else { return }
+        say("  bank    approved; redirects to \(back.scheme ?? "")://\(back.host ?? "")\(back.path)")
+        say("  app     return URL matched: \(returns.handle(back))")
+    }
+}
+
+/// Keeps the 302 from the 3-D Secure page, so the app can open its own URL.
+final class NoRedirects: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
+    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+                    newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
+        completionHandler(nil)
     }
 }
