@@ -203,22 +203,8 @@ struct DemoCustomer: CheckoutPresenter {
 
     func open(_ url: URL, handoff: Handoff) async throws {
         say("  app     opens the \(handoff.rawValue) page \(url.path)")
-        var request = URLRequest(url: url.appendingPathComponent("complete"))
-        request.httpMethod = "POST"
-        request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
-        request.httpBody = Data("outcome=approve".utf8)
-        let session = URLSession(configuration: .ephemeral, delegate: NoRedirects(), delegateQueue: nil)
-        let (_, response) = try await session.data(for: request)
-        guard let location = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Location"), let back = URL(string: location) else { return }
+        guard let back = try await SandboxBrowser.completeThreeDSecure(at: url, approve: true) else { return }
         say("  bank    approved; redirects to \(back.scheme ?? "")://\(back.host ?? "")\(back.path)")
         say("  app     return URL matched: \(returns.handle(back))")
-    }
-}
-
-/// Keeps the 302 from the 3-D Secure page, so the app can open its own URL.
-final class NoRedirects: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
-    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
-                    newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
-        completionHandler(nil)
     }
 }

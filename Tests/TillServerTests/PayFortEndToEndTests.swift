@@ -8,14 +8,6 @@ import TillPayFort
 import TillSandbox
 @testable import TillServer
 
-/// Does not follow redirects, so the test can read where the 3-D Secure page sends the customer.
-final class NoRedirects: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
-    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
-                    newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
-        completionHandler(nil)
-    }
-}
-
 /// A customer with a test card who, on the 3-D Secure page, approves or declines, then is sent back.
 struct CardCustomer: CheckoutPresenter {
     let card: String
@@ -29,16 +21,7 @@ struct CardCustomer: CheckoutPresenter {
     func launch(_ wallet: WalletLaunch) async throws {}
 
     func open(_ url: URL, handoff: Handoff) async throws {
-        var request = URLRequest(url: url.appendingPathComponent("complete"))
-        request.httpMethod = "POST"
-        request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
-        request.httpBody = Data("outcome=\(threeDS)".utf8)
-        let session = URLSession(configuration: .ephemeral, delegate: NoRedirects(), delegateQueue: nil)
-        let (_, response) = try await session.data(for: request)
-        guard let location = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Location"), let back = URL(string: location) else {
-            return
-        }
-        returns.handle(back)
+        if let back = try await SandboxBrowser.completeThreeDSecure(at: url, approve: threeDS == "approve") { returns.handle(back) }
     }
 }
 
