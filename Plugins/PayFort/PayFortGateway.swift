@@ -110,13 +110,13 @@ public struct PayFortGateway: Checkout {
         } catch {
             throw CheckoutError(.signatureMismatch, category: .configuration, field: "signature",
                                 message: "the SDK token response's signature does not match the response phrase (\(response.text("response_code") ?? "no code"))",
-                                gateway: gateway, gatewayCode: response.text("response_code"), gatewayMessage: response.text("response_message"))
+                                gateway: gateway, gatewayCode: response.text("response_code"), gatewayMessage: Self.safe(response.text("response_message")))
         }
         guard response.text("status") == "22", let token = response.text("sdk_token"), !token.isEmpty else {
             let code = response.text("response_code")
             throw CheckoutError(code == "00008" ? .signatureMismatch : .misconfigured, category: .configuration,
                                 message: "PayFort refused the SDK token request", gateway: gateway,
-                                gatewayCode: code, gatewayMessage: response.text("response_message"))
+                                gatewayCode: code, gatewayMessage: Self.safe(response.text("response_message")))
         }
         var parameters = operation
         parameters["sdk_token"] = token
@@ -184,7 +184,7 @@ public struct PayFortGateway: Checkout {
     func step(for response: PayFortParameters) -> NextStep {
         let status = response.text("status") ?? ""
         let code = response.text("response_code")
-        let message = response.text("response_message")
+        let message = Self.safe(response.text("response_message"))
         switch status {
         case "14", "02":
             return .completed(ClientOutcome(.succeeded, gatewayCode: code, message: message))
@@ -216,9 +216,9 @@ public struct PayFortGateway: Checkout {
             return ClientOutcome(.pending)
         case .callback(let code, let parameters):
             switch code {
-            case "success": return ClientOutcome(.succeeded, gatewayCode: parameters["response_code"], message: parameters["response_message"])
+            case "success": return ClientOutcome(.succeeded, gatewayCode: parameters["response_code"], message: Self.safe(parameters["response_message"]))
             case "canceled", "cancelled": return ClientOutcome(.cancelled, gatewayCode: parameters["response_code"])
-            default: return ClientOutcome(.failed, gatewayCode: parameters["response_code"], message: parameters["response_message"])
+            default: return ClientOutcome(.failed, gatewayCode: parameters["response_code"], message: Self.safe(parameters["response_message"]))
             }
         case .timedOut, .abandoned:
             return ClientOutcome(.unknown, message: "the customer did not come back from 3-D Secure")
@@ -256,7 +256,7 @@ public struct PayFortGateway: Checkout {
         }
         guard response.text("status") == "12" else {
             throw CheckoutError(.invalidField, field: "merchant_reference", message: "PayFort could not check this order",
-                                gateway: gateway, gatewayCode: response.text("response_code"), gatewayMessage: response.text("response_message"))
+                                gateway: gateway, gatewayCode: response.text("response_code"), gatewayMessage: Self.safe(response.text("response_message")))
         }
         return try report(from: response, statusKey: "transaction_status", codeKey: "transaction_code", messageKey: "transaction_message")
     }
@@ -291,7 +291,7 @@ public struct PayFortGateway: Checkout {
         let fortID = parameters.text("fort_id")
         return StatusReport(gateway: gateway, attempt: AttemptReference(rawValue: reference), gatewayReference: fortID,
                             status: Self.status(raw), amount: amount, gatewayStatus: raw, gatewayCode: code,
-                            gatewayMessage: parameters.text(messageKey).map(CheckoutError.printable),
+                            gatewayMessage: Self.safe(parameters.text(messageKey)),
                             eventID: "\(fortID ?? reference):\(raw):\(code ?? "")")
     }
 
@@ -335,6 +335,11 @@ public struct PayFortGateway: Checkout {
         } catch {
             return .failure(error)
         }
+    }
+
+    /// A gateway message fit for errors, outcomes and logs: card numbers masked, at most 150 characters.
+    static func safe(_ text: String?) -> String? {
+        text.map { String(Redactor.maskCardNumbers(in: $0).prefix(150)) }
     }
 
     static func parse(_ body: Data, mediaType: String?) throws -> PayFortParameters {
