@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "TillTesting", targets: ["TillTesting"]),
         .library(name: "TillServer", targets: ["TillServer"]),
         .library(name: "TillPayFort", targets: ["TillPayFort"]),
+        .library(name: "TillCitcon", targets: ["TillCitcon"]),
         .library(name: "TillSandbox", targets: ["TillSandbox"]),
         .executable(name: "till", targets: ["till"]),
     ],
@@ -41,6 +42,11 @@ let package = Package(
             name: "TillPayFort",
             dependencies: ["Till", .product(name: "Crypto", package: "swift-crypto")],
             path: "Plugins/PayFort"
+        ),
+        .target(
+            name: "TillCitcon",
+            dependencies: ["Till", .product(name: "Crypto", package: "swift-crypto")],
+            path: "Plugins/Citcon"
         ),
         // Local emulators of the gateways, written from their documentation, independent of the plugins.
         .target(
@@ -73,6 +79,7 @@ let package = Package(
                 "TillTesting",
                 "TillServer",
                 "TillPayFort",
+                "TillCitcon",
                 "TillSandbox",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -89,11 +96,15 @@ let package = Package(
             name: "TillPayFortTests",
             dependencies: ["Till", "TillPayFort", "TillTesting", .product(name: "Crypto", package: "swift-crypto")]
         ),
+        .testTarget(
+            name: "TillCitconTests",
+            dependencies: ["Till", "TillCitcon", "TillTesting", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         .testTarget(name: "TillSandboxTests", dependencies: ["Till", "TillSandbox"]),
         .testTarget(
             name: "TillServerTests",
             dependencies: [
-                "Till", "TillTesting", "TillServer", "TillPayFort", "TillSandbox",
+                "Till", "TillTesting", "TillServer", "TillPayFort", "TillCitcon", "TillSandbox",
                 // Built so the crash-safety test can run the real `till server` process.
                 "till",
                 .product(name: "Metrics", package: "swift-metrics"),

@@ -1,0 +1,136 @@
+import Foundation
+import Till
+
+/// Citcon's runtime environments (the SDK's `CPayENVMode`). Access tokens belong to one of them.
+public enum CitconEnvironment: Sendable, Hashable {
+    /// Citcon's development environment, at the base URL Citcon gives you.
+    case dev(URL)
+    /// User acceptance testing: `https://api.sandbox.citconpay.com/v1/`. Where integrations are tested.
+    case uat
+    /// Production: `https://api.citconpay.com/v1/`.
+    case prod
+    /// Citcon's QA environment, at the base URL Citcon gives you.
+    case qa(URL)
+    /// Any other base URL ending in `/v1`: the local sandbox (`{sandbox}/citcon/v1`) or a proxy.
+    case custom(URL)
+
+    /// The API base, `…/v1/`.
+    public var baseURL: URL {
+        switch self {
+        case .uat: URL(string: "https://api.sandbox.citconpay.com/v1/")!
+        case .prod: URL(string: "https://api.citconpay.com/v1/")!
+        case .dev(let url), .qa(let url), .custom(let url): url
+        }
+    }
+
+    /// `DEV`, `UAT`, `PROD`, `QA` or `CUSTOM`: sent to the app with each preparation, so an app
+    /// built for one environment refuses a token made in another.
+    public var name: String {
+        switch self {
+        case .dev: "DEV"
+        case .uat: "UAT"
+        case .prod: "PROD"
+        case .qa: "QA"
+        case .custom: "CUSTOM"
+        }
+    }
+
+    /// Whether plain-HTTP page URLs are acceptable (only for a local or custom base URL).
+    var allowsPlainHTTP: Bool {
+        if case .custom = self { return true }
+        return false
+    }
+
+    func endpoint(_ path: String) -> URL {
+        var base = baseURL.absoluteString
+        if !base.hasSuffix("/") { base += "/" }
+        return URL(string: base + path) ?? baseURL.appendingPathComponent(path)
+    }
+}
+
+/// The merchant's Citcon secrets. Server side only: an app never holds them.
+public struct CitconCredentials: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// The merchant API key: authenticates `POST /v1/access-tokens`.
+    public var apiKey: String
+    /// The API secret: checks the IPN `sign`.
+    public var apiSecret: String
+
+    public init(apiKey: String, apiSecret: String) {
+        self.apiKey = apiKey
+        self.apiSecret = apiSecret
+    }
+
+    public var description: String { "CitconCredentials(<redacted>)" }
+    public var debugDescription: String { description }
+}
+
+/// How Till fills the parts of a charge that are the merchant's choice.
+public struct CitconSettings: Sendable, Hashable {
+    /// UnionPay mode: `"00"` production (default), `"01"` development.
+    public var unionpayMode: String
+    /// Ask for 3-D Secure on card payments. Needs the customer's names, phone, e-mail and billing address.
+    public var request3DSecure: Bool
+    /// How long a charge stays payable (`payment.expiry`). `nil` leaves it to Citcon.
+    public var chargeLifetime: Duration?
+    /// Minimum time left on a client token handed to an app.
+    public var clientTokenMinimumLifetime: Duration
+
+    public init(unionpayMode: String = "00", request3DSecure: Bool = false, chargeLifetime: Duration? = .seconds(1_800),
+                clientTokenMinimumLifetime: Duration = .seconds(900)) {
+        self.unionpayMode = unionpayMode
+        self.request3DSecure = request3DSecure
+        self.chargeLifetime = chargeLifetime
+        self.clientTokenMinimumLifetime = clientTokenMinimumLifetime
+    }
+}
+
+/// Order details Till cannot read from a ``PaymentIntent``: the goods, shipping, billing address and
+/// installments. The server supplies them per attempt through ``CitconGateway/init(id:environment:credentials:settings:transport:orderDetails:)``.
+public struct CitconOrderDetails: Sendable, Hashable {
+    public var goods: CitconChargeRequest.Goods?
+    public var billingAddress: CitconChargeRequest.Address?
+    public var installments: CitconChargeRequest.Installments?
+    /// `payment.indicator`.
+    public var indicator: String?
+
+    public init(goods: CitconChargeRequest.Goods? = nil, billingAddress: CitconChargeRequest.Address? = nil,
+                installments: CitconChargeRequest.Installments? = nil, indicator: String? = nil) {
+        self.goods = goods
+        self.billingAddress = billingAddress
+        self.installments = installments
+        self.indicator = indicator
+    }
+}
+
+/// What an app needs to offer Citcon's methods: Info.plist schemes and the way back.
+public enum CitconMethods {
+    /// The methods Citcon offers through Till.
+    public static let all: Set<PaymentMethod> = [.wechatPay, .alipay, .alipayHK, .alipayPlus, .unionPay, .paypal, .venmo, .card,
+                                                 .toss, .fomo, .gcash, .dana, .kakaoPay]
+
+    /// The methods paid in a wallet SDK with native launch content.
+    public static let nativeWallets: [PaymentMethod: String] = [.wechatPay: "wechat", .alipay: "alipay", .unionPay: "unionpay"]
+
+    /// Registry information for Citcon's methods, with the `LSApplicationQueriesSchemes` the SDK guide
+    /// lists (card and PayPal need `<bundle id>.payments`).
+    public static func info(bundleIdentifier: String) -> [PaymentMethodInfo] {
+        let payments = "\(bundleIdentifier).payments"
+        return [
+            PaymentMethodInfo(method: .wechatPay, switchesApp: true, queriesSchemes: ["weixin", "wechat", "weixinULAPI"],
+                              needsForm: false, returnStyle: .universalLink),
+            PaymentMethodInfo(method: .alipay, switchesApp: true, queriesSchemes: ["alipay", "safepay", "alipays"],
+                              needsForm: false, returnStyle: .customScheme),
+            PaymentMethodInfo(method: .unionPay, switchesApp: true, queriesSchemes: ["uppaywallet", "uppaysdk", "uppayx1", "uppayx2", "uppayx3"],
+                              needsForm: false, returnStyle: .customScheme),
+            PaymentMethodInfo(method: .card, switchesApp: true, queriesSchemes: [payments], needsForm: false, returnStyle: .customScheme),
+            PaymentMethodInfo(method: .paypal, switchesApp: true, queriesSchemes: [payments], needsForm: false, returnStyle: .customScheme),
+            PaymentMethodInfo(method: .venmo, switchesApp: true, queriesSchemes: ["com.venmo.touch.v2"], needsForm: false,
+                              returnStyle: .customScheme),
+        ]
+    }
+
+    /// Registers Citcon's method information in `registry`.
+    public static func register(in registry: inout PaymentMethodRegistry, bundleIdentifier: String) {
+        for item in info(bundleIdentifier: bundleIdentifier) { registry.register(item) }
+    }
+}
