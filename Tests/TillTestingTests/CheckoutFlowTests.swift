@@ -216,3 +216,66 @@ struct RecordingTransportTests {
         #expect(throws: RecordingTransport.VerificationFailure.self) { try transport.verify() }
     }
 }
+
+/// Records what the app asks of the server, over an in-memory backend.
+actor BackendCalls {
+    var returnURLs: [URL] = []
+    var inquiries: [AttemptReference] = []
+    func prepared(_ url: URL?) { if let url { returnURLs.append(url) } }
+    func inquired(_ attempt: AttemptReference) { inquiries.append(attempt) }
+}
+
+struct ObservedBackend: MerchantBackend {
+    let inner: InMemoryMerchantBackend
+    let calls: BackendCalls
+    func prepare(_ intent: PaymentIntent, returnURL: URL?) async throws -> Preparation {
+        await calls.prepared(returnURL)
+        return try await inner.prepare(intent, returnURL: returnURL)
+    }
+    func report(_ outcome: ClientOutcome, for attempt: AttemptReference) async throws { try await inner.report(outcome, for: attempt) }
+    func status(of attempt: AttemptReference) async throws -> StatusReport? { try await inner.status(of: attempt) }
+    func inquire(_ attempt: AttemptReference) async throws -> StatusReport? {
+        await calls.inquired(attempt)
+        return try await inner.status(of: attempt)
+    }
+}
+
+@Suite("Return routes and the inquiry after a return")
+struct ReturnRouteSelectionTests {
+    func checkout(_ behavior: FakeBehavior, calls: BackendCalls) async throws -> (AppCheckout, ReturnURLHandler) {
+        let relay = Relay()
+        let gateway = FakeGateway(script: [behavior]) { await relay.deliver($0) }
+        let backend = InMemoryMerchantBackend(gateway: gateway)
+        await relay.set(backend)
+        let returns = try ReturnURLHandler(routes: [.customScheme("shop"), .universalLink(host: "shop.example.com", path: "/till/return")])
+        let app = AppCheckout(backend: ObservedBackend(inner: backend, calls: calls), gateways: [gateway], returns: returns,
+                              presenter: SimulatedCustomer(gateway: gateway, returns: returns, choice: .pay),
+                              returnTimeout: .seconds(2), confirmationTimeout: .milliseconds(600), confirmationInterval: .milliseconds(10))
+        return (app, returns)
+    }
+
+    @Test("WeChat Pay returns through the universal link, Alipay and card through the scheme")
+    func routeByMethod() async throws {
+        let (app, _) = try await checkout(.approve, calls: BackendCalls())
+        #expect(app.returnRoute(for: .wechatPay).isUniversalLink)
+        #expect(!app.returnRoute(for: .alipay).isUniversalLink)
+        #expect(app.returnRoute(for: .card).scheme == "shop")
+        let calls = BackendCalls()
+        let (wallet, _) = try await checkout(.walletHandoff, calls: calls)
+        _ = try await wallet.pay(Harness.intent(.wechatPay))
+        #expect(await calls.returnURLs.first?.scheme == "https")
+    }
+
+    @Test("after the customer comes back from a wallet the app asks the server to inquire; a form checkout does not")
+    func inquiryAfterReturn() async throws {
+        let calls = BackendCalls()
+        let (wallet, _) = try await checkout(.walletHandoff, calls: calls)
+        let result = try await wallet.pay(Harness.intent(.alipay))
+        #expect(await calls.inquiries == [result.preparation.attempt])
+
+        let formCalls = BackendCalls()
+        let (card, _) = try await checkout(.approve, calls: formCalls)
+        _ = try await card.pay(Harness.intent(.card))
+        #expect(await formCalls.inquiries.isEmpty)
+    }
+}

@@ -35,7 +35,16 @@ public struct HTTPMerchantBackend: MerchantBackend {
     }
 
     public func status(of attempt: AttemptReference) async throws -> StatusReport? {
-        let payment: PaymentView = try await call(.get, "v1/attempts/\(attempt.rawValue)", body: Optional<String>.none)
+        Self.report(of: attempt, in: try await call(.get, "v1/attempts/\(attempt.rawValue)", body: Optional<String>.none))
+    }
+
+    /// `POST /v1/attempts/{reference}/inquire`: the server asks the gateway and applies the answer.
+    public func inquire(_ attempt: AttemptReference) async throws -> StatusReport? {
+        Self.report(of: attempt, in: try await call(.post, "v1/attempts/\(attempt.rawValue)/inquire", body: Optional<String>.none))
+    }
+
+    /// The server's view of one attempt as a report.
+    private static func report(of attempt: AttemptReference, in payment: PaymentView) -> StatusReport? {
         guard let view = payment.attempts.first(where: { $0.reference == attempt }) else { return nil }
         return StatusReport(gateway: view.gateway, attempt: attempt, gatewayReference: view.gatewayReference,
                             status: view.status, amount: payment.amount, gatewayCode: view.gatewayCode)

@@ -11,6 +11,17 @@ public protocol MerchantBackend: Sendable {
     func report(_ outcome: ClientOutcome, for attempt: AttemptReference) async throws
     /// The authoritative status of an attempt, from verified notifications and inquiries.
     func status(of attempt: AttemptReference) async throws -> StatusReport?
+    /// Asks the server to inquire the gateway about an attempt now (the customer just came back,
+    /// perhaps before the gateway's notification) and returns the resulting status. The server does
+    /// the inquiry with its own credentials; the app never learns more than the status.
+    func inquire(_ attempt: AttemptReference) async throws -> StatusReport?
+}
+
+extension MerchantBackend {
+    /// By default, the status as the server knows it (no inquiry).
+    public func inquire(_ attempt: AttemptReference) async throws -> StatusReport? {
+        try await status(of: attempt)
+    }
 }
 
 /// The app's UI side of a checkout: what Till asks the app to do during **Present**.
@@ -62,12 +73,15 @@ public struct AppCheckout: Sendable {
     /// the app asks the server for another attempt; the server's router and the gateway's decision
     /// table decide whether one is allowed (a 409 ends it). 1 disables this.
     public var maxAttempts: Int
+    /// What each method needs; decides which return route an attempt uses (WeChat Pay returns
+    /// through a universal link, Alipay through a custom scheme).
+    public var methods: PaymentMethodRegistry
     private let gateways: [GatewayID: any Checkout]
 
     public init(backend: any MerchantBackend, gateways: [any Checkout], returns: ReturnURLHandler,
                 presenter: any CheckoutPresenter, returnTimeout: Duration = .seconds(900),
                 confirmationTimeout: Duration = .seconds(30), confirmationInterval: Duration = .milliseconds(500),
-                maxAttempts: Int = 1) {
+                maxAttempts: Int = 1, methods: PaymentMethodRegistry? = nil) {
         self.backend = backend
         self.gateways = Dictionary(gateways.map { ($0.gateway, $0) }, uniquingKeysWith: { first, _ in first })
         self.returns = returns
@@ -76,6 +90,18 @@ public struct AppCheckout: Sendable {
         self.confirmationTimeout = confirmationTimeout
         self.confirmationInterval = confirmationInterval
         self.maxAttempts = max(1, maxAttempts)
+        self.methods = methods ?? PaymentMethodRegistry(gateways: gateways)
+    }
+
+    /// The registered return route that suits `method`: a universal link or a custom scheme as the
+    /// method's ``PaymentMethodInfo/returnStyle`` says, else the handler's first route.
+    public func returnRoute(for method: PaymentMethod) -> ReturnRoute {
+        let routes = returns.routes
+        switch methods.info(for: method).returnStyle {
+        case .universalLink: return routes.first(where: \.isUniversalLink) ?? routes[0]
+        case .customScheme: return routes.first(where: { !$0.isUniversalLink }) ?? routes[0]
+        case .inProcess: return routes[0]
+        }
     }
 
     /// Runs one checkout: Prepare (server) → Present → Return → Confirm (server).
@@ -99,7 +125,7 @@ public struct AppCheckout: Sendable {
 
     /// One attempt: Prepare (server) → Present → Return → Confirm (server).
     private func attempt(_ intent: PaymentIntent) async throws -> CheckoutResult {
-        let expected = try returns.expectReturn()
+        let expected = try returns.expectReturn(on: returnRoute(for: intent.method))
         defer { returns.cancel(expected) }
         let preparation = try await backend.prepare(intent, returnURL: expected.url)
         guard let gateway = gateways[preparation.gateway] else {
@@ -115,7 +141,13 @@ public struct AppCheckout: Sendable {
             (outcome, handedOff) = (ClientOutcome(.unknown, gatewayCode: error.gatewayCode, message: error.message), false)
         }
         try? await backend.report(outcome, for: preparation.attempt)
-        let confirmed = try await awaitConfirmation(of: preparation.attempt)
+        var early: StatusReport?
+        if handedOff, outcome.kind != .unknown {
+            // The customer is back from the wallet or page: the gateway knows by now, maybe before its
+            // notification arrives. A failed inquiry is not an error; the polling below carries on.
+            early = try? await backend.inquire(preparation.attempt)
+        }
+        let confirmed = try await awaitConfirmation(of: preparation.attempt, initial: early)
         return CheckoutResult(preparation: preparation, clientOutcome: outcome, confirmed: confirmed,
                               customerMayHaveAuthenticated: handedOff)
     }
@@ -155,7 +187,8 @@ public struct AppCheckout: Sendable {
         }
     }
 
-    private func awaitConfirmation(of attempt: AttemptReference) async throws -> StatusReport? {
+    private func awaitConfirmation(of attempt: AttemptReference, initial: StatusReport? = nil) async throws -> StatusReport? {
+        if let initial, initial.status.isFinal || initial.status == .authorized { return initial }
         let deadline = ContinuousClock.now + confirmationTimeout
         var last: StatusReport?
         while true {

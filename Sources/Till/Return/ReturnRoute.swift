@@ -51,6 +51,9 @@ public struct ReturnRoute: Sendable, Hashable, Codable, CustomStringConvertible 
 
     public var description: String { "\(scheme)://\(host)\(path)" }
 
+    /// True for an `https` universal link, false for a custom scheme.
+    public var isUniversalLink: Bool { scheme == "https" }
+
     private enum CodingKeys: String, CodingKey { case scheme, host, path }
 
     /// Decodes through the same validation as ``customScheme(_:host:path:)`` and
