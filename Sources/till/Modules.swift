@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Till
+import TillCitcon
 import TillPayFort
 import TillServer
 import TillTesting
@@ -61,7 +62,58 @@ enum Modules {
             transport: LoggingTransport(URLSessionTransport(), logger: Logger(label: "till.gateway.\(gateway.id)")))
     }
 
-    static let all: [GatewayModule] = [fake, payfort]
+    /// The `citcon` module. Credentials: `api_key`, `api_secret`. Settings: `environment` (`uat` |
+    /// `prod`), `base_url` (any other: DEV, QA, the local sandbox), `unionpay_mode` (`00` | `01`),
+    /// `request_3ds` (`true` | `false`), `charge_lifetime_seconds`.
+    static let citcon = GatewayModule(
+        name: "citcon",
+        capabilities: CitconGateway(environment: .uat, transport: URLSessionTransport()).capabilities
+    ) { gateway, credentials in
+        func secret(_ name: String) throws -> String {
+            guard let value = credentials[name], !value.isEmpty else {
+                throw CheckoutError(.missingSecret, field: "credentials.\(name)", message: "the citcon module needs \(name)")
+            }
+            return value
+        }
+        let settings = gateway.settings
+        let environment: CitconEnvironment
+        if let base = settings["base_url"] {
+            guard let url = URL(string: base), url.scheme == "https" || url.scheme == "http" else {
+                throw CheckoutError(.misconfigured, field: "settings.base_url", message: "not an http(s) URL")
+            }
+            environment = .custom(url)
+        } else {
+            switch settings["environment"] ?? "uat" {
+            case "uat": environment = .uat
+            case "prod": environment = .prod
+            default: throw CheckoutError(.misconfigured, field: "settings.environment", message: "uat or prod (or set base_url)")
+            }
+        }
+        var options = CitconSettings()
+        if let mode = settings["unionpay_mode"] {
+            guard ["00", "01"].contains(mode) else {
+                throw CheckoutError(.misconfigured, field: "settings.unionpay_mode", message: "00 or 01")
+            }
+            options.unionpayMode = mode
+        }
+        if let flag = settings["request_3ds"] {
+            guard let value = Bool(flag) else { throw CheckoutError(.misconfigured, field: "settings.request_3ds", message: "true or false") }
+            options.request3DSecure = value
+        }
+        if let text = settings["charge_lifetime_seconds"] {
+            guard let seconds = Int(text), (60...86_400).contains(seconds) else {
+                throw CheckoutError(.misconfigured, field: "settings.charge_lifetime_seconds", message: "60 to 86400")
+            }
+            options.chargeLifetime = .seconds(seconds)
+        }
+        return CitconGateway(
+            id: gateway.id, environment: environment,
+            credentials: CitconCredentials(apiKey: try secret("api_key"), apiSecret: try secret("api_secret")),
+            settings: options,
+            transport: LoggingTransport(URLSessionTransport(), logger: Logger(label: "till.gateway.\(gateway.id)")))
+    }
+
+    static let all: [GatewayModule] = [fake, payfort, citcon]
 
     static var capabilities: [String: GatewayCapabilities] {
         Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0.capabilities) })
