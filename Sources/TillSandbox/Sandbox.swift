@@ -15,12 +15,14 @@ public enum SandboxError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// One loopback HTTP server hosting every gateway emulator (PayFort now, others later).
+/// One loopback HTTP server hosting every gateway emulator (PayFort, and Citcon when given).
 ///
 /// ```swift
 /// let payFort = PayFortEmulator(merchants: [merchant])
-/// let sandbox = try await Sandbox.start(payFort: payFort)
+/// let citcon = CitconEmulator(merchants: [.init(apiKey: "key", apiSecret: "secret")])
+/// let sandbox = try await Sandbox.start(payFort: payFort, citcon: citcon)
 /// // point the PayFort module at sandbox.payFortBaseURL (…/payfort/FortAPI/paymentApi)
+/// // and the Citcon module at sandbox.citconBaseURL (…/citcon/v1)
 /// await sandbox.stop()
 /// ```
 ///
@@ -32,9 +34,18 @@ public enum SandboxError: Error, Sendable, Equatable, CustomStringConvertible {
 ///   (`command` optional): queue a fault for the next matching request.
 /// - `GET /admin/payfort/ledger`, `GET /admin/payfort/operations`, `GET /admin/payfort/notifications`:
 ///   what was charged, the follow-up operations, and the feedback delivery attempts, as JSON arrays.
+/// - With a Citcon emulator: the Citcon UPI API `POST /citcon/v1/access-tokens`, `POST /citcon/v1/charges`,
+///   `GET /citcon/v1/transactions/{id}`, `POST /citcon/v1/captures`, `/citcon/v1/refunds`, `/citcon/v1/cancels`.
+/// - `GET /citcon/h5/{id}`: a charge's H5 payment page; `POST /citcon/h5/{id}/complete` with the form
+///   field `outcome=complete|fail|cancel` settles it (303 to the charge's `urls.success|fail|cancel`).
+/// - `POST /citcon/wallet/{method}/pay` (`wechatpay`, `alipay`, `unionpay`): the wallet app, given the
+///   charge's native content plus `"outcome"` as JSON (303 to the matching URL with `code` added).
+/// - `POST /admin/citcon/faults` with `{"fault": "server_error"|"timeout"|"drop"|"expire_tokens", "path": "/v1/charges"}`
+///   (`path` optional), `GET /admin/citcon/ledger`, `GET /admin/citcon/notifications`,
+///   `POST /admin/citcon/ipn/{id}/redeliver`, `POST /admin/citcon/tokens/expire`.
 /// - `GET /healthz`.
 public struct Sandbox: Sendable {
-    /// Only a namespace: start one with ``start(payFort:host:port:logger:)``.
+    /// Only a namespace: start one with ``start(payFort:citcon:host:port:logger:)``.
     private init() {}
 
     /// Largest request body accepted.
@@ -43,17 +54,19 @@ public struct Sandbox: Sendable {
     /// Starts the sandbox server and returns once it listens.
     /// - Parameters:
     ///   - payFort: the PayFort emulator to host under `/payfort`.
+    ///   - citcon: the Citcon emulator to host under `/citcon`, if any.
     ///   - host: the address to bind; loopback by default.
     ///   - port: the port; 0 picks a free one (read it from ``RunningSandbox/baseURL``).
     ///   - logger: where the HTTP server logs.
     /// - Throws: ``SandboxError/couldNotStart(_:)`` when the server cannot listen.
-    public static func start(payFort: PayFortEmulator, host: String = "127.0.0.1", port: Int = 0,
+    public static func start(payFort: PayFortEmulator, citcon: CitconEmulator? = nil, host: String = "127.0.0.1", port: Int = 0,
                              logger: Logger = Logger(label: "till.sandbox")) async throws(SandboxError) -> RunningSandbox {
         let address = SandboxAddress()
         let release = HoldRelease()
         let (router, connections) = LoopbackServer.makeRouter()
         router.get("/healthz") { _, _ in Self.json(.object([.init(key: "status", value: .string("ok"))])) }
         PayFortRoutes.register(on: router, emulator: payFort, address: address, release: release)
+        if let citcon { CitconRoutes.register(on: router, emulator: citcon, address: address, release: release) }
         let server = try await LoopbackServer.start(router: router, connections: connections, host: host, port: port,
                                                     logger: logger)
         await address.set(server.baseURL)
@@ -90,6 +103,11 @@ public struct RunningSandbox: Sendable {
     /// Where the PayFort emulator lives (`{baseURL}/payfort`); its API is
     /// `{payFortBaseURL}/FortAPI/paymentApi`.
     public var payFortBaseURL: URL { baseURL.appendingPathComponent("payfort") }
+
+    /// The Citcon UPI API base (`{baseURL}/citcon/v1`): the API's paths (`access-tokens`, `charges`,
+    /// `transactions/{id}`, …) go after it. The H5 pages and the wallet simulator are under
+    /// `{baseURL}/citcon`. Only served when the sandbox was started with a Citcon emulator.
+    public var citconBaseURL: URL { baseURL.appendingPathComponent("citcon").appendingPathComponent("v1") }
 
     /// Stops the server. Requests being held (timeouts) are let go first, so this returns promptly.
     public func stop() async {

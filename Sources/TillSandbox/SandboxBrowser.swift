@@ -18,4 +18,46 @@ public enum SandboxBrowser {
         let (_, response) = try await session.data(for: request)
         return (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Location").flatMap(URL.init(string:))
     }
+
+    /// Acts on a Citcon H5 page of this sandbox (`…/citcon/h5/{id}`, the `url` entry of a charge's
+    /// `payment.client`) and returns where the page sends the customer, without following it: the
+    /// charge's `urls.success`, `urls.fail` or `urls.cancel`, or nil when the page answered without
+    /// a redirect (unknown charge, bad outcome).
+    /// - Parameter outcome: `complete`, `fail` or `cancel`.
+    public static func completeCitconPage(at page: URL, outcome: String) async throws -> URL? {
+        var request = URLRequest(url: page.appendingPathComponent("complete"))
+        request.httpMethod = "POST"
+        request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
+        request.httpBody = Data(("outcome=" + FormEncoding.escape(outcome)).utf8)
+        return try await location(of: request)
+    }
+
+    /// Plays the wallet app on a Citcon charge's native launch content and returns where the wallet
+    /// sends the customer back, without following it: the matching `urls.*` with the SDK's `code`
+    /// (`0`, `-1`, `-2`, or `6001` for a cancelled Alipay payment), or nil when the wallet refused the
+    /// content (it matches no charge, e.g. it was tampered with).
+    /// - Parameters:
+    ///   - baseURL: the sandbox's ``RunningSandbox/baseURL``.
+    ///   - method: `wechatpay`, `alipay` or `unionpay`.
+    ///   - content: the `content` of the charge's `native` client entry, as received.
+    ///   - outcome: `complete`, `fail` or `cancel`.
+    public static func payInCitconWallet(sandbox baseURL: URL, method: String, content: [String: String],
+                                         outcome: String) async throws -> URL? {
+        var fields = content.mapValues(JSONValue.string)
+        fields["outcome"] = .string(outcome)
+        var request = URLRequest(url: baseURL.appendingPathComponent("citcon").appendingPathComponent("wallet")
+            .appendingPathComponent(method).appendingPathComponent("pay"))
+        request.httpMethod = "POST"
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.httpBody = Data(JSONValue.sortedObject(fields).serializedBytes)
+        return try await location(of: request)
+    }
+
+    /// Sends `request` without following redirects and returns the answer's `Location`, if any.
+    private static func location(of request: URLRequest) async throws -> URL? {
+        let session = URLSession(configuration: .ephemeral, delegate: NoRedirects(), delegateQueue: nil)
+        defer { session.finishTasksAndInvalidate() }
+        let (_, response) = try await session.data(for: request)
+        return (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Location").flatMap(URL.init(string:))
+    }
 }

@@ -11,7 +11,7 @@ import FoundationNetworking
 /// VOID_AUTHORIZATION, CHECK_STATUS), checks and produces signatures, runs the 3-D Secure page,
 /// sends signed transaction feedback with PayFort's retry schedule, and keeps a ``ledger`` of what
 /// it really charged, so a test can tell "the app was told" from "the money moved".
-/// Host it with ``Sandbox/start(payFort:host:port:logger:)``; the card numbers with special
+/// Host it with ``Sandbox/start(payFort:citcon:host:port:logger:)``; the card numbers with special
 /// outcomes are listed in ``PayFortEmulator/TestCard``.
 ///
 /// Choices where the documentation is silent:

@@ -1,0 +1,102 @@
+import Foundation
+import Hummingbird
+
+/// The Citcon emulator's HTTP routes inside the sandbox server.
+enum CitconRoutes {
+    static func register(on router: Router<SandboxRequestContext>, emulator: CitconEmulator,
+                         address: SandboxAddress, release: HoldRelease) {
+        @Sendable func api(_ request: Request, _ context: SandboxRequestContext, _ endpoint: CitconEndpoint) async -> Response {
+            let body = await readBody(request)
+            let base = await address.baseURL.appendingPathComponent("citcon")
+            let answer = await emulator.handleAPI(endpoint, authorization: request.headers[.authorization], body: body,
+                                                  citconBaseURL: base)
+            switch answer.delivery {
+            case .respond:
+                return Response(status: .init(code: answer.httpStatus),
+                                headers: [.contentType: "application/json; charset=utf-8"],
+                                body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
+            case .holdThenGatewayTimeout:
+                await release.hold(for: emulator.holdDuration)
+                return Sandbox.text("Gateway Timeout", status: .gatewayTimeout)
+            case .dropConnection:
+                context.closeConnection()
+                return Sandbox.text("", status: .internalServerError)
+            }
+        }
+
+        router.post("/citcon/v1/access-tokens") { request, context in await api(request, context, .accessTokens) }
+        router.post("/citcon/v1/charges") { request, context in await api(request, context, .charges) }
+        router.get("/citcon/v1/transactions/:id") { request, context in
+            await api(request, context, .transaction(id: context.parameters.get("id") ?? ""))
+        }
+        router.post("/citcon/v1/captures") { request, context in await api(request, context, .captures) }
+        router.post("/citcon/v1/refunds") { request, context in await api(request, context, .refunds) }
+        router.post("/citcon/v1/cancels") { request, context in await api(request, context, .cancels) }
+
+        router.get("/citcon/h5/:id") { _, context -> Response in
+            let base = await address.baseURL.appendingPathComponent("citcon")
+            return response(await emulator.h5Page(id: context.parameters.get("id") ?? "", citconBaseURL: base))
+        }
+        router.post("/citcon/h5/:id/complete") { request, context -> Response in
+            guard let body = await readBody(request) else { return Sandbox.text("body too large", status: .contentTooLarge) }
+            return response(await emulator.completePage(id: context.parameters.get("id") ?? "", form: body))
+        }
+        router.post("/citcon/wallet/:method/pay") { request, context -> Response in
+            guard let body = await readBody(request) else { return Sandbox.json(error("body too large"), status: .contentTooLarge) }
+            return response(await emulator.walletPay(method: context.parameters.get("method") ?? "", body: body))
+        }
+
+        router.post("/admin/citcon/faults") { request, _ -> Response in
+            let expected = "expected {\"fault\": \"server_error\" | \"timeout\" | \"drop\" | \"expire_tokens\", \"path\": optional}"
+            guard let body = await readBody(request), let parsed = try? JSONValue.parse(body),
+                  let name = parsed["fault"]?.stringValue else {
+                return Sandbox.json(error(expected), status: .badRequest)
+            }
+            guard let fault = CitconEmulator.Fault(rawValue: name) else {
+                return Sandbox.json(error("unknown fault \"\(name)\"; " + expected), status: .badRequest)
+            }
+            let path = parsed["path"]?.stringValue
+            await emulator.inject(fault, path: path)
+            var members: [JSONValue.Member] = [.init(key: "queued", value: .string(fault.rawValue))]
+            if let path { members.append(.init(key: "path", value: .string(CitconEmulator.normalizedAPIPath(path)))) }
+            return Sandbox.json(.object(members))
+        }
+        router.get("/admin/citcon/ledger") { _, _ -> Response in
+            Sandbox.json(encoding: await emulator.ledger)
+        }
+        router.get("/admin/citcon/notifications") { _, _ -> Response in
+            Sandbox.json(encoding: await emulator.notifications)
+        }
+        router.post("/admin/citcon/ipn/:id/redeliver") { _, context -> Response in
+            let id = context.parameters.get("id") ?? ""
+            guard let attempt = await emulator.redeliver(ipnOf: id) else {
+                return Sandbox.json(error("no IPN was made for transaction \(id)"), status: .notFound)
+            }
+            return Sandbox.json(encoding: attempt)
+        }
+        router.post("/admin/citcon/tokens/expire") { _, _ -> Response in
+            let count = await emulator.expireTokens()
+            return Sandbox.json(.object([.init(key: "expired", value: .number(String(count)))]))
+        }
+    }
+
+    private static func readBody(_ request: Request) async -> [UInt8]? {
+        guard let buffer = try? await request.body.collect(upTo: Sandbox.maximumBodyBytes) else { return nil }
+        return Array(buffer.readableBytesView)
+    }
+
+    private static func response(_ answer: CitconCustomerAnswer) -> Response {
+        switch answer {
+        case .page(let status, let html):
+            Sandbox.text(html, status: .init(code: status), contentType: "text/html; charset=utf-8")
+        case .redirect(let location):
+            Response(status: .seeOther, headers: [.location: location])
+        case .error(let status, let message):
+            Sandbox.json(error(message), status: .init(code: status))
+        }
+    }
+
+    private static func error(_ message: String) -> JSONValue {
+        .object([.init(key: "error", value: .string(message))])
+    }
+}

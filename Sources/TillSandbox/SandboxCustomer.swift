@@ -1,0 +1,62 @@
+import Foundation
+import Till
+
+/// A customer paying with Citcon in the sandbox, for demos and tests: approves, fails or cancels in
+/// the wallet app (WeChat Pay, Alipay, UnionPay, played by the sandbox's wallet simulator) or on the
+/// H5 page, then comes back to the app through the return URL — or never comes back.
+public struct SandboxCitconCustomer: CheckoutPresenter {
+    /// What the customer does in the wallet or on the page.
+    public enum Choice: String, Sendable {
+        case complete, fail, cancel
+    }
+
+    public let sandbox: URL
+    public let method: PaymentMethod
+    public let returns: ReturnURLHandler
+    public var choice: Choice
+    /// False: the customer pays but never comes back to the app (killed the wallet, switched apps).
+    public var comesBack: Bool
+    /// Receives one line per step, for a demo's trace.
+    public var trace: @Sendable (String) -> Void
+
+    /// - Parameters:
+    ///   - sandbox: the sandbox's base URL (``RunningSandbox/baseURL``).
+    ///   - method: the method being paid with (picks the wallet simulator).
+    ///   - returns: the app's return handler, which the customer's return is offered to.
+    public init(sandbox: URL, method: PaymentMethod, returns: ReturnURLHandler, choice: Choice = .complete, comesBack: Bool = true,
+                trace: @escaping @Sendable (String) -> Void = { _ in }) {
+        self.sandbox = sandbox
+        self.method = method
+        self.returns = returns
+        self.choice = choice
+        self.comesBack = comesBack
+        self.trace = trace
+    }
+
+    /// Citcon collects nothing in the app: a form is closed.
+    public func collect(_ form: FormSpec) async throws -> FormValues? { nil }
+
+    public func launch(_ wallet: WalletLaunch) async throws {
+        trace("app     launches the \(wallet.wallet) wallet with [\(wallet.parameters.keys.sorted().joined(separator: ", "))]")
+        let back = try await SandboxBrowser.payInCitconWallet(sandbox: sandbox, method: method.rawValue, content: wallet.parameters,
+                                                              outcome: choice.rawValue)
+        come(back)
+    }
+
+    public func open(_ url: URL, handoff: Handoff) async throws {
+        trace("app     opens the \(handoff.rawValue) page \(url.path)")
+        let back = try await SandboxBrowser.completeCitconPage(at: url, outcome: choice.rawValue)
+        come(back)
+    }
+
+    private func come(_ back: URL?) {
+        trace("wallet  customer chose \(choice.rawValue)")
+        guard let back else { return }
+        guard comesBack else {
+            trace("app     …the customer never comes back")
+            return
+        }
+        let accepted = returns.handle(back)
+        trace("app     return \(back.scheme ?? "")://\(back.host ?? "")\(back.path) matched: \(accepted)")
+    }
+}
