@@ -77,6 +77,10 @@ public protocol PaymentStore: Sendable {
     /// Creates or upgrades the schema. Safe to call on every start.
     func migrate() async throws
 
+    /// How many verified notifications are stored for an attempt (each delivery of the same event
+    /// is stored once).
+    func notificationCount(attempt: AttemptReference) async throws -> Int
+
     /// Creates a payment, honouring an idempotency key.
     /// - Parameter requestHash: a digest of the canonical request, compared on replay.
     func create(_ intent: PaymentIntent, merchant: String, id: String, idempotencyKey: String?, requestHash: String) async throws -> CreateOutcome

@@ -228,6 +228,15 @@ public final class PostgresPaymentStore: PaymentStore {
     }
 
     /// Counts rows of a table (tests and diagnostics).
+    public func notificationCount(attempt: AttemptReference) async throws -> Int {
+        try await client.withConnection { connection in
+            var total = 0
+            for try await value in try await connection.query("SELECT COUNT(*)::BIGINT FROM till_notifications WHERE attempt_reference = \(attempt.rawValue)",
+                                                              logger: self.logger).decode(Int64.self) { total = Int(value) }
+            return total
+        }
+    }
+
     func count(_ table: String, where condition: String = "1 = 1") async throws -> Int {
         try await client.withConnection { connection in
             var total = 0

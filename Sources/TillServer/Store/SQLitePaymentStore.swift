@@ -178,6 +178,12 @@ public final class SQLitePaymentStore: PaymentStore {
         return references
     }
 
+    public func notificationCount(attempt: AttemptReference) async throws -> Int {
+        try await pool.read { db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM till_notifications WHERE attempt_reference = ?", arguments: [attempt.rawValue]) ?? 0
+        }
+    }
+
     /// Counts rows of a table (tests and diagnostics).
     func count(_ table: String, where condition: String = "1 = 1") async throws -> Int {
         try await pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table) WHERE \(condition)") ?? 0 }
