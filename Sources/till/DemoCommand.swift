@@ -5,6 +5,7 @@ import FoundationNetworking
 #endif
 import Logging
 import Till
+import TillCitcon
 import TillPayFort
 import TillSandbox
 import TillServer
@@ -12,11 +13,12 @@ import TillServer
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "Run checkouts end to end on loopback: app → merchant server → PayFort sandbox → feedback → server.",
+        abstract: "Run checkouts end to end on loopback: app → merchant server → gateway sandbox → notification → server.",
         discussion: """
             Everything starts in this process on 127.0.0.1 with embedded defaults: the gateway sandbox \
-            (two PayFort accounts), the merchant server (SQLite in a temporary folder), and an app \
-            (AppCheckout with its return handler) whose customer types test cards. Nothing else is needed.
+            (two PayFort accounts and a Citcon account), the merchant server (SQLite in a temporary \
+            folder), and an app (AppCheckout with its return handler) whose customer types test cards \
+            or pays in a wallet. Nothing else is needed.
             """)
 
     @Flag(help: "Show the server's and the sandbox's own logs.")
@@ -54,8 +56,11 @@ struct DemoCommand: AsyncParsableCommand {
                             requestPhrase: "\(id)-request-phrase", responsePhrase: "\(id)-response-phrase")
         }
         let emulator = PayFortEmulator(merchants: accounts, notificationRetry: (10, .milliseconds(100)), logger: logger)
-        let sandbox = try await Sandbox.start(payFort: emulator, logger: logger)
+        let citconAccount = CitconEmulator.Merchant(apiKey: "demo-citcon-api-key", apiSecret: "demo-citcon-api-secret")
+        let citcon = CitconEmulator(merchants: [citconAccount], ipnRetryInterval: .milliseconds(100), logger: logger)
+        let sandbox = try await Sandbox.start(payFort: emulator, citcon: citcon, logger: logger)
         say("▶ sandbox      \(sandbox.payFortBaseURL)  (PayFort, 2 merchant accounts)")
+        say("▶ sandbox      \(sandbox.citconBaseURL)  (Citcon UPI, 1 merchant account)")
 
         // 2. The merchant server, configured like a real one: secrets from its environment.
         var environment = ["DEMO_API_KEY": "demo-app-key-\(UUID().uuidString)"]
@@ -72,12 +77,20 @@ struct DemoCommand: AsyncParsableCommand {
                               "request_phrase": .init(env: "\(prefix)_REQUEST_PHRASE"), "response_phrase": .init(env: "\(prefix)_RESPONSE_PHRASE")],
                 settings: ["base_url": sandbox.payFortBaseURL.absoluteString]))
         }
+        environment["CITCON_API_KEY"] = citconAccount.apiKey
+        environment["CITCON_API_SECRET"] = citconAccount.apiSecret
+        gateways.append(GatewayConfiguration(
+            id: "citcon", module: "citcon",
+            credentials: ["api_key": .init(env: "CITCON_API_KEY"), "api_secret": .init(env: "CITCON_API_SECRET")],
+            settings: ["base_url": sandbox.citconBaseURL.absoluteString]))
+        // Citcon learns where to post its IPN from each charge, so the server's public URL is its own.
+        guard let port = LoopbackPort.reserve() else { throw CheckoutError(.misconfigured, message: "no free loopback port") }
         let configuration = TillConfiguration(
             merchants: [MerchantConfiguration(id: "demo-shop", apiKey: .init(env: "DEMO_API_KEY"), gateways: gateways,
-                                              routing: RoutingConfiguration(fallback: gatewayIDs),
+                                              routing: RoutingConfiguration(fallback: gatewayIDs + ["citcon"]),
                                               retry: RetryPolicy(maxAttempts: 3))],
-            server: ServerSettings(listen: "127.0.0.1:0", storage: "sqlite:\(folder.appendingPathComponent("till.sqlite").path)",
-                                   publicURL: "http://127.0.0.1"))
+            server: ServerSettings(listen: "127.0.0.1:\(port)", storage: "sqlite:\(folder.appendingPathComponent("till.sqlite").path)",
+                                   publicURL: "http://127.0.0.1:\(port)"))
         let state = try ServerState(configuration: configuration, modules: Modules.all, environment: environment)
         let store = try openStore(configuration.server!.storage)
         try await store.migrate()
@@ -92,15 +105,18 @@ struct DemoCommand: AsyncParsableCommand {
         }
         say("▶ server       \(serverURL)  (SQLite in \(folder.lastPathComponent); notifications at /v1/notifications/<gateway>)")
 
-        // 3. The app: one return handler, one checkout; the customer types test cards.
-        let returns = try ReturnURLHandler(routes: [.customScheme("tilldemo")])
+        // 3. The app: one return handler (a URL scheme and a universal link), one checkout; the customer
+        //    types test cards or pays in a wallet.
+        let returns = try ReturnURLHandler(routes: [.customScheme("tilldemo"), .universalLink(host: "demo.till.example", path: "/till/return")])
         let backend = HTTPMerchantBackend(baseURL: serverURL, apiKey: environment["DEMO_API_KEY"]!, transport: URLSessionTransport())
-        let appGateways = gatewayIDs.map { PayFortGateway(id: $0, environment: .custom(sandbox.payFortBaseURL), transport: URLSessionTransport()) }
+        let appGateways: [any Checkout] = gatewayIDs.map { PayFortGateway(id: $0, environment: .custom(sandbox.payFortBaseURL), transport: URLSessionTransport()) }
+            + [CitconGateway(environment: .custom(sandbox.citconBaseURL), transport: URLSessionTransport())]   // the app: no secrets
+        let total = 11
         let sar = try Currency(code: "SAR")
 
         func checkout(_ title: String, index: Int, card: String, amount: String, action: PaymentAction = .sale,
                       expect: PaymentStatus, before: (() async -> Void)? = nil) async throws -> Row {
-            say("\n[\(index)/6] \(title)")
+            say("\n[\(index)/\(total)] \(title)")
             await before?()
             let customer = DemoCustomer(card: card, returns: returns)
             let checkout = AppCheckout(backend: backend, gateways: appGateways, returns: returns, presenter: customer,
@@ -133,6 +149,31 @@ struct DemoCommand: AsyncParsableCommand {
             return (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["id"] as? String
         }
 
+        func walletCheckout(_ title: String, index: Int, method: PaymentMethod, amount: String, choice: SandboxCitconCustomer.Choice = .complete,
+                            comesBack: Bool = true, expect: PaymentStatus, before: (() async -> Void)? = nil,
+                            after: ((CheckoutResult) async throws -> Void)? = nil) async throws -> Row {
+            say("\n[\(index)/\(total)] \(title)")
+            await before?()
+            let customer = SandboxCitconCustomer(sandbox: sandbox.baseURL, method: method, returns: returns, choice: choice,
+                                                 comesBack: comesBack) { say("  \($0)") }
+            let checkout = AppCheckout(backend: backend, gateways: appGateways, returns: returns, presenter: customer,
+                                       returnTimeout: comesBack ? .seconds(10) : .seconds(1), confirmationTimeout: .seconds(10),
+                                       confirmationInterval: .milliseconds(50))
+            let intent = PaymentIntent(merchantReference: "demo-\(index)-\(UUID().uuidString.prefix(6).lowercased())",
+                                       amount: try Money(decimal: amount, currency: try Currency(code: "USD")), country: try CountryCode("US"),
+                                       method: method, customer: Customer(email: "customer@example.com"), description: "Demo order \(index)")
+            say("  app     pays \(intent.amount) with \(method); returns through \(checkout.returnRoute(for: method))")
+            let result = try await checkout.pay(intent)
+            say("  server  citcon charge \(result.preparation.gatewayReference ?? "-"); the app saw \(result.clientOutcome.kind.rawValue)"
+                + (result.clientOutcome.gatewayCode.map { " (code \($0))" } ?? "") + "; the server says \(result.status)")
+            try await after?(result)
+            let charged = await citcon.ledger.filter { $0.reference == result.preparation.attempt.rawValue && $0.operation == .charge }.count
+            return Row(scenario: title, expected: expect, status: result.status, client: result.clientOutcome.kind.rawValue,
+                       gateways: result.preparation.gateway.rawValue, attempts: result.attempts, charged: charged)
+        }
+
+        func storedNotifications(_ attempt: AttemptReference) async throws -> Int { try await store.notificationCount(attempt: attempt) }
+
         var rows: [Row] = []
         rows.append(try await checkout("PayFort card purchase", index: 1, card: "4005550000000001", amount: "120.00", expect: .paid))
         rows.append(try await checkout("PayFort authorization", index: 2, card: "5123450000000008", amount: "75.50", action: .authorize,
@@ -146,7 +187,27 @@ struct DemoCommand: AsyncParsableCommand {
         })
         rows.append(try await checkout("Hard decline does not cascade", index: 5, card: "4000000000000002", amount: "99.00", expect: .failed))
 
-        say("\n[6/6] A forged return URL is ignored")
+        rows.append(try await walletCheckout("WeChat Pay, back through the universal link", index: 6, method: .wechatPay, amount: "18.80",
+                                             expect: .paid))
+        rows.append(try await walletCheckout("Alipay, back through the URL scheme", index: 7, method: .alipay, amount: "26.00", expect: .paid))
+        rows.append(try await walletCheckout("Alipay, the customer cancels (6001)", index: 8, method: .alipay, amount: "12.00", choice: .cancel,
+                                             expect: .cancelled))
+        rows.append(try await walletCheckout("UnionPay: the return URL arrives before the IPN", index: 9, method: .unionPay, amount: "64.00",
+                                             expect: .paid, before: {
+            await citcon.holdIPNs()
+            say("  sandbox Citcon holds its IPNs: the return comes first, the server inquires")
+        }, after: { result in
+            say("  server  notifications stored so far: \(try await storedNotifications(result.preparation.attempt))")
+            await citcon.releaseIPNs()
+            await citcon.waitForNotifications()
+            let acknowledged = await citcon.notifications.last?.status.map(String.init) ?? "none"
+            say("  sandbox the IPN arrives late (HTTP \(acknowledged)); stored: \(try await storedNotifications(result.preparation.attempt)); "
+                + "status stays \(try await backend.status(of: result.preparation.attempt)?.status.rawValue ?? "?")")
+        }))
+        rows.append(try await walletCheckout("WeChat Pay: no return at all, the IPN alone settles it", index: 10, method: .wechatPay,
+                                             amount: "33.00", comesBack: false, expect: .paid))
+
+        say("\n[11/\(total)] A forged return URL is ignored")
         let expected = try returns.expectReturn()
         let forged = URL(string: "tilldemo://till/return?till_state=forged&status=14&response_code=14000")!
         let forgedAccepted = returns.handle(forged)
@@ -160,9 +221,9 @@ struct DemoCommand: AsyncParsableCommand {
         rows.append(forgedRow)
 
         // 4. The summary.
-        say("\n  #  scenario                                                       gateways                        attempts  charged  client     status      ")
+        say("\n   #  scenario                                                       gateways                        attempts  charged  client     status      ")
         for (index, row) in rows.enumerated() {
-            let line = "  \(index + 1)  " + row.scenario.padding(toLength: 62, withPad: " ", startingAt: 0) + " "
+            let line = String(index + 1).leftPadded(to: 4) + "  " + row.scenario.padding(toLength: 62, withPad: " ", startingAt: 0) + " "
                 + row.gateways.padding(toLength: 31, withPad: " ", startingAt: 0) + " "
                 + String(row.attempts).padding(toLength: 9, withPad: " ", startingAt: 0) + " "
                 + String(row.charged).padding(toLength: 8, withPad: " ", startingAt: 0) + " "
@@ -172,7 +233,9 @@ struct DemoCommand: AsyncParsableCommand {
             say(line)
         }
         let ledger = await emulator.ledger
-        say("\n  sandbox ledger: \(ledger.count) charge(s) — \(ledger.map { "\($0.command) \($0.amountMinor) \($0.currency)" }.joined(separator: ", "))")
+        say("\n  PayFort ledger: \(ledger.count) charge(s) — \(ledger.map { "\($0.command) \($0.amountMinor) \($0.currency)" }.joined(separator: ", "))")
+        let citconLedger = await citcon.ledger
+        say("  Citcon ledger:  \(citconLedger.count) charge(s) — \(citconLedger.map { "\($0.method) \($0.amountMinor) \($0.currency)" }.joined(separator: ", "))")
         server.cancel()
         _ = await server.result
         await sandbox.stop()
@@ -181,6 +244,11 @@ struct DemoCommand: AsyncParsableCommand {
         say(failures == 0 ? "\nAll demo checkouts ended as expected." : "\n\(failures) demo checkout(s) did not end as expected.")
         if failures > 0 { throw ExitCode.failure }
     }
+}
+
+extension String {
+    /// The string with spaces in front, at least `width` characters long.
+    func leftPadded(to width: Int) -> String { String(repeating: " ", count: max(0, width - count)) + self }
 }
 
 /// Prints a line at once (the trace must not wait for a buffer).
