@@ -63,7 +63,7 @@ enum Modules {
     }
 
     /// The `citcon` module. Credentials: `api_key`, `api_secret`. Settings: `environment` (`uat` |
-    /// `prod`), `base_url` (any other: DEV, QA, the local sandbox), `unionpay_mode` (`00` | `01`),
+    /// `prod`, or `dev` | `qa` with `base_url`), `base_url` alone for the local sandbox, `unionpay_mode` (`00` | `01`),
     /// `request_3ds` (`true` | `false`), `charge_lifetime_seconds`.
     static let citcon = GatewayModule(
         name: "citcon",
@@ -76,18 +76,25 @@ enum Modules {
             return value
         }
         let settings = gateway.settings
-        let environment: CitconEnvironment
-        if let base = settings["base_url"] {
-            guard let url = URL(string: base), url.scheme == "https" || url.scheme == "http" else {
+        var base: URL?
+        if let text = settings["base_url"] {
+            guard let url = URL(string: text), url.scheme == "https" || url.scheme == "http" else {
                 throw CheckoutError(.misconfigured, field: "settings.base_url", message: "not an http(s) URL")
             }
-            environment = .custom(url)
-        } else {
-            switch settings["environment"] ?? "uat" {
-            case "uat": environment = .uat
-            case "prod": environment = .prod
-            default: throw CheckoutError(.misconfigured, field: "settings.environment", message: "uat or prod (or set base_url)")
-            }
+            base = url
+        }
+        let environment: CitconEnvironment
+        switch (settings["environment"], base) {
+        case ("uat", nil), (nil, nil): environment = .uat
+        case ("prod", nil): environment = .prod
+        case ("dev", let url?): environment = .dev(url)
+        case ("qa", let url?): environment = .qa(url)
+        case (nil, let url?): environment = .custom(url)
+        case ("dev", nil), ("qa", nil):
+            throw CheckoutError(.misconfigured, field: "settings.base_url", message: "DEV and QA need the base URL Citcon gives you")
+        default:
+            throw CheckoutError(.misconfigured, field: "settings.environment",
+                                message: "uat or prod, dev or qa with base_url, or base_url alone (a sandbox)")
         }
         var options = CitconSettings()
         if let mode = settings["unionpay_mode"] {

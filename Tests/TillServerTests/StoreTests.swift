@@ -78,6 +78,8 @@ struct StoreTests {
         }
         #expect(try await store.ingest(raw, report: StatusReport(gateway: "g", attempt: .generate(), status: .paid, eventID: "e3"), merchant: merchant) == .unknownAttempt)
         #expect(try await count(store, "till_notifications", where: "attempt_reference = '\(attempt)'") == 2)
+        #expect(try await store.notificationCount(attempt: attempt) == 2)
+        #expect(try await store.notificationCount(attempt: AttemptReference(rawValue: "x' OR '1'='1")) == 0)
         let payment = try #require(try await store.payment(id: id, merchant: merchant))
         #expect(payment.status == .paid && payment.attempts.first?.gatewayReference == "gw-1")
         #expect(try await store.payment(id: id, merchant: "someone-else") == nil)
