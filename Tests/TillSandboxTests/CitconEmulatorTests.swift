@@ -79,13 +79,7 @@ struct CitconHarness {
     }
 
     func send(_ request: URLRequest, session: URLSession? = nil) async throws -> RawResponse {
-        let (data, response) = try await (session ?? self.session).data(for: request)
-        let http = try #require(response as? HTTPURLResponse)
-        var headers: [String: String] = [:]
-        for (name, value) in http.allHeaderFields {
-            if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
-        }
-        return RawResponse(status: http.statusCode, headers: headers, body: data)
+        try await exchange(request, on: session ?? self.session)
     }
 
     func post(absolute url: URL, body: String, contentType: String = "application/json") async throws -> RawResponse {

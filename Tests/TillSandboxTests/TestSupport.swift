@@ -90,13 +90,7 @@ struct PayFortHarness {
     }
 
     func send(_ request: URLRequest, session: URLSession? = nil) async throws -> RawResponse {
-        let (data, response) = try await (session ?? self.session).data(for: request)
-        let http = try #require(response as? HTTPURLResponse)
-        var headers: [String: String] = [:]
-        for (name, value) in http.allHeaderFields {
-            if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
-        }
-        return RawResponse(status: http.statusCode, headers: headers, body: data)
+        try await exchange(request, on: session ?? self.session)
     }
 
     // MARK: Flows
@@ -232,4 +226,15 @@ extension JSONValue: ExpressibleByStringLiteral {
     public init(stringLiteral value: String) {
         self = .string(value)
     }
+}
+
+/// Sends `request` and reads the answer whole, without following redirects (the session decides).
+func exchange(_ request: URLRequest, on session: URLSession) async throws -> RawResponse {
+        let (data, response) = try await session.data(for: request)
+        let http = try #require(response as? HTTPURLResponse)
+        var headers: [String: String] = [:]
+        for (name, value) in http.allHeaderFields {
+            if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
+        }
+        return RawResponse(status: http.statusCode, headers: headers, body: data)
 }

@@ -310,30 +310,7 @@ extension CitconEmulator {
         return base + separator + query + fragment
     }
 
-    static func html(title: String, body: String) -> String {
-        """
-        <!doctype html>
-        <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
-        <title>\(escapeHTML(title))</title></head>
-        <body><h1>\(escapeHTML(title))</h1>
-        \(body)
-        <p><small>Till sandbox: Citcon emulator</small></p>
-        </body></html>
-        """
-    }
+    static func html(title: String, body: String) -> String { SandboxHTML.page(title: title, body: body, emulator: "Citcon") }
 
-    static func escapeHTML(_ text: String) -> String {
-        var output = ""
-        for character in text {
-            switch character {
-            case "&": output += "&amp;"
-            case "<": output += "&lt;"
-            case ">": output += "&gt;"
-            case "\"": output += "&quot;"
-            case "'": output += "&#39;"
-            default: output.append(character)
-            }
-        }
-        return output
-    }
+    static func escapeHTML(_ text: String) -> String { SandboxHTML.escape(text) }
 }

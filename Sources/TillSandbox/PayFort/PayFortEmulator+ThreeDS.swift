@@ -99,29 +99,7 @@ extension PayFortEmulator {
         return base + separator + query + fragment
     }
 
-    static func html(title: String, body: String) -> String {
-        """
-        <!doctype html>
-        <html lang="en"><head><meta charset="utf-8"><title>\(escapeHTML(title))</title></head>
-        <body><h1>\(escapeHTML(title))</h1>
-        \(body)
-        <p><small>Till sandbox: PayFort emulator</small></p>
-        </body></html>
-        """
-    }
+    static func html(title: String, body: String) -> String { SandboxHTML.page(title: title, body: body, emulator: "PayFort") }
 
-    static func escapeHTML(_ text: String) -> String {
-        var output = ""
-        for character in text {
-            switch character {
-            case "&": output += "&amp;"
-            case "<": output += "&lt;"
-            case ">": output += "&gt;"
-            case "\"": output += "&quot;"
-            case "'": output += "&#39;"
-            default: output.append(character)
-            }
-        }
-        return output
-    }
+    static func escapeHTML(_ text: String) -> String { SandboxHTML.escape(text) }
 }

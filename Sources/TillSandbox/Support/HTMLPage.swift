@@ -1,0 +1,31 @@
+/// The sandbox's small HTML pages (3-D Secure, H5 payment pages).
+enum SandboxHTML {
+    /// A whole page: `title` as heading, `body` as given (already escaped), and which emulator made it.
+    static func page(title: String, body: String, emulator: String) -> String {
+        """
+        <!doctype html>
+        <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+        <title>\(escape(title))</title></head>
+        <body><h1>\(escape(title))</h1>
+        \(body)
+        <p><small>Till sandbox: \(escape(emulator)) emulator</small></p>
+        </body></html>
+        """
+    }
+
+    /// `text` safe inside HTML text and attribute values.
+    static func escape(_ text: String) -> String {
+        var output = ""
+        for character in text {
+            switch character {
+            case "&": output += "&amp;"
+            case "<": output += "&lt;"
+            case ">": output += "&gt;"
+            case "\"": output += "&quot;"
+            case "'": output += "&#39;"
+            default: output.append(character)
+            }
+        }
+        return output
+    }
+}
