@@ -42,8 +42,12 @@ public struct CitconGateway: Checkout {
         GatewayCapabilities(methods: CitconMethods.all, actions: [.sale, .authorize], supportsInquiry: true, supportsNotifications: true)
     }
 
-    /// Only Citcon's own failure (`5000`) may move to another gateway; every decline stays.
-    public var decisionTable: DecisionTable { DecisionTable(["5000": .retryNext]) }
+    /// Every decline stays where it is: a customer who declined or cancelled in a wallet is not sent
+    /// to another gateway. (A charge Citcon could not create moves on as `unavailable`, see ``prepare(_:)``.)
+    public var decisionTable: DecisionTable { DecisionTable() }
+
+    /// The code of an HTTP 401 answer: the token was refused and nothing was processed.
+    static let tokenRefused: CheckoutError.Code = "citcon_token_refused"
 
     /// Methods whose charge can be authorised and captured later (the others capture at once).
     static let capturableMethods: Set<PaymentMethod> = [.card, .paypal, .venmo]
@@ -57,8 +61,9 @@ public struct CitconGateway: Checkout {
         do {
             charge = try await call(.post, "charges", body: request, as: CitconCharge.self, token: .server)
         } catch let error as CheckoutError where error.category == .unknownOutcome || error.category == .unavailable {
-            // A charge only moves money once the customer approves it in the wallet or page, and this
-            // one never reached a customer: safe to try elsewhere.
+            // Even if Citcon created the charge, it moves money only once a customer approves it in the
+            // wallet or on the page, and nobody has its launch content: safe to try elsewhere. (This
+            // holds because Till never sends a vaulted payment token, which could charge at once.)
             throw CheckoutError(.gatewayUnreachable, category: .unavailable, message: "no Citcon charge: \(error.message)",
                                 gateway: gateway, gatewayCode: error.gatewayCode, gatewayMessage: error.gatewayMessage)
         }
@@ -68,19 +73,23 @@ public struct CitconGateway: Checkout {
         let clientToken: CitconToken
         do {
             clientToken = try await token(.client, minimumLifetime: settings.clientTokenMinimumLifetime)
-        } catch let error as CheckoutError {
-            throw CheckoutError(.gatewayUnreachable, category: .unavailable, message: "no client token: \(error.message)",
-                                gateway: gateway, gatewayCode: error.gatewayCode)
+        } catch {
+            // The charge exists but no app will ever get it: cancel it before moving on, so it cannot
+            // linger payable. (If the cancel fails too, it expires with payment.expiry.)
+            _ = try? await call(.post, "cancels", body: CitconOperationRequest(transactionID: charge.id), as: CitconOperation.self,
+                                token: .server)
+            throw CheckoutError(.gatewayUnreachable, category: .unavailable,
+                                message: "no client token (the charge was cancelled): \((error as? CheckoutError)?.message ?? "failure")",
+                                gateway: gateway, gatewayCode: (error as? CheckoutError)?.gatewayCode)
         }
 
         var parameters: [String: String] = [
             "charge_id": charge.id,
             "access_token": clientToken.value,
-            "access_token_expiry": String(Int64(clientToken.expiresAt.timeIntervalSince1970)),
+            "access_token_expiry": String(Int64(clientToken.expiresAt.timeIntervalSince1970.rounded(.down))),
             "environment": environment.name,
             "method": request.payment.method,
         ]
-        if let chargeToken = charge.chargeToken { parameters["charge_token"] = chargeToken }
         for entry in charge.payment?.client ?? [] {
             switch entry.type {
             case "native":
@@ -219,7 +228,7 @@ public struct CitconGateway: Checkout {
             for (key, value) in parameters where key.hasPrefix("native.") { content[String(key.dropFirst(7))] = value }
             if !content.isEmpty {
                 let scheme = preparation.returnURL?.scheme.flatMap { ["http", "https"].contains($0.lowercased()) ? nil : $0 }
-                return .launchWallet(WalletLaunch(wallet: wallet, parameters: content, returnScheme: scheme))
+                return .launchWallet(WalletLaunch(wallet: wallet, parameters: content, returnScheme: scheme, returnURL: preparation.returnURL))
             }
         }
         guard let text = parameters["page_url"], let url = URL(string: text), let scheme = url.scheme?.lowercased(),
@@ -269,12 +278,13 @@ public struct CitconGateway: Checkout {
     public func verifyNotification(_ notification: IncomingNotification) throws -> VerifiedNotification {
         let credentials = try requireCredentials()
         let fields = try CitconIPNFields.parse(notification.body, mediaType: notification.mediaType)
+        let signed: Set<String>
         do {
-            try CitconSignature.verify(fields, secret: credentials.apiSecret)
+            signed = try CitconSignature.verify(fields, secret: credentials.apiSecret)
         } catch {
             throw error.from(gateway)
         }
-        return VerifiedNotification(report: try report(fromIPN: fields))
+        return VerifiedNotification(report: try report(fromIPN: fields, signed: signed))
     }
 
     public func claimedAttempt(in notification: IncomingNotification) -> AttemptReference? {
@@ -282,25 +292,43 @@ public struct CitconGateway: Checkout {
             .flatMap { $0.isEmpty ? nil : AttemptReference(rawValue: $0) }
     }
 
-    /// The report of a verified IPN, read only from its signed fields.
-    func report(fromIPN fields: CitconIPNFields) throws -> StatusReport {
-        guard let reference = fields["reference"], !reference.isEmpty else {
+    /// The report of a verified IPN, read only from its signed fields: whatever `fields` does not
+    /// list could have been added on the way, so it is never looked at.
+    func report(fromIPN all: CitconIPNFields, signed: Set<String>) throws -> StatusReport {
+        func value(_ name: String) -> String? { signed.contains(name) ? all[name] : nil }
+        guard let reference = value("reference"), !reference.isEmpty else {
             throw CheckoutError(.missingField, field: "reference", message: "the IPN names no order", gateway: gateway)
         }
-        guard let raw = fields["status"], !raw.isEmpty else {
+        guard let raw = value("status"), !raw.isEmpty else {
             throw CheckoutError(.missingField, field: "status", message: "the IPN carries no status", gateway: gateway)
         }
-        let amount = try money(minor: fields["amount"], currency: fields["currency"])
-        let type = fields["transaction_type"] ?? "charge"
+        let amount = try money(minor: value("amount"), currency: value("currency"))
+        let type = value("transaction_type") ?? ""
+        let refunded = value("amount_refunded") ?? ""
         var status = Self.status(raw)
-        if type == "refund", status == .paid {
-            let refunded = fields["amount_refunded"].flatMap { Int64($0) }
-            status = refunded.map { $0 >= (amount?.minorUnits ?? .max) } == true ? .refunded : .partiallyRefunded
+        switch type {
+        case "charge":
+            break
+        case "refund":
+            // A refund that succeeded moves a paid payment on; anything else about a refund says
+            // nothing about the charge.
+            if status == .paid, let total = Int64(refunded), let amount {
+                status = total >= amount.minorUnits ? .refunded : .partiallyRefunded
+            } else if status == .paid {
+                status = .partiallyRefunded
+            } else {
+                status = PaymentStatus(rawValue: "citcon_refund_\(raw)")
+            }
+        default:
+            status = PaymentStatus(rawValue: "citcon_\(type.isEmpty ? "untyped" : type)_\(raw)")
         }
-        let id = fields["id"]
+        if status == .paid || status == .authorized, amount == nil {
+            throw CheckoutError(.missingField, field: "amount", message: "a payment is only confirmed with its amount", gateway: gateway)
+        }
+        let id = value("id")
         return StatusReport(gateway: gateway, attempt: AttemptReference(rawValue: reference), gatewayReference: id,
                             status: status, amount: type == "refund" ? nil : amount, gatewayStatus: raw,
-                            eventID: "\(id ?? reference):\(type):\(raw):\(fields["amount_refunded"] ?? "")")
+                            eventID: "\(id ?? reference):\(type):\(raw):\(refunded)")
     }
 
     public func inquire(_ query: InquiryQuery) async throws -> StatusReport {
@@ -315,9 +343,13 @@ public struct CitconGateway: Checkout {
         guard let raw = charge.status, !raw.isEmpty else {
             throw CheckoutError(.unknownOutcome, message: "Citcon's answer carries no status", gateway: gateway)
         }
-        return StatusReport(gateway: gateway, attempt: query.attempt, gatewayReference: charge.id, status: Self.status(raw),
-                            amount: try money(minor: charge.amount.map(String.init), currency: charge.currency), gatewayStatus: raw,
-                            eventID: "\(charge.id):inquiry:\(raw)")
+        let status = Self.status(raw)
+        let amount = try money(minor: charge.amount.map(String.init), currency: charge.currency)
+        if status == .paid || status == .authorized, amount == nil {
+            throw CheckoutError(.unknownOutcome, message: "Citcon's answer confirms a payment without its amount", gateway: gateway)
+        }
+        return StatusReport(gateway: gateway, attempt: query.attempt, gatewayReference: charge.id, status: status,
+                            amount: amount, gatewayStatus: raw, eventID: "\(charge.id):inquiry:\(raw)")
     }
 
     /// Maps both of Citcon's vocabularies (the SDK guide's and the IPN document's) to Till's.
@@ -371,6 +403,9 @@ public struct CitconGateway: Checkout {
         guard let id = preparation.parameters["charge_id"], let token = preparation.parameters["access_token"] else {
             throw CheckoutError(.missingField, field: "preparation.parameters", message: "no charge id or client token", gateway: gateway)
         }
+        guard preparation.parameters["environment"] == environment.name else {
+            throw CheckoutError(.misconfigured, field: "environment", message: "the preparation was made in another environment", gateway: gateway)
+        }
         return try await send(.get, "transactions/\(id)", body: Optional<CitconOperationRequest>.none, as: CitconCharge.self, bearer: token)
     }
 
@@ -400,12 +435,14 @@ public struct CitconGateway: Checkout {
             guard !answer.accessToken.isEmpty else {
                 throw CheckoutError(.gatewayError, category: .configuration, message: "Citcon issued an empty access token", gateway: gateway)
             }
-            let expiry = answer.expiry.map { Date(timeIntervalSince1970: TimeInterval($0)) } ?? Date().addingTimeInterval(3_600)
-            return CitconToken(value: answer.accessToken, expiresAt: expiry)
+            // Believe at most a day: a far-future or absurd expiry must not keep a token forever (or overflow).
+            let now = Date()
+            let claimed = answer.expiry.map { Date(timeIntervalSince1970: TimeInterval($0)) } ?? now.addingTimeInterval(3_600)
+            return CitconToken(value: answer.accessToken, expiresAt: min(claimed, now.addingTimeInterval(86_400)))
         }
         do {
             return try await tokens.token(type, minimumLifetime: Self.seconds(minimumLifetime), fetch: fetch)
-        } catch let error as CheckoutError where error.gatewayCode == "4010" || error.gatewayCode == "401" {
+        } catch let error as CheckoutError where error.code == Self.tokenRefused {
             throw CheckoutError(.misconfigured, category: .configuration, field: "credentials.api_key",
                                 message: "Citcon refused the merchant API key", gateway: gateway, gatewayCode: error.gatewayCode)
         }
@@ -418,7 +455,7 @@ public struct CitconGateway: Checkout {
         let first = try await token(type)
         do {
             return try await send(method, path, body: body, as: Answer.self, bearer: first.value)
-        } catch let error as CheckoutError where error.gatewayCode == "4010" {
+        } catch let error as CheckoutError where error.code == Self.tokenRefused {
             await tokens.invalidate(type, value: first.value)
             let second = try await token(type)
             return try await send(method, path, body: body, as: Answer.self, bearer: second.value)
@@ -465,7 +502,8 @@ public struct CitconGateway: Checkout {
         let message = failure?.message.map { String(Redactor.maskCardNumbers(in: $0).prefix(200)) }
         switch status {
         case 401:
-            return CheckoutError(.misconfigured, category: .configuration, message: "Citcon refused the access token",
+            // Only a real HTTP 401 means "not processed, token refused": the one answer that is retried.
+            return CheckoutError(Self.tokenRefused, category: .configuration, message: "Citcon refused the access token",
                                  gateway: gateway, gatewayCode: failure?.code ?? "4010", gatewayMessage: message)
         case 403:
             return CheckoutError(.misconfigured, category: .configuration, message: "the access token may not do this",

@@ -110,7 +110,7 @@ public struct CitconIPNFields: Sendable, Hashable {
 public enum CitconSignature {
     /// The fields Till needs signed before it believes an IPN: anything unsigned could have been
     /// rewritten on the way.
-    public static let requiredSignedFields = ["id", "reference", "status", "amount", "currency"]
+    public static let requiredSignedFields = ["id", "transaction_type", "reference", "status", "amount", "currency"]
 
     /// The names `fields` lists, checked: no empty or repeated names, never `sign`, and every one
     /// present in the body as a scalar.

@@ -16,6 +16,9 @@ public struct SandboxCitconCustomer: CheckoutPresenter {
     public var choice: Choice
     /// False: the customer pays but never comes back to the app (killed the wallet, switched apps).
     public var comesBack: Bool
+    /// Set: the customer lingers in the wallet or on the page and acts this long after the hand-off,
+    /// while the app has already moved on (then only the gateway's notification can tell the server).
+    public var actsAfter: Duration?
     /// Receives one line per step, for a demo's trace.
     public var trace: @Sendable (String) -> Void
 
@@ -24,12 +27,13 @@ public struct SandboxCitconCustomer: CheckoutPresenter {
     ///   - method: the method being paid with (picks the wallet simulator).
     ///   - returns: the app's return handler, which the customer's return is offered to.
     public init(sandbox: URL, method: PaymentMethod, returns: ReturnURLHandler, choice: Choice = .complete, comesBack: Bool = true,
-                trace: @escaping @Sendable (String) -> Void = { _ in }) {
+                actsAfter: Duration? = nil, trace: @escaping @Sendable (String) -> Void = { _ in }) {
         self.sandbox = sandbox
         self.method = method
         self.returns = returns
         self.choice = choice
         self.comesBack = comesBack
+        self.actsAfter = actsAfter
         self.trace = trace
     }
 
@@ -38,15 +42,24 @@ public struct SandboxCitconCustomer: CheckoutPresenter {
 
     public func launch(_ wallet: WalletLaunch) async throws {
         trace("app     launches the \(wallet.wallet) wallet with [\(wallet.parameters.keys.sorted().joined(separator: ", "))]")
-        let back = try await SandboxBrowser.payInCitconWallet(sandbox: sandbox, method: method.rawValue, content: wallet.parameters,
-                                                              outcome: choice.rawValue)
-        come(back)
+        let (sandbox, method, choice) = (self.sandbox, self.method, self.choice.rawValue)
+        try await act { try await SandboxBrowser.payInCitconWallet(sandbox: sandbox, method: method.rawValue, content: wallet.parameters, outcome: choice) }
     }
 
     public func open(_ url: URL, handoff: Handoff) async throws {
         trace("app     opens the \(handoff.rawValue) page \(url.path)")
-        let back = try await SandboxBrowser.completeCitconPage(at: url, outcome: choice.rawValue)
-        come(back)
+        let choice = self.choice.rawValue
+        try await act { try await SandboxBrowser.completeCitconPage(at: url, outcome: choice) }
+    }
+
+    private func act(_ pay: @escaping @Sendable () async throws -> URL?) async throws {
+        guard let delay = actsAfter else { return come(try await pay()) }
+        trace("wallet  the customer takes \(delay) in the wallet…")
+        let customer = self
+        Task {
+            try? await Task.sleep(for: delay)
+            customer.come((try? await pay()) ?? nil)
+        }
     }
 
     private func come(_ back: URL?) {

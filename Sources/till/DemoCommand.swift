@@ -150,12 +150,12 @@ struct DemoCommand: AsyncParsableCommand {
         }
 
         func walletCheckout(_ title: String, index: Int, method: PaymentMethod, amount: String, choice: SandboxCitconCustomer.Choice = .complete,
-                            comesBack: Bool = true, expect: PaymentStatus, before: (() async -> Void)? = nil,
+                            comesBack: Bool = true, actsAfter: Duration? = nil, expect: PaymentStatus, before: (() async -> Void)? = nil,
                             after: ((CheckoutResult) async throws -> Void)? = nil) async throws -> Row {
             say("\n[\(index)/\(total)] \(title)")
             await before?()
             let customer = SandboxCitconCustomer(sandbox: sandbox.baseURL, method: method, returns: returns, choice: choice,
-                                                 comesBack: comesBack) { say("  \($0)") }
+                                                 comesBack: comesBack, actsAfter: actsAfter) { say("  \($0)") }
             let checkout = AppCheckout(backend: backend, gateways: appGateways, returns: returns, presenter: customer,
                                        returnTimeout: comesBack ? .seconds(10) : .seconds(1), confirmationTimeout: .seconds(10),
                                        confirmationInterval: .milliseconds(50))
@@ -205,7 +205,7 @@ struct DemoCommand: AsyncParsableCommand {
                 + "status stays \(try await backend.status(of: result.preparation.attempt)?.status.rawValue ?? "?")")
         }))
         rows.append(try await walletCheckout("WeChat Pay: no return at all, the IPN alone settles it", index: 10, method: .wechatPay,
-                                             amount: "33.00", comesBack: false, expect: .paid))
+                                             amount: "33.00", comesBack: false, actsAfter: .milliseconds(1_500), expect: .paid))
 
         say("\n[11/\(total)] A forged return URL is ignored")
         let expected = try returns.expectReturn()

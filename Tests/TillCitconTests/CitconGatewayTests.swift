@@ -189,9 +189,14 @@ struct CitconGatewayTests {
                         parameters: parameters.merging(["environment": "CUSTOM"]) { a, _ in a }, returnURL: returnURL)
         }
         let alipay = try await gateway.present(preparation(.alipay, ["native.orderSpec": "spec", "native.signedString": "sig", "page_url": "https://p"]), input: .start)
-        #expect(alipay == .launchWallet(WalletLaunch(wallet: "alipay", parameters: ["orderSpec": "spec", "signedString": "sig"], returnScheme: "myshop")))
+        #expect(alipay == .launchWallet(WalletLaunch(wallet: "alipay", parameters: ["orderSpec": "spec", "signedString": "sig"], returnScheme: "myshop",
+                                                     returnURL: Fixtures.schemeReturn)))
+        if case .launchWallet(let launch) = alipay {
+            #expect(launch.returnURL(code: "6001")?.absoluteString == "myshop://till/return?till_state=abc&code=6001")
+        }
         let wechat = try await gateway.present(preparation(.wechatPay, ["native.prepayid": "p"], returnURL: Fixtures.universalReturn), input: .start)
-        #expect(wechat == .launchWallet(WalletLaunch(wallet: "wechat", parameters: ["prepayid": "p"], returnScheme: nil)))
+        #expect(wechat == .launchWallet(WalletLaunch(wallet: "wechat", parameters: ["prepayid": "p"], returnScheme: nil,
+                                                     returnURL: Fixtures.universalReturn)))
         let card = try await gateway.present(preparation(.card, ["page_url": "https://citcon.test/h5/1"]), input: .start)
         #expect(card == .openURL(URL(string: "https://citcon.test/h5/1")!, handoff: .webPage))
         let paypal = try await gateway.present(preparation(.paypal, ["page_url": "https://citcon.test/h5/2"]), input: .start)
@@ -305,5 +310,88 @@ struct CitconGatewayTests {
     func credentialsRedacted() {
         #expect(!"\(Fixtures.credentials)".contains("merchant-key"))
         #expect(!String(reflecting: Fixtures.credentials).contains(Fixtures.secret))
+    }
+}
+
+@Suite("Citcon: what only signed fields, real 401s and confirmed amounts may do")
+struct CitconHardeningTests {
+    let attempt = "attemptref0000000000000001"
+
+    /// A signed form body over `signed` (in order), then `extra` appended unsigned.
+    func body(_ signed: [(String, String)], extra: [(String, String)] = []) throws -> Data {
+        let names = signed.map(\.0).joined(separator: ",")
+        let fields = CitconIPNFields(signed + [("fields", names)])
+        let sign = try CitconSignature.sign(fields, secret: Fixtures.secret)
+        let pairs = signed + [("fields", names), ("sign", sign)] + extra
+        return Data(pairs.map { "\($0.0)=\($0.1)" }.joined(separator: "&").utf8)
+    }
+
+    var charge: [(String, String)] {
+        [("id", "ch0001"), ("transaction_type", "charge"), ("reference", attempt), ("amount", "1999"), ("currency", "USD"), ("status", "success")]
+    }
+
+    @Test("a signed 'paid' cannot be turned into a refund by appending unsigned fields")
+    func unsignedRefundFieldsIgnored() throws {
+        let gateway = Fixtures.gateway(RecordingTransport())
+        // transaction_type must be signed…
+        var withoutType = charge
+        withoutType.remove(at: 1)
+        let refused = try #require(throws: CheckoutError.self) {
+            try gateway.verifyNotification(IncomingNotification(body: try body(withoutType, extra: [("transaction_type", "refund"), ("amount_refunded", "1999")])))
+        }
+        #expect(refused.field == "fields")
+        // …and an unsigned amount_refunded is never read.
+        let refund = charge.map { $0.0 == "transaction_type" ? ("transaction_type", "refund") : $0 }
+        let report = try gateway.verifyNotification(IncomingNotification(body: try body(refund, extra: [("amount_refunded", "1999")]))).report
+        #expect(report.status == .partiallyRefunded)
+        #expect(!report.eventID.contains("1999:"), "the event id is built from signed fields only")
+    }
+
+    @Test("a refund that did not succeed says nothing about the charge; a 'paid' without an amount is refused")
+    func refundFailureAndMissingAmount() throws {
+        let gateway = Fixtures.gateway(RecordingTransport())
+        let failedRefund = charge.map { $0.0 == "transaction_type" ? ("transaction_type", "refund") : $0.0 == "status" ? ("status", "fail") : $0 }
+        let report = try gateway.verifyNotification(IncomingNotification(body: try body(failedRefund))).report
+        #expect(report.status != .failed && !report.status.isFinal)
+        let noAmount = charge.map { $0.0 == "amount" ? ("amount", "") : $0 }
+        let error = try #require(throws: CheckoutError.self) { try gateway.verifyNotification(IncomingNotification(body: try body(noAmount))) }
+        #expect(error.field == "amount")
+    }
+
+    @Test("only an HTTP 401 refreshes the token and resends; a 'fail' envelope saying 4010 is not resent")
+    func onlyReal401Retries() async throws {
+        let transport = RecordingTransport()
+        transport.expect(.post, path: "/v1/access-tokens", respond: Fixtures.token("t1"))
+        transport.expect(.post, path: "/v1/charges", respond: Fixtures.failure(code: "4010", message: "odd", status: 200))
+        do { _ = try await Fixtures.gateway(transport).prepare(Fixtures.context(Fixtures.intent())); Issue.record("prepared") }
+        catch is CheckoutError {}
+        try transport.verify()
+        #expect(transport.requests.filter { $0.url.path.hasSuffix("/charges") }.count == 1)
+    }
+
+    @Test("a charge made for an app that then gets no client token is cancelled before moving on")
+    func orphanChargeCancelled() async throws {
+        let transport = RecordingTransport()
+        transport.expect(.post, path: "/v1/access-tokens", respond: Fixtures.token("server"))
+        transport.expect(.post, path: "/v1/charges", respond: Fixtures.charge(reference: attempt))
+        transport.expect(.post, path: "/v1/access-tokens", respond: Fixtures.failure(code: "5000", message: "down", status: 503))
+        transport.expect(.post, path: "/v1/cancels", respond: Fixtures.json(#"{"status":"success","app":"upi","version":"v1","data":{"object":"cancel","id":"c1","transaction_id":"ch0001","status":"succeeded"}}"#))
+        do { _ = try await Fixtures.gateway(transport).prepare(Fixtures.context(Fixtures.intent())); Issue.record("prepared") }
+        catch let error as CheckoutError { #expect(error.category == .unavailable) }
+        try transport.verify()
+        let cancel = try #require(JSONSerialization.jsonObject(with: transport.requests.last?.body ?? Data()) as? [String: Any])
+        #expect(cancel["transaction_id"] as? String == "ch0001")
+    }
+
+    @Test("an absurd token expiry neither crashes nor keeps a token forever")
+    func absurdExpiry() async throws {
+        let transport = RecordingTransport()
+        transport.expect(.post, path: "/v1/access-tokens", respond: Fixtures.json(#"{"status":"success","app":"upi","version":"v1","data":{"access_token":"s","expiry":9223372036854775807}}"#))
+        transport.expect(.post, path: "/v1/charges", respond: Fixtures.charge(reference: attempt))
+        transport.expect(.post, path: "/v1/access-tokens", respond: Fixtures.json(#"{"status":"success","app":"upi","version":"v1","data":{"access_token":"c","expiry":9223372036854775807}}"#))
+        let preparation = try await Fixtures.gateway(transport).prepare(Fixtures.context(Fixtures.intent()))
+        let expiry = try #require(preparation.parameters["access_token_expiry"].flatMap { Int64($0) })
+        #expect(expiry <= Int64(Date().timeIntervalSince1970) + 86_401)
+        #expect(preparation.parameters["charge_token"] == nil)
     }
 }

@@ -121,15 +121,15 @@ struct IPNSignatureTests {
         #expect(error.category == .verification)
     }
 
-    @Test("an unsigned status cannot ride along: fields must cover id, reference, status, amount and currency")
+    @Test("an unsigned status cannot ride along: fields must cover id, transaction_type, reference, status, amount and currency")
     func unsignedStatusRefused() throws {
         // Correctly signed over everything except status, which is then added unsigned.
         let secret = "s3cret"
-        var fields = CitconIPNFields([("id", "abc"), ("reference", "ref1"), ("amount", "100"), ("currency", "USD"),
-                                      ("fields", "id,reference,amount,currency")])
+        var fields = CitconIPNFields([("id", "abc"), ("transaction_type", "charge"), ("reference", "ref1"), ("amount", "100"), ("currency", "USD"),
+                                      ("fields", "id,transaction_type,reference,amount,currency")])
         let sign = try CitconSignature.sign(fields, secret: secret)
-        fields = CitconIPNFields([("id", "abc"), ("reference", "ref1"), ("amount", "100"), ("currency", "USD"),
-                                  ("fields", "id,reference,amount,currency"), ("status", "success"), ("sign", sign)])
+        fields = CitconIPNFields([("id", "abc"), ("transaction_type", "charge"), ("reference", "ref1"), ("amount", "100"), ("currency", "USD"),
+                                  ("fields", "id,transaction_type,reference,amount,currency"), ("status", "success"), ("sign", sign)])
         let error = try #require(throws: CheckoutError.self) { try CitconSignature.verify(fields, secret: secret) }
         #expect(error.field == "fields")
         #expect(error.message.contains("status"))
@@ -138,7 +138,7 @@ struct IPNSignatureTests {
     @Test("a fields list naming a field twice, or naming sign, is refused")
     func badFieldsLists() throws {
         for list in ["id,reference,status,amount,currency,id", "id,reference,status,amount,currency,sign", "id,,reference"] {
-            let fields = CitconIPNFields([("id", "a"), ("reference", "r"), ("status", "success"), ("amount", "1"), ("currency", "USD"),
+            let fields = CitconIPNFields([("id", "a"), ("transaction_type", "charge"), ("reference", "r"), ("status", "success"), ("amount", "1"), ("currency", "USD"),
                                           ("fields", list), ("sign", "00")])
             let error = try #require(throws: CheckoutError.self) { try CitconSignature.verify(fields, secret: "k") }
             #expect(error.field == "fields", "\(list)")

@@ -29,8 +29,10 @@ struct CitconEndToEndTests {
                         returnTimeout: returnTimeout, confirmationTimeout: .seconds(5), confirmationInterval: .milliseconds(25))
         }
 
-        func customer(_ method: PaymentMethod, outcome: SandboxCitconCustomer.Choice = .complete, comesBack: Bool = true) -> SandboxCitconCustomer {
-            SandboxCitconCustomer(sandbox: sandbox.baseURL, method: method, returns: returns, choice: outcome, comesBack: comesBack)
+        func customer(_ method: PaymentMethod, outcome: SandboxCitconCustomer.Choice = .complete, comesBack: Bool = true,
+                      actsAfter: Duration? = nil) -> SandboxCitconCustomer {
+            SandboxCitconCustomer(sandbox: sandbox.baseURL, method: method, returns: returns, choice: outcome, comesBack: comesBack,
+                                  actsAfter: actsAfter)
         }
 
         func stop() async {
@@ -114,15 +116,22 @@ struct CitconEndToEndTests {
         #expect(try await w.backend.status(of: result.preparation.attempt)?.status == .paid)
     }
 
-    @Test("the return never arrives: the IPN alone settles the payment")
-    func ipnAlone() async throws {
+    @Test("the return never arrives: the app's inquiry after the wait settles it, or, if the customer pays later, the IPN alone")
+    func noReturn() async throws {
         let w = try await world(ipnFormat: .json)
         defer { Task { await w.stop() } }
-        let checkout = w.checkout(w.customer(.alipay, comesBack: false), returnTimeout: .milliseconds(300))
-        let result = try await checkout.pay(try intent(.alipay, "e2e-noreturn"))
-        #expect(result.clientOutcome.kind == .unknown)
-        #expect(result.status == .paid)
-        #expect(try await w.storedNotifications(result.preparation.attempt) == 1)
+        await w.emulator.holdIPNs()
+        let gone = try await w.checkout(w.customer(.alipay, comesBack: false), returnTimeout: .milliseconds(300))
+            .pay(try intent(.alipay, "e2e-noreturn"))
+        #expect(gone.clientOutcome.kind == .unknown)
+        #expect(gone.status == .paid, "the inquiry after the return timed out found it paid")
+        await w.emulator.releaseIPNs()
+
+        // The customer lingers in the wallet and pays after the app stopped waiting and inquired ("pending").
+        let late = try await w.checkout(w.customer(.alipay, comesBack: false, actsAfter: .milliseconds(600)), returnTimeout: .milliseconds(200))
+            .pay(try intent(.alipay, "e2e-late"))
+        #expect(late.status == .paid, "settled by the IPN alone")
+        #expect(try await w.storedNotifications(late.preparation.attempt) == 1)
     }
 
     @Test("the customer cancels in Alipay (6001): cancelled, nothing charged")

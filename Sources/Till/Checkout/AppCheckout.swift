@@ -133,18 +133,20 @@ public struct AppCheckout: Sendable {
                                 message: "the server chose gateway \(preparation.gateway), which this app does not include")
         }
         let outcome: ClientOutcome
-        let handedOff: Bool
+        var handedOff = false
         do {
-            (outcome, handedOff) = try await presentUntilDone(preparation, gateway: gateway, expected: expected)
+            outcome = try await presentUntilDone(preparation, gateway: gateway, expected: expected, handedOff: &handedOff)
         } catch let error as CheckoutError where error.category == .unknownOutcome {
             // The request may have reached the gateway: the server's confirmation decides, not this error.
-            (outcome, handedOff) = (ClientOutcome(.unknown, gatewayCode: error.gatewayCode, message: error.message), false)
+            // A hand-off that already happened stays counted: no automatic cascade after it.
+            outcome = ClientOutcome(.unknown, gatewayCode: error.gatewayCode, message: error.message)
         }
         try? await backend.report(outcome, for: preparation.attempt)
         var early: StatusReport?
-        if handedOff, outcome.kind != .unknown {
-            // The customer is back from the wallet or page: the gateway knows by now, maybe before its
-            // notification arrives. A failed inquiry is not an error; the polling below carries on.
+        if handedOff {
+            // The customer is back from the wallet or page (or the wait ran out): the gateway knows by
+            // now, maybe before its notification arrives. A failed inquiry is not an error; the polling
+            // below carries on.
             early = try? await backend.inquire(preparation.attempt)
         }
         let confirmed = try await awaitConfirmation(of: preparation.attempt, initial: early)
@@ -152,28 +154,28 @@ public struct AppCheckout: Sendable {
                               customerMayHaveAuthenticated: handedOff)
     }
 
-    private func presentUntilDone(_ preparation: Preparation, gateway: any Checkout,
-                                  expected: ExpectedReturn) async throws -> (ClientOutcome, Bool) {
+    private func presentUntilDone(_ preparation: Preparation, gateway: any Checkout, expected: ExpectedReturn,
+                                  handedOff: inout Bool) async throws -> ClientOutcome {
         var input = PresentInput.start
-        var handedOff = false
         // A gateway can ask for a form, then a 3-D Secure page: bounded so a faulty module cannot loop.
         for _ in 0..<8 {
             let step = try await gateway.present(preparation, input: input)
             handedOff = handedOff || step.customerMayAuthenticate
             switch step {
             case .completed(let outcome):
-                return (outcome, handedOff)
+                return outcome
             case .collect(let form):
                 guard let values = try await presenter.collect(form) else {
-                    return (ClientOutcome(.cancelled, message: "the customer closed the form"), handedOff)
+                    return ClientOutcome(.cancelled, message: "the customer closed the form")
                 }
                 input = .submit(values)
             case .openURL(let url, let handoff):
                 try await presenter.open(url, handoff: handoff)
-                return (await awaitReturn(preparation, gateway: gateway, expected: expected), handedOff)
-            case .launchWallet(let launch):
+                return await awaitReturn(preparation, gateway: gateway, expected: expected)
+            case .launchWallet(var launch):
+                launch.returnURL = launch.returnURL ?? expected.url
                 try await presenter.launch(launch)
-                return (await awaitReturn(preparation, gateway: gateway, expected: expected), handedOff)
+                return await awaitReturn(preparation, gateway: gateway, expected: expected)
             }
         }
         throw CheckoutError(.gatewayError, message: "the gateway module asked for too many steps", gateway: gateway.gateway)

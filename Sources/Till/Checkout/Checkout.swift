@@ -221,11 +221,27 @@ public struct WalletLaunch: Sendable, Hashable, Codable {
     public var parameters: [String: String]
     /// The URL scheme the wallet returns to.
     public var returnScheme: String?
+    /// This attempt's return URL, with its state. A wallet SDK reports back in-process (WeChat's
+    /// `onResp`, Alipay's callback) through URLs that carry no Till state, so the app's wallet
+    /// delegate hands the result over with ``returnURL(code:)`` instead.
+    public var returnURL: URL?
 
-    public init(wallet: String, parameters: [String: String], returnScheme: String? = nil) {
+    public init(wallet: String, parameters: [String: String], returnScheme: String? = nil, returnURL: URL? = nil) {
         self.wallet = wallet
         self.parameters = parameters
         self.returnScheme = returnScheme
+        self.returnURL = returnURL
+    }
+
+    /// The attempt's return URL carrying the wallet SDK's result `code` (and `message`), to pass to
+    /// ``ReturnURLHandler/handle(_:)`` when the wallet reports back.
+    public func returnURL(code: String, message: String? = nil) -> URL? {
+        guard let returnURL, var components = URLComponents(url: returnURL, resolvingAgainstBaseURL: false) else { return nil }
+        var items = components.queryItems ?? []
+        items.append(URLQueryItem(name: "code", value: code))
+        if let message { items.append(URLQueryItem(name: "message", value: message)) }
+        components.queryItems = items
+        return components.url
     }
 }
 
