@@ -3,7 +3,7 @@ import Foundation
 import Till
 
 /// The fields of an IPN as Citcon sent them: names in the order received, values verbatim (JSON
-/// numbers as written, `null` as empty). Parsed from a JSON object or a form-encoded body.
+/// integers in plain decimal, other numbers as Swift prints them, `null` as empty). Parsed from a JSON object or a form-encoded body.
 public struct CitconIPNFields: Sendable, Hashable {
     /// Field names in the order they were received.
     public private(set) var names: [String]
