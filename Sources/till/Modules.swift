@@ -26,18 +26,10 @@ enum Modules {
         name: "payfort",
         capabilities: PayFortGateway(environment: .sandbox, transport: URLSessionTransport()).capabilities
     ) { gateway, credentials in
-        func secret(_ name: String) throws -> String {
-            guard let value = credentials[name], !value.isEmpty else {
-                throw CheckoutError(.missingSecret, field: "credentials.\(name)", message: "the payfort module needs \(name)")
-            }
-            return value
-        }
+        func secret(_ name: String) throws -> String { try requiredSecret(name, in: credentials, module: "payfort") }
         let settings = gateway.settings
         let environment: PayFortEnvironment
-        if let base = settings["base_url"] {
-            guard let url = URL(string: base), url.scheme == "https" || url.scheme == "http" else {
-                throw CheckoutError(.misconfigured, field: "settings.base_url", message: "not an http(s) URL")
-            }
+        if let url = try baseURL(in: settings) {
             environment = .custom(url)
         } else {
             switch settings["environment"] ?? "sandbox" {
@@ -69,20 +61,9 @@ enum Modules {
         name: "citcon",
         capabilities: CitconGateway(environment: .uat, transport: URLSessionTransport()).capabilities
     ) { gateway, credentials in
-        func secret(_ name: String) throws -> String {
-            guard let value = credentials[name], !value.isEmpty else {
-                throw CheckoutError(.missingSecret, field: "credentials.\(name)", message: "the citcon module needs \(name)")
-            }
-            return value
-        }
+        func secret(_ name: String) throws -> String { try requiredSecret(name, in: credentials, module: "citcon") }
         let settings = gateway.settings
-        var base: URL?
-        if let text = settings["base_url"] {
-            guard let url = URL(string: text), url.scheme == "https" || url.scheme == "http" else {
-                throw CheckoutError(.misconfigured, field: "settings.base_url", message: "not an http(s) URL")
-            }
-            base = url
-        }
+        let base = try baseURL(in: settings)
         let environment: CitconEnvironment
         switch (settings["environment"], base) {
         case ("uat", nil), (nil, nil): environment = .uat
@@ -121,6 +102,23 @@ enum Modules {
     }
 
     static let all: [GatewayModule] = [fake, payfort, citcon]
+
+    /// A credential a module cannot work without.
+    static func requiredSecret(_ name: String, in credentials: [String: String], module: String) throws -> String {
+        guard let value = credentials[name], !value.isEmpty else {
+            throw CheckoutError(.missingSecret, field: "credentials.\(name)", message: "the \(module) module needs \(name)")
+        }
+        return value
+    }
+
+    /// The `base_url` setting, when given: an http(s) URL.
+    static func baseURL(in settings: [String: String]) throws -> URL? {
+        guard let text = settings["base_url"] else { return nil }
+        guard let url = URL(string: text), url.scheme == "https" || url.scheme == "http" else {
+            throw CheckoutError(.misconfigured, field: "settings.base_url", message: "not an http(s) URL")
+        }
+        return url
+    }
 
     static var capabilities: [String: GatewayCapabilities] {
         Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0.capabilities) })
