@@ -282,7 +282,7 @@ public struct CitconGateway: Checkout {
         do {
             signed = try CitconSignature.verify(fields, secret: credentials.apiSecret)
         } catch {
-            throw error.from(gateway)
+            throw error.attributed(to: gateway)
         }
         return VerifiedNotification(report: try report(fromIPN: fields, signed: signed))
     }
@@ -551,14 +551,5 @@ public struct CitconGateway: Checkout {
     static func seconds(_ duration: Duration) -> TimeInterval {
         let (seconds, attoseconds) = duration.components
         return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
-    }
-}
-
-extension CheckoutError {
-    /// The same error, attributed to `gateway`.
-    func from(_ gateway: GatewayID) -> CheckoutError {
-        var copy = self
-        copy.gateway = gateway
-        return copy
     }
 }

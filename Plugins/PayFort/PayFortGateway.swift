@@ -86,10 +86,10 @@ public struct PayFortGateway: Checkout {
         let intent = context.intent
         let operation = try operationParameters(for: context)
         let issues = PayFortFields.validateOperation(operation.merging(["sdk_token": "pending"]) { old, _ in old })
-        if let first = issues.first { throw first.error.from(gateway) }
+        if let first = issues.first { throw first.error.attributed(to: gateway) }
 
         let deviceID = intent.metadata["device_id"] ?? context.attempt.rawValue
-        if let issue = PayFortFields.check("device_id", deviceID, prefix: "intent.metadata.").first { throw issue.error.from(gateway) }
+        if let issue = PayFortFields.check("device_id", deviceID, prefix: "intent.metadata.").first { throw issue.error.attributed(to: gateway) }
         var request = PayFortParameters(strings: [
             ("service_command", "SDK_TOKEN"), ("access_code", credentials.accessCode),
             ("merchant_identifier", credentials.merchantIdentifier), ("language", language), ("device_id", deviceID),
@@ -171,7 +171,7 @@ public struct PayFortGateway: Checkout {
         case .submit(let values):
             let card = try PayFortFields.card(values).get()
             var fields = preparation.parameters
-            if let issue = PayFortFields.validateOperation(fields).first { throw issue.error.from(gateway) }
+            if let issue = PayFortFields.validateOperation(fields).first { throw issue.error.attributed(to: gateway) }
             fields.merge(card) { _, typed in typed }
             // As the mobile SDK sends it: authenticated by the SDK token, no phrase on the device.
             let ordered = fields.keys.sorted().map { ($0, fields[$0]!) }
@@ -347,14 +347,5 @@ public struct PayFortGateway: Checkout {
             return try PayFortParameters.json(body)
         }
         return try PayFortParameters.form(body)
-    }
-}
-
-extension CheckoutError {
-    /// The same error, attributed to `gateway`.
-    func from(_ gateway: GatewayID) -> CheckoutError {
-        var copy = self
-        copy.gateway = gateway
-        return copy
     }
 }

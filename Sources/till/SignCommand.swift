@@ -103,7 +103,7 @@ struct VerifyCommand: ParsableCommand {
             let fields = try readCitconIPN(body)
             do {
                 try CitconSignature.verify(fields, secret: secret)
-                print("valid: the sign matches and covers id, reference, status, amount and currency")
+                print("valid: the sign matches and covers \(CitconSignature.requiredSignedFields.joined(separator: ", "))")
             } catch {
                 print("invalid: \(error.field.map { "\($0): " } ?? "")\(error.message)")
                 if let expected = try? CitconSignature.stringToSign(fields, secret: secret) {

@@ -129,6 +129,13 @@ public struct CheckoutError: Error, Hashable, Sendable, Codable, CustomStringCon
         return text
     }
 
+    /// The same error, attributed to `gateway` (a gateway module re-throwing a shared validator's error).
+    public func attributed(to gateway: GatewayID) -> CheckoutError {
+        var copy = self
+        copy.gateway = gateway
+        return copy
+    }
+
     /// A printable, bounded rendering of untrusted input for use inside messages: at most 40
     /// characters, control characters escaped, and card-number-like digit runs masked.
     public static func printable(_ raw: String) -> String {
