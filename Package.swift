@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "Till", targets: ["Till"]),
         .library(name: "TillTesting", targets: ["TillTesting"]),
         .library(name: "TillServer", targets: ["TillServer"]),
+        .library(name: "TillGatewayKit", targets: ["TillGatewayKit"]),
         .library(name: "TillPayFort", targets: ["TillPayFort"]),
         .library(name: "TillCitcon", targets: ["TillCitcon"]),
         .library(name: "TillSandbox", targets: ["TillSandbox"]),
@@ -35,6 +36,12 @@ let package = Package(
         ),
         .target(
             name: "TillTesting",
+            dependencies: ["Till", .product(name: "Crypto", package: "swift-crypto")]
+        ),
+        // What gateway modules share: codecs, canonical strings, constant-time compare, the typed HTTP
+        // client, settings parsing, the plugin description. Core plus swift-crypto only.
+        .target(
+            name: "TillGatewayKit",
             dependencies: ["Till", .product(name: "Crypto", package: "swift-crypto")]
         ),
         // Gateway modules: Till plus what signing needs; nothing server-only (apps link them).
@@ -92,15 +99,18 @@ let package = Package(
             exclude: ["Fixtures"]
         ),
         .testTarget(name: "TillTestingTests", dependencies: ["Till", "TillTesting"]),
+        .testTarget(name: "TillGatewayKitTests", dependencies: ["Till", "TillGatewayKit"]),
         .testTarget(
             name: "TillPayFortTests",
-            dependencies: ["Till", "TillPayFort", "TillTesting", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["Till", "TillPayFort", "TillTesting", .product(name: "Crypto", package: "swift-crypto")],
+            exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "TillCitconTests",
-            dependencies: ["Till", "TillCitcon", "TillTesting", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["Till", "TillCitcon", "TillTesting", .product(name: "Crypto", package: "swift-crypto")],
+            exclude: ["Fixtures"]
         ),
-        .testTarget(name: "TillSandboxTests", dependencies: ["Till", "TillSandbox"]),
+        .testTarget(name: "TillSandboxTests", dependencies: ["Till", "TillSandbox"], exclude: ["Fixtures"]),
         .testTarget(
             name: "TillServerTests",
             dependencies: [

@@ -450,7 +450,7 @@ public struct CitconGateway: Checkout {
 
     /// Calls the API with a cached token; an expired token (401) is replaced and the call made once more
     /// (a 401 means the request was not processed).
-    private func call<Body: Encodable, Answer: Decodable>(_ method: HTTPRequest.Method, _ path: String, body: Body?, as: Answer.Type,
+    private func call<Body: Encodable, Answer: Decodable>(_ method: TransportRequest.Method, _ path: String, body: Body?, as: Answer.Type,
                                                           token type: CitconTokenType) async throws -> Answer {
         let first = try await token(type)
         do {
@@ -462,7 +462,7 @@ public struct CitconGateway: Checkout {
         }
     }
 
-    private func send<Body: Encodable, Answer: Decodable>(_ method: HTTPRequest.Method, _ path: String, body: Body?, as: Answer.Type,
+    private func send<Body: Encodable, Answer: Decodable>(_ method: TransportRequest.Method, _ path: String, body: Body?, as: Answer.Type,
                                                           bearer: String) async throws -> Answer {
         var data: Data?
         if let body {
@@ -470,10 +470,10 @@ public struct CitconGateway: Checkout {
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             data = try encoder.encode(body)
         }
-        let request = HTTPRequest(method: method, url: environment.endpoint(path),
+        let request = TransportRequest(method: method, url: environment.endpoint(path),
                                   headers: ["Authorization": "Bearer \(bearer)", "Content-Type": "application/json", "Accept": "application/json"],
                                   body: data, timeout: .seconds(30))
-        let response: HTTPResponse
+        let response: TransportResponse
         switch await deliver(request) {
         case .success(let answer): response = answer
         case .failure(let failure): throw failure.checkoutError(gateway: gateway)
@@ -482,7 +482,7 @@ public struct CitconGateway: Checkout {
     }
 
     /// Reads Citcon's envelope: the payload of a success, a typed error for a failure.
-    func decodeAnswer<Answer: Decodable>(_ response: HTTPResponse, as: Answer.Type) throws -> Answer {
+    func decodeAnswer<Answer: Decodable>(_ response: TransportResponse, as: Answer.Type) throws -> Answer {
         let decoder = JSONDecoder()
         if (200..<300).contains(response.statusCode) {
             if let envelope = try? decoder.decode(CitconEnvelope<Answer>.self, from: response.body), envelope.status == "success" {
@@ -540,7 +540,7 @@ public struct CitconGateway: Checkout {
 
     /// The transport's answer as a `Result` (keeps typed transport errors out of `async` catch
     /// blocks, which Swift 6.3.1's ownership verifier trips over).
-    private func deliver(_ request: HTTPRequest) async -> Result<HTTPResponse, TransportError> {
+    private func deliver(_ request: TransportRequest) async -> Result<TransportResponse, TransportError> {
         do {
             return .success(try await transport.send(request))
         } catch {

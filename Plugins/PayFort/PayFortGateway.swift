@@ -307,10 +307,10 @@ public struct PayFortGateway: Checkout {
 
     /// POSTs JSON to `FortAPI/paymentApi` and parses the JSON answer, keeping its key order.
     private func post(_ parameters: PayFortParameters) async throws -> PayFortParameters {
-        let request = HTTPRequest(method: .post, url: environment.paymentAPI,
+        let request = TransportRequest(method: .post, url: environment.paymentAPI,
                                   headers: ["Content-Type": "application/json", "Accept": "application/json"],
                                   body: parameters.jsonData(), timeout: .seconds(45))
-        let response: HTTPResponse
+        let response: TransportResponse
         switch await send(request) {
         case .success(let answer): response = answer
         case .failure(let failure): throw failure.checkoutError(gateway: gateway)
@@ -329,7 +329,7 @@ public struct PayFortGateway: Checkout {
 
     /// The transport's answer as a `Result` (keeps typed transport errors out of `async` catch
     /// blocks, which Swift 6.3.1's ownership verifier trips over here).
-    private func send(_ request: HTTPRequest) async -> Result<HTTPResponse, TransportError> {
+    private func send(_ request: TransportRequest) async -> Result<TransportResponse, TransportError> {
         do {
             return .success(try await transport.send(request))
         } catch {

@@ -21,7 +21,7 @@ public struct GatewayModule: Sendable {
 public struct MerchantRuntime: Sendable {
     public let configuration: MerchantConfiguration
     let apiKey: String
-    public let router: Router
+    public let router: GatewayRouter
     public let health: HealthMonitor
     public let gateways: [GatewayID: any Checkout]
 
@@ -91,7 +91,7 @@ public struct ServerState: Sendable {
                 }
             }
             do {
-                let router = try Router(merchant: merchant, modules: catalog.mapValues(\.capabilities))
+                let router = try GatewayRouter(merchant: merchant, modules: catalog.mapValues(\.capabilities))
                 merchants.append(MerchantRuntime(configuration: merchant, apiKey: apiKey, router: router,
                                                  health: HealthMonitor(settings: merchant.health), gateways: gateways))
             } catch {

@@ -76,7 +76,7 @@ public enum ChaosRun {
                         deliver: { await store.receive($0) })
         }
         await store.register(gateways)
-        let router = try Router(merchant: merchant(), modules: ["fake": GatewayCapabilities(methods: [.card, .wechatPay])])
+        let router = try GatewayRouter(merchant: merchant(), modules: ["fake": GatewayCapabilities(methods: [.card, .wechatPay])])
         let engine = CascadeEngine(router: router, gateways: gateways, clock: clock)
         let faults = FaultDrawer(seed: options.seed &+ 1, rate: options.faultRate)
         let runner = ChaosRunner(inner: FakeAttemptRunner(clock: clock, walletResult: { faults.walletResult(for: $0) }),

@@ -7,16 +7,16 @@ import Till
 ///
 /// ```swift
 /// let transport = RecordingTransport()
-/// transport.expect(.post, path: "/FortAPI/paymentApi", respond: HTTPResponse(statusCode: 200, body: json))
+/// transport.expect(.post, path: "/FortAPI/paymentApi", respond: TransportResponse(statusCode: 200, body: json))
 /// // … exercise the gateway module …
 /// try transport.verify()   // throws if a request was unexpected or an expectation unused
 /// ```
 public final class RecordingTransport: HTTPTransport, @unchecked Sendable {
     /// One scripted exchange.
     public struct Expectation: Sendable {
-        public var method: HTTPRequest.Method
+        public var method: TransportRequest.Method
         public var path: String
-        public var reply: Result<HTTPResponse, TransportError>
+        public var reply: Result<TransportResponse, TransportError>
         /// How many times it may be used; `nil` for any number.
         public var times: Int?
     }
@@ -24,18 +24,18 @@ public final class RecordingTransport: HTTPTransport, @unchecked Sendable {
     private let lock = NSLock()
     private var expectations: [Expectation] = []
     private var used: [Int] = []
-    private var recorded: [HTTPRequest] = []
-    private var unexpected: [HTTPRequest] = []
+    private var recorded: [TransportRequest] = []
+    private var unexpected: [TransportRequest] = []
 
     public init() {}
 
     /// Expects a request to `path` with `method` and answers `response`.
-    public func expect(_ method: HTTPRequest.Method, path: String, respond response: HTTPResponse, times: Int? = 1) {
+    public func expect(_ method: TransportRequest.Method, path: String, respond response: TransportResponse, times: Int? = 1) {
         add(Expectation(method: method, path: path, reply: .success(response), times: times))
     }
 
     /// Expects a request to `path` with `method` and fails it with `error`.
-    public func expect(_ method: HTTPRequest.Method, path: String, fail error: TransportError, times: Int? = 1) {
+    public func expect(_ method: TransportRequest.Method, path: String, fail error: TransportError, times: Int? = 1) {
         add(Expectation(method: method, path: path, reply: .failure(error), times: times))
     }
 
@@ -46,12 +46,12 @@ public final class RecordingTransport: HTTPTransport, @unchecked Sendable {
     }
 
     /// Every request sent, in order.
-    public var requests: [HTTPRequest] { lock.lock(); defer { lock.unlock() }; return recorded }
+    public var requests: [TransportRequest] { lock.lock(); defer { lock.unlock() }; return recorded }
     /// Requests no expectation matched.
-    public var unexpectedRequests: [HTTPRequest] { lock.lock(); defer { lock.unlock() }; return unexpected }
+    public var unexpectedRequests: [TransportRequest] { lock.lock(); defer { lock.unlock() }; return unexpected }
 
-    public func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
-        let reply: Result<HTTPResponse, TransportError>? = {
+    public func send(_ request: TransportRequest) async throws(TransportError) -> TransportResponse {
+        let reply: Result<TransportResponse, TransportError>? = {
             lock.lock(); defer { lock.unlock() }
             recorded.append(request)
             for (index, expectation) in expectations.enumerated()

@@ -95,7 +95,7 @@ struct BenchCommand: AsyncParsableCommand {
         ]
 
         func benchRouting(rules: Int) throws -> RoutingFigures {
-            let router = try Till.Router(merchant: Self.merchant(rules: rules), modules: Self.modules)
+            let router = try GatewayRouter(merchant: Self.merchant(rules: rules), modules: Self.modules)
             let health = HealthMonitor(settings: HealthSettings())
             let intents = Self.intents(1024)
             var generator = SeededGenerator(seed: 1)
@@ -122,7 +122,7 @@ struct BenchCommand: AsyncParsableCommand {
         }
 
         func benchOverhead() async throws -> OverheadFigures {
-            let router = try Till.Router(merchant: Self.merchant(rules: 50), modules: Self.modules)
+            let router = try GatewayRouter(merchant: Self.merchant(rules: 50), modules: Self.modules)
             let gateways = Self.gateways.map { InstantGateway(gateway: $0, capabilities: Self.modules["bench"]!) }
             let engine = CascadeEngine(router: router, gateways: gateways)
             let intents = Self.intents(1024)

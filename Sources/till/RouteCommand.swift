@@ -43,7 +43,7 @@ struct RouteCommand: ParsableCommand {
             printError("payment: \(issue.field == "$" ? "" : issue.field + ": ")\(issue.message)")
             throw ExitCode.failure
         }
-        let router = try Router(merchant: merchantConfig, modules: Modules.capabilities)
+        let router = try GatewayRouter(merchant: merchantConfig, modules: Modules.capabilities)
         var generator = SeededGenerator(seed: seed)
         let decision = router.route(intent, using: &generator, explain: true)
 

@@ -14,20 +14,20 @@ enum Fixtures {
         CitconGateway(environment: .custom(base), credentials: credentials, settings: settings, transport: transport, orderDetails: orderDetails)
     }
 
-    static func json(_ text: String, status: Int = 200) -> HTTPResponse {
-        HTTPResponse(statusCode: status, headers: ["Content-Type": "application/json"], body: Data(text.utf8))
+    static func json(_ text: String, status: Int = 200) -> TransportResponse {
+        TransportResponse(statusCode: status, headers: ["Content-Type": "application/json"], body: Data(text.utf8))
     }
 
-    static func token(_ value: String, type: String = "server", expiresIn: TimeInterval = 3_600) -> HTTPResponse {
+    static func token(_ value: String, type: String = "server", expiresIn: TimeInterval = 3_600) -> TransportResponse {
         json(#"{"status":"success","app":"upi","version":"v1","data":{"access_token":"\#(value)","token_type":"\#(type)","permissions":["charge","inquire"],"expiry":\#(Int(Date().timeIntervalSince1970 + expiresIn))}}"#)
     }
 
     static func charge(id: String = "ch0001", reference: String, status: String = "pending", method: String = "wechatpay",
-                       client: String = #"[{"type":"native","content":{"appid":"wx1","partnerid":"p1","package":"Sign=WXPay","noncestr":"n","timestamp":1767225600,"prepayid":"wxp1","sign":"S"}},{"type":"url","content":{"url":"https://citcon.test/h5/ch0001"}}]"#) -> HTTPResponse {
+                       client: String = #"[{"type":"native","content":{"appid":"wx1","partnerid":"p1","package":"Sign=WXPay","noncestr":"n","timestamp":1767225600,"prepayid":"wxp1","sign":"S"}},{"type":"url","content":{"url":"https://citcon.test/h5/ch0001"}}]"#) -> TransportResponse {
         json(#"{"status":"success","app":"upi","version":"v1","data":{"object":"charge","id":"\#(id)","reference":"\#(reference)","amount":1999,"currency":"USD","country":"US","auto_capture":true,"status":"\#(status)","time_created":1767225600000,"charge_token":"ct1","amount_captured":null,"amount_refunded":"","payment":{"method":"\#(method)","client":\#(client)}}}"#)
     }
 
-    static func failure(code: String, message: String, status: Int) -> HTTPResponse {
+    static func failure(code: String, message: String, status: Int) -> TransportResponse {
         json(#"{"status":"fail","app":"upi","version":"v1","data":{"code":"\#(code)","message":"\#(message)"}}"#, status: status)
     }
 

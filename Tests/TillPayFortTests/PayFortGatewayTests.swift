@@ -9,10 +9,10 @@ let credentials = PayFortCredentials(accessCode: "zx0IPmPy5jp1vAz8Kpg7", merchan
 let api = "/FortAPI/paymentApi"
 
 /// A PayFort answer signed with the response phrase, as the gateway signs it.
-func signedAnswer(_ pairs: [(String, String)], algorithm: PayFortSignature.Algorithm = .sha256) -> HTTPResponse {
+func signedAnswer(_ pairs: [(String, String)], algorithm: PayFortSignature.Algorithm = .sha256) -> TransportResponse {
     var parameters = PayFortParameters(strings: pairs)
     parameters["signature"] = .string(PayFortSignature(algorithm).sign(parameters, phrase: credentials.responsePhrase))
-    return HTTPResponse(statusCode: 200, headers: ["Content-Type": "application/json"], body: parameters.jsonData())
+    return TransportResponse(statusCode: 200, headers: ["Content-Type": "application/json"], body: parameters.jsonData())
 }
 
 func intent(_ amount: String = "100.000", currency: String = "JOD", method: PaymentMethod = .card, action: PaymentAction = .sale,

@@ -21,7 +21,7 @@ struct CascadeHarness {
         let merchant = MerchantConfiguration(
             id: "m", gateways: ids.map { GatewayConfiguration(id: $0, module: "fake") },
             routing: RoutingConfiguration(fallback: ids), retry: retry)
-        let router = try Router(merchant: merchant, modules: ["fake": GatewayCapabilities(methods: [.card, .wechatPay])])
+        let router = try GatewayRouter(merchant: merchant, modules: ["fake": GatewayCapabilities(methods: [.card, .wechatPay])])
         engine = CascadeEngine(router: router, gateways: gateways, clock: clock)
         runner = FakeAttemptRunner(clock: clock, walletResult: { _ in wallet })
         self.scripts = scripts

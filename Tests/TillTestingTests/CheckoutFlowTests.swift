@@ -194,15 +194,15 @@ struct RecordingTransportTests {
     @Test("answers from its script and fails on unexpected requests")
     func script() async throws {
         let transport = RecordingTransport()
-        transport.expect(.post, path: "/v1/charges", respond: HTTPResponse(statusCode: 200, body: Data("{}".utf8)))
+        transport.expect(.post, path: "/v1/charges", respond: TransportResponse(statusCode: 200, body: Data("{}".utf8)))
         transport.expect(.get, path: "/v1/transactions/1", fail: TransportError(.timedOut, "scripted"))
-        let ok = try await transport.send(HTTPRequest(method: .post, url: URL(string: "https://gw.invalid/v1/charges")!))
+        let ok = try await transport.send(TransportRequest(method: .post, url: URL(string: "https://gw.invalid/v1/charges")!))
         #expect(ok.statusCode == 200)
         await #expect(throws: TransportError.self) {
-            try await transport.send(HTTPRequest(url: URL(string: "https://gw.invalid/v1/transactions/1")!))
+            try await transport.send(TransportRequest(url: URL(string: "https://gw.invalid/v1/transactions/1")!))
         }
         await #expect(throws: TransportError.self) {
-            try await transport.send(HTTPRequest(url: URL(string: "https://gw.invalid/v1/refunds")!))
+            try await transport.send(TransportRequest(url: URL(string: "https://gw.invalid/v1/refunds")!))
         }
         #expect(transport.requests.count == 3)
         #expect(transport.unexpectedRequests.map(\.url.path) == ["/v1/refunds"])
@@ -212,7 +212,7 @@ struct RecordingTransportTests {
     @Test("verify fails when an expectation was not used")
     func unused() {
         let transport = RecordingTransport()
-        transport.expect(.post, path: "/x", respond: HTTPResponse(statusCode: 200))
+        transport.expect(.post, path: "/x", respond: TransportResponse(statusCode: 200))
         #expect(throws: RecordingTransport.VerificationFailure.self) { try transport.verify() }
     }
 }

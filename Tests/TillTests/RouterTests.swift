@@ -6,9 +6,9 @@ import Testing
 struct RouterTests {
     static let usd = Currency.lookup("USD")!
 
-    func router() throws -> Router {
+    func router() throws -> GatewayRouter {
         let configuration = try ConfigurationLoader.load(try fixture("valid-config.json"), modules: fakeModules).get()
-        return try Router(merchant: configuration.merchants[0], modules: fakeModules)
+        return try GatewayRouter(merchant: configuration.merchants[0], modules: fakeModules)
     }
 
     func intent(_ method: PaymentMethod = .card, _ decimal: String = "10.00", currency: String = "USD", country: String? = "DE",
@@ -141,7 +141,7 @@ struct RouterTests {
     @Test("an invalid merchant cannot build a router")
     func invalid() {
         let merchant = MerchantConfiguration(id: "m", gateways: [GatewayConfiguration(id: "g", module: "nope")])
-        #expect(throws: ConfigurationError.self) { try Router(merchant: merchant, modules: fakeModules) }
+        #expect(throws: ConfigurationError.self) { try GatewayRouter(merchant: merchant, modules: fakeModules) }
     }
 
     @Test("payment status aggregates over attempts: a decline never hides a charge")

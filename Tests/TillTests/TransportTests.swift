@@ -31,7 +31,7 @@ struct URLSessionTransportTests {
         let server = try LoopbackServer(mode: .respond(status: 201, body: #"{"ok":true}"#))
         defer { server.stop() }
         let transport = URLSessionTransport()
-        let response = try await transport.send(HTTPRequest(
+        let response = try await transport.send(TransportRequest(
             method: .post, url: server.baseURL.appendingPathComponent("charges"),
             headers: ["Content-Type": "application/json", "X-Probe": "1"], body: Data(#"{"a":1}"#.utf8)))
         #expect(response.statusCode == 201)
@@ -47,7 +47,7 @@ struct URLSessionTransportTests {
         let port = try LoopbackServer.closedPort()
         let transport = URLSessionTransport()
         let error = await #expect(throws: TransportError.self) {
-            try await transport.send(HTTPRequest(url: URL(string: "http://127.0.0.1:\(port)/x")!, timeout: .seconds(5)))
+            try await transport.send(TransportRequest(url: URL(string: "http://127.0.0.1:\(port)/x")!, timeout: .seconds(5)))
         }
         #expect(error?.kind == .notSent)
         #expect(error?.requestMayHaveArrived == false)
@@ -60,7 +60,7 @@ struct URLSessionTransportTests {
         defer { server.stop() }
         let transport = URLSessionTransport()
         let error = await #expect(throws: TransportError.self) {
-            try await transport.send(HTTPRequest(url: server.baseURL, timeout: .milliseconds(300)))
+            try await transport.send(TransportRequest(url: server.baseURL, timeout: .milliseconds(300)))
         }
         #expect(error?.kind == .timedOut)
         #expect(error?.requestMayHaveArrived == true)
@@ -121,7 +121,7 @@ struct RedactionTests {
         let logger = Logger(label: "test") { _ in CapturingLogHandler(store: store) }
         let transport = LoggingTransport(URLSessionTransport(), logger: logger)
         let body = Data(#"{"card_number":"4005550000000001","cvv":"987","sha_request_phrase":"TESTSHAIN","amount":10000}"#.utf8)
-        _ = try await transport.send(HTTPRequest(
+        _ = try await transport.send(TransportRequest(
             method: .post, url: URL(string: "\(server.baseURL)/pay?signature=deadbeefcafe&access_code=zx0IPmPy5jp1vAz")!,
             headers: ["Authorization": "Bearer sk_live_abc"], body: body))
         let log = store.all

@@ -55,7 +55,7 @@ public struct HTTPMerchantBackend: MerchantBackend {
         try await call(.get, "v1/payments/\(id)", body: Optional<String>.none)
     }
 
-    private func call<Body: Encodable, Answer: Decodable>(_ method: HTTPRequest.Method, _ path: String, body: Body?,
+    private func call<Body: Encodable, Answer: Decodable>(_ method: TransportRequest.Method, _ path: String, body: Body?,
                                                          headers extra: [String: String] = [:]) async throws -> Answer {
         var headers = ["Authorization": "Bearer \(apiKey)", "Accept": "application/json"]
         headers.merge(extra) { _, new in new }
@@ -64,9 +64,9 @@ public struct HTTPMerchantBackend: MerchantBackend {
             headers["Content-Type"] = "application/json"
             data = try JSONEncoder().encode(body)
         }
-        let response: HTTPResponse
+        let response: TransportResponse
         do {
-            response = try await transport.send(HTTPRequest(method: method, url: baseURL.appendingPathComponent(path),
+            response = try await transport.send(TransportRequest(method: method, url: baseURL.appendingPathComponent(path),
                                                             headers: headers, body: data, timeout: timeout))
         } catch {
             throw error.checkoutError(gateway: "merchant-server")

@@ -56,6 +56,8 @@ public struct CheckoutError: Error, Hashable, Sendable, Codable, CustomStringCon
         public static let missingField: Code = "missing_field"
         public static let fieldTooLong: Code = "field_too_long"
         public static let malformedBody: Code = "malformed_body"
+        /// A key appears twice in a message (a form field, a JSON object key): refused, never "first wins".
+        public static let duplicateField: Code = "duplicate_field"
         public static let declined: Code = "declined"
         public static let insufficientFunds: Code = "insufficient_funds"
         public static let cancelledByCustomer: Code = "cancelled_by_customer"
@@ -77,7 +79,7 @@ public struct CheckoutError: Error, Hashable, Sendable, Codable, CustomStringCon
         public var defaultCategory: Category {
             switch self {
             case .invalidAmount, .invalidCurrency, .invalidCountry, .invalidField, .missingField,
-                 .fieldTooLong, .malformedBody, .invalidTransition: .invalidInput
+                 .fieldTooLong, .malformedBody, .duplicateField, .invalidTransition: .invalidInput
             case .declined: .declinedHard
             case .insufficientFunds: .declinedSoft
             case .cancelledByCustomer, .returnCancelled: .cancelled

@@ -95,13 +95,13 @@ public struct CascadeResult: Sendable, Hashable {
 /// - A hard decline, a customer cancel, or invalid input stops the cascade.
 /// - At most `maxAttempts` attempts, and no new attempt after the time budget.
 public struct CascadeEngine: Sendable {
-    public let router: Router
+    public let router: GatewayRouter
     public let health: HealthMonitor
     public let clock: any TillClock
     private let gateways: [GatewayID: any Checkout]
     private let tables: [GatewayID: DecisionTable]
 
-    public init(router: Router, gateways: [any Checkout], health: HealthMonitor? = nil, clock: any TillClock = SystemClock()) {
+    public init(router: GatewayRouter, gateways: [any Checkout], health: HealthMonitor? = nil, clock: any TillClock = SystemClock()) {
         self.router = router
         self.clock = clock
         self.health = health ?? HealthMonitor(settings: router.merchant.health, clock: clock)

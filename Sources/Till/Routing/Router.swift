@@ -13,7 +13,7 @@ import Foundation
 ///    circuits last. Nothing is dropped for health: if only an open circuit remains, it is tried.
 ///
 /// Deterministic given the random generator's seed.
-public struct Router: Sendable {
+public struct GatewayRouter: Sendable {
     public let merchant: MerchantConfiguration
     /// Effective capabilities per configured gateway.
     public let capabilities: [GatewayID: GatewayCapabilities]

@@ -4,7 +4,7 @@ import FoundationNetworking
 #endif
 
 /// An HTTP request as gateway modules build it.
-public struct HTTPRequest: Sendable, Hashable {
+public struct TransportRequest: Sendable, Hashable {
     public enum Method: String, Sendable, Hashable { case get = "GET", post = "POST", put = "PUT", delete = "DELETE", patch = "PATCH" }
 
     public var method: Method
@@ -26,7 +26,7 @@ public struct HTTPRequest: Sendable, Hashable {
 }
 
 /// An HTTP response.
-public struct HTTPResponse: Sendable, Hashable {
+public struct TransportResponse: Sendable, Hashable {
     public var statusCode: Int
     /// Header names lower-cased.
     public var headers: [String: String]
@@ -86,7 +86,7 @@ public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible
 public protocol HTTPTransport: Sendable {
     /// Sends `request`. Any HTTP status is a response; only transport failures throw
     /// ``TransportError``.
-    func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse
+    func send(_ request: TransportRequest) async throws(TransportError) -> TransportResponse
 }
 
 /// ``HTTPTransport`` over `URLSession` (FoundationNetworking on Linux).
@@ -98,7 +98,7 @@ public struct URLSessionTransport: HTTPTransport {
         self.session = session
     }
 
-    public func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
+    public func send(_ request: TransportRequest) async throws(TransportError) -> TransportResponse {
         var urlRequest = URLRequest(url: request.url)
         urlRequest.httpMethod = request.method.rawValue
         urlRequest.httpBody = request.body
@@ -114,7 +114,7 @@ public struct URLSessionTransport: HTTPTransport {
             for (key, value) in http.allHeaderFields {
                 if let key = key as? String, let value = value as? String { headers[key] = value }
             }
-            return HTTPResponse(statusCode: http.statusCode, headers: headers, body: data)
+            return TransportResponse(statusCode: http.statusCode, headers: headers, body: data)
         } catch let error as TransportError {
             throw error
         } catch let error as URLError {

@@ -17,7 +17,7 @@ public struct LoggingTransport<Base: HTTPTransport>: HTTPTransport {
         self.redactor = redactor
     }
 
-    public func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
+    public func send(_ request: TransportRequest) async throws(TransportError) -> TransportResponse {
         let start = ContinuousClock.now
         let target = Self.loggableURL(request.url, redactor: redactor)
         logger.debug("gateway request", metadata: [
