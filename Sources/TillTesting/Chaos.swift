@@ -251,7 +251,7 @@ struct ChaosRunner: AttemptRunner {
     let faults: FaultDrawer
     let store: ChaosStore
 
-    func run(_ context: AttemptContext, on gateway: any Checkout) async -> AttemptOutcome {
+    func run(_ context: AttemptContext, on gateway: any CheckoutGateway) async -> AttemptOutcome {
         if let fake = gateway as? FakeGateway, let index = Int(context.intent.merchantReference.dropFirst("chaos-".count)) {
             await store.link(context.attempt, to: index, gateway: fake.gateway)
             await fake.ledger.enqueue([faults.plan(for: context.attempt, method: context.intent.method)])

@@ -14,7 +14,7 @@ public struct FakeAttemptRunner: AttemptRunner {
         self.walletResult = walletResult
     }
 
-    public func run(_ context: AttemptContext, on gateway: any Checkout) async -> AttemptOutcome {
+    public func run(_ context: AttemptContext, on gateway: any CheckoutGateway) async -> AttemptOutcome {
         guard let fake = gateway as? FakeGateway else {
             return .error(CheckoutError(.misconfigured, message: "FakeAttemptRunner drives FakeGateway only", gateway: gateway.gateway))
         }

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Till
+import TillGatewayKit
 
 /// What a ``FakeGateway`` does with one attempt.
 public enum FakeBehavior: Sendable, Hashable {
@@ -147,15 +148,31 @@ public actor FakeGatewayLedger {
 /// let fake = FakeGateway(script: [.softDecline(), .approve])
 /// ```
 ///
-/// Card-like behaviors present a card form; submitting it charges (or declines). `.walletHandoff`
+/// How a ``FakeGateway``'s app half presents card-like attempts.
+public enum FakeFlow: String, Sendable, Hashable {
+    /// A card form; the app half charges when it is submitted (PayFort's SDK shape).
+    case card
+    /// A card form whose values the app half seals and hands to the merchant server as a
+    /// ``Submission``; the server half charges (Worldline's shape: encrypt in the app, CreatePayment on
+    /// the server).
+    case submit
+    /// A vendor SDK launched in-process that reports its result through the presenter, not a URL
+    /// (iPayNow's and ecommpay's shape).
+    case sdk
+}
+
+/// Card-like behaviors present a card form; submitting it charges (or declines), directly or through
+/// the merchant server's submit step (``FakeFlow``). `.walletHandoff`
 /// presents an `openURL` step; the simulated customer acts with ``customerActs(on:approve:)``,
 /// which returns the URL the "wallet" sends the customer back to.
-public struct FakeGateway: Checkout {
+public struct FakeGateway: CheckoutGateway {
     public let gateway: GatewayID
     public let capabilities: GatewayCapabilities
     public let decisionTable: DecisionTable
     public let ledger: FakeGatewayLedger
     public let notificationTiming: FakeNotificationTiming
+    /// How card-like attempts are presented.
+    public let flow: FakeFlow
     private let secretBytes: Data
     private var secret: SymmetricKey { SymmetricKey(data: secretBytes) }
     private let deliver: (@Sendable (IncomingNotification) async -> Void)?
@@ -168,8 +185,9 @@ public struct FakeGateway: Checkout {
                     methods: [.card, .wechatPay, .alipay], actions: [.sale, .authorize]),
                 decisionTable: DecisionTable = DecisionTable(["soft": .retryNext, "3ds_required": .stepUp]),
                 secret: String = "fake-notification-secret",
-                notificationTiming: FakeNotificationTiming = .immediate,
+                notificationTiming: FakeNotificationTiming = .immediate, flow: FakeFlow = .card,
                 deliver: (@Sendable (IncomingNotification) async -> Void)? = nil) {
+        self.flow = flow
         self.gateway = id
         self.capabilities = capabilities
         self.decisionTable = decisionTable
@@ -204,6 +222,14 @@ public struct FakeGateway: Checkout {
             var page = URLComponents(string: "https://wallet.fake.invalid/pay")!
             page.queryItems = [URLQueryItem(name: "attempt", value: preparation.attempt.rawValue)]
             return .openURL(page.url!, handoff: .walletApp)
+        case (_, .start) where flow == .sdk:
+            return .launchWallet(WalletLaunch(wallet: Self.sdkName, parameters: ["attempt": preparation.attempt.rawValue]))
+        case (_, .submit(let values)) where flow == .submit:
+            // The app half seals what the customer typed; only the server half can open it.
+            guard let number = values["card_number"], !number.isEmpty else {
+                throw CheckoutError(.missingField, field: "card_number", message: "enter the card number", gateway: gateway)
+            }
+            return .submit(Submission(kind: Self.sealedKind, fields: ["sealed": seal(number, attempt: preparation.attempt)]))
         case (_, .start):
             return .collect(FormSpec(fields: [
                 FormField(id: "card_number", labelKey: "till.field.cardNumber", kind: .cardNumber, maxLength: 19, sensitive: true),
@@ -218,6 +244,38 @@ public struct FakeGateway: Checkout {
             default: return .completed(ClientOutcome(.failed, gatewayCode: report.gatewayCode, message: "declined"))
             }
         }
+    }
+
+    /// The vendor-SDK name of the `.sdk` flow's launch.
+    public static let sdkName = "fake-sdk"
+    /// The submission kind of the `.submit` flow.
+    public static let sealedKind = "sealed_card"
+
+    /// What the app half hands the server in the `.submit` flow: an HMAC of the card number bound to
+    /// the attempt, never the number itself.
+    func seal(_ number: String, attempt: AttemptReference) -> String {
+        HMAC<SHA256>.authenticationCode(for: Data("\(attempt.rawValue):\(number)".utf8), using: secret)
+            .map { String(format: "%02x", $0) }.joined()
+    }
+
+    // MARK: Submit (server)
+
+    /// The `.submit` flow's server half: checks the sealed payload and charges, playing the attempt's
+    /// behavior. A decline is an answer (a failed report), not an error; transport faults throw as
+    /// they would from a real gateway (never sent, or an unknown outcome).
+    public func submit(_ submission: Submission, context: SubmitContext) async throws -> SubmitResult {
+        guard submission.kind == Self.sealedKind, let sealed = submission.fields["sealed"], sealed.count == 64,
+              sealed.allSatisfy(\.isHexDigit) else {
+            throw CheckoutError(.invalidField, field: "submission.fields.sealed", message: "not a sealed card", gateway: gateway)
+        }
+        let report = try await charge(context.attempt)
+        let next: NextStep
+        switch report.status {
+        case .paid, .authorized: next = .completed(ClientOutcome(.succeeded, gatewayCode: report.gatewayCode))
+        case .pending: next = .completed(ClientOutcome(.pending))
+        default: next = .completed(ClientOutcome(.failed, gatewayCode: report.gatewayCode, message: "declined"))
+        }
+        return SubmitResult(next: next, report: report, gatewayReference: "fake_payment_\(context.attempt.rawValue)")
     }
 
     /// Server-to-gateway charge of an attempt, playing its behavior. Returns the gateway's answer or
@@ -319,6 +377,15 @@ public struct FakeGateway: Checkout {
     }
 
     // MARK: Confirm
+
+    /// The fake's endpoint verification: a request carrying `X-Fake-Challenge` is answered `200` with
+    /// the header's value as the body (the shape of Worldline's endpoint verification).
+    public static let challengeHeader = "x-fake-challenge"
+
+    public func answerChallenge(_ request: IncomingNotification) -> NotificationAcknowledgement? {
+        guard let challenge = request.headers[Self.challengeHeader], !challenge.isEmpty, challenge.count <= 256 else { return nil }
+        return NotificationAcknowledgement(statusCode: 200, contentType: "text/plain", body: Data(challenge.utf8))
+    }
 
     /// The notification body the fake sends.
     public struct NotificationBody: Codable, Sendable, Hashable {
@@ -435,5 +502,21 @@ extension Data {
             i += 2
         }
         self = out
+    }
+}
+
+extension FakeGateway {
+    /// The `fake` module: a ``FakeGateway`` whose notifications are signed with the
+    /// `notification_secret` credential (HMAC-SHA256). Settings: `flow` (`card` | `submit` | `sdk`).
+    public static let plugin = GatewayPlugin(
+        module: "fake",
+        capabilities: FakeGateway().capabilities,
+        makeServer: { context in
+            try FakeGateway(id: context.id, secret: context.settings.secret("notification_secret"), flow: flow(context.settings))
+        },
+        makeClient: { context in FakeGateway(id: context.id, flow: try flow(context.settings)) })
+
+    private static func flow(_ settings: ModuleSettings) throws(CheckoutError) -> FakeFlow {
+        FakeFlow(rawValue: try settings.choice("flow", ["card", "submit", "sdk"], default: "card") ?? "card") ?? .card
     }
 }

@@ -5,7 +5,7 @@ import Till
 /// demo. It applies the same rules as the real server: notifications are verified, deduplicated by
 /// event id, and applied forward-only; a client report never changes the status.
 public actor InMemoryMerchantBackend: MerchantBackend {
-    public let gateway: any Checkout
+    public let gateway: any CheckoutServer
     public let notificationURL: URL?
 
     /// What happened to each notification offered with ``receive(_:)``.
@@ -20,23 +20,44 @@ public actor InMemoryMerchantBackend: MerchantBackend {
     private var reports: [AttemptReference: StatusReport] = [:]
     private var clientOutcomes: [AttemptReference: ClientOutcome] = [:]
     private var seenEvents: Set<String> = []
+    private var contexts: [AttemptReference: SubmitContext] = [:]
+    private var submitted: Set<AttemptReference> = []
     /// Every notification receipt, in order.
     public private(set) var receipts: [Receipt] = []
 
-    public init(gateway: any Checkout, notificationURL: URL? = URL(string: "https://merchant.invalid/v1/notifications/fake")) {
+    public init(gateway: any CheckoutServer, notificationURL: URL? = URL(string: "https://merchant.invalid/v1/notifications/fake")) {
         self.gateway = gateway
         self.notificationURL = notificationURL
     }
 
-    public func prepare(_ intent: PaymentIntent, returnURL: URL?) async throws -> Preparation {
+    public func prepare(_ intent: PaymentIntent, returnURLs: [URL]) async throws -> Preparation {
         _ = try intent.validated()
         let attempt = AttemptReference.generate()
-        let preparation = try await gateway.prepare(AttemptContext(intent: intent, attempt: attempt, returnURL: returnURL,
+        // As the server does: the gateway picks the return URL that fits among those the app offered.
+        let returnURL = try gateway.returnURL(from: returnURLs, for: intent)
+        var preparation = try await gateway.prepare(AttemptContext(intent: intent, attempt: attempt, returnURL: returnURL,
                                                                    notificationURL: notificationURL))
+        preparation.returnURL = preparation.returnURL ?? returnURL
         if reports[attempt] == nil {
             reports[attempt] = StatusReport(gateway: gateway.gateway, attempt: attempt, status: .pending, eventID: "prepare:\(attempt)")
         }
+        contexts[attempt] = SubmitContext(intent: intent, attempt: attempt, gatewayReference: preparation.gatewayReference,
+                                          returnURL: returnURL, notificationURL: notificationURL)
         return preparation
+    }
+
+    /// Runs the gateway's **Submit** once per attempt, as the server does, and applies the status
+    /// its answer carries.
+    public func submit(_ submission: Submission, for attempt: AttemptReference) async throws -> NextStep {
+        guard let context = contexts[attempt] else {
+            throw CheckoutError(.invalidField, field: "attempt", message: "no such attempt")
+        }
+        guard submitted.insert(attempt).inserted else {
+            throw CheckoutError(.invalidTransition, field: "attempt", message: "this attempt was already submitted")
+        }
+        let result = try await gateway.submit(submission, context: context)
+        if let report = result.report, report.attempt == attempt { _ = apply(report) }
+        return result.next
     }
 
     public func report(_ outcome: ClientOutcome, for attempt: AttemptReference) async throws {

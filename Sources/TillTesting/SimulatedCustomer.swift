@@ -41,10 +41,31 @@ public struct SimulatedCustomer: CheckoutPresenter {
         }
     }
 
-    public func launch(_ wallet: WalletLaunch) async throws {
-        if let attempt = wallet.parameters["attempt"], let url = URL(string: "https://wallet.fake.invalid/pay?attempt=\(attempt)") {
+    /// A wallet launch goes through the wallet page (and back through the return URL); the fake's
+    /// in-process SDK (``FakeFlow/sdk``) answers here, with the SDK's code and no URL: `0` paid,
+    /// `-2` cancelled. With `.payAndVanish` the SDK never calls back.
+    public func launch(_ wallet: WalletLaunch) async throws -> SDKResult? {
+        guard let attempt = wallet.parameters["attempt"] else { return nil }
+        if wallet.wallet == FakeGateway.sdkName {
+            try await Task.sleep(for: returnDelay)
+            let reference = AttemptReference(rawValue: attempt)
+            switch choice {
+            case .pay, .closeForm:
+                _ = try await gateway.customerActs(on: reference, result: .paid)
+                return SDKResult(code: "0")
+            case .cancel:
+                _ = try await gateway.customerActs(on: reference, result: .cancelled, code: "cancel")
+                return SDKResult(code: "-2", parameters: ["message": "cancelled in the SDK"])
+            case .payAndVanish:
+                _ = try await gateway.customerActs(on: reference, result: .paid)
+                try await Task.sleep(for: .seconds(3_600))
+                return nil
+            }
+        }
+        if let url = URL(string: "https://wallet.fake.invalid/pay?attempt=\(attempt)") {
             try await open(url, handoff: .walletApp)
         }
+        return nil
     }
 
     public func collect(_ form: FormSpec) async throws -> FormValues? {

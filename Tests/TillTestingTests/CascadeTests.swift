@@ -75,7 +75,7 @@ struct CascadeTests {
     @Test("a decline error in the hard category never cascades, whatever the table says")
     func hardCategory() async throws {
         struct HardRunner: AttemptRunner {
-            func run(_ context: AttemptContext, on gateway: any Checkout) async -> AttemptOutcome {
+            func run(_ context: AttemptContext, on gateway: any CheckoutGateway) async -> AttemptOutcome {
                 .error(CheckoutError(.declined, category: .declinedHard, message: "stolen card", gateway: gateway.gateway, gatewayCode: "soft"))
             }
         }
@@ -194,7 +194,7 @@ struct CascadeTests {
         struct Liar: AttemptRunner {
             let amount: Int64
             let sameAttempt: Bool
-            func run(_ context: AttemptContext, on gateway: any Checkout) async -> AttemptOutcome {
+            func run(_ context: AttemptContext, on gateway: any CheckoutGateway) async -> AttemptOutcome {
                 .report(StatusReport(gateway: gateway.gateway, attempt: sameAttempt ? context.attempt : AttemptReference(rawValue: "other"),
                                      status: .paid, amount: Money(minorUnits: amount, currency: Currency.lookup("USD")!)))
             }
@@ -240,7 +240,7 @@ struct CascadeTests {
     @Test("invalid input stops: another gateway would not help")
     func invalidInput() async throws {
         struct BadInputRunner: AttemptRunner {
-            func run(_ context: AttemptContext, on gateway: any Checkout) async -> AttemptOutcome {
+            func run(_ context: AttemptContext, on gateway: any CheckoutGateway) async -> AttemptOutcome {
                 .error(CheckoutError(.fieldTooLong, field: "intent.description", message: "too long", gateway: gateway.gateway))
             }
         }

@@ -17,9 +17,10 @@ struct Harness {
     let app: AppCheckout
 
     init(_ behavior: FakeBehavior, choice: SimulatedCustomer.Choice = .pay, timing: FakeNotificationTiming = .immediate,
-         returnTimeout: Duration = .seconds(2), presenter: (@Sendable (FakeGateway, ReturnURLHandler) -> any CheckoutPresenter)? = nil) async throws {
+         returnTimeout: Duration = .seconds(2), flow: FakeFlow = .card,
+         presenter: (@Sendable (FakeGateway, ReturnURLHandler) -> any CheckoutPresenter)? = nil) async throws {
         let relay = Relay()
-        gateway = FakeGateway(script: [behavior], notificationTiming: timing) { await relay.deliver($0) }
+        gateway = FakeGateway(script: [behavior], notificationTiming: timing, flow: flow) { await relay.deliver($0) }
         backend = InMemoryMerchantBackend(gateway: gateway)
         await relay.set(backend)
         returns = try ReturnURLHandler(routes: [.customScheme("shop")])
@@ -185,7 +186,7 @@ struct SuccessClaimingWallet: CheckoutPresenter {
             #expect(returns.handle(back))
         }
     }
-    func launch(_ wallet: WalletLaunch) async throws {}
+    func launch(_ wallet: WalletLaunch) async throws -> SDKResult? { nil }
     func collect(_ form: FormSpec) async throws -> FormValues? { nil }
 }
 
@@ -219,18 +220,18 @@ struct RecordingTransportTests {
 
 /// Records what the app asks of the server, over an in-memory backend.
 actor BackendCalls {
-    var returnURLs: [URL] = []
+    var returnURLs: [[URL]] = []
     var inquiries: [AttemptReference] = []
-    func prepared(_ url: URL?) { if let url { returnURLs.append(url) } }
+    func prepared(_ urls: [URL]) { returnURLs.append(urls) }
     func inquired(_ attempt: AttemptReference) { inquiries.append(attempt) }
 }
 
 struct ObservedBackend: MerchantBackend {
     let inner: InMemoryMerchantBackend
     let calls: BackendCalls
-    func prepare(_ intent: PaymentIntent, returnURL: URL?) async throws -> Preparation {
-        await calls.prepared(returnURL)
-        return try await inner.prepare(intent, returnURL: returnURL)
+    func prepare(_ intent: PaymentIntent, returnURLs: [URL]) async throws -> Preparation {
+        await calls.prepared(returnURLs)
+        return try await inner.prepare(intent, returnURLs: returnURLs)
     }
     func report(_ outcome: ClientOutcome, for attempt: AttemptReference) async throws { try await inner.report(outcome, for: attempt) }
     func status(of attempt: AttemptReference) async throws -> StatusReport? { try await inner.status(of: attempt) }
@@ -254,16 +255,16 @@ struct ReturnRouteSelectionTests {
         return (app, returns)
     }
 
-    @Test("WeChat Pay returns through the universal link, Alipay and card through the scheme")
-    func routeByMethod() async throws {
-        let (app, _) = try await checkout(.approve, calls: BackendCalls())
-        #expect(app.returnRoute(for: .wechatPay).isUniversalLink)
-        #expect(!app.returnRoute(for: .alipay).isUniversalLink)
-        #expect(app.returnRoute(for: .card).scheme == "shop")
+    @Test("the app offers one return URL per route, all with one state; the gateway (here: the first) picks")
+    func everyRouteOffered() async throws {
         let calls = BackendCalls()
         let (wallet, _) = try await checkout(.walletHandoff, calls: calls)
-        _ = try await wallet.pay(Harness.intent(.wechatPay))
-        #expect(await calls.returnURLs.first?.scheme == "https")
+        let result = try await wallet.pay(Harness.intent(.wechatPay))
+        let offered = try #require(await calls.returnURLs.first)
+        #expect(offered.map(\.scheme) == ["shop", "https"])
+        #expect(Set(offered.map { URLComponents(url: $0, resolvingAgainstBaseURL: false)?.query }).count == 1)
+        #expect(result.preparation.returnURL == offered[0])
+        #expect(result.status == .paid)
     }
 
     @Test("after the customer comes back from a wallet the app asks the server to inquire; a form checkout does not")

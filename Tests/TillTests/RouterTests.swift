@@ -7,7 +7,7 @@ struct RouterTests {
     static let usd = Currency.lookup("USD")!
 
     func router() throws -> GatewayRouter {
-        let configuration = try ConfigurationLoader.load(try fixture("valid-config.json"), modules: fakeModules).get()
+        let configuration = try ConfigurationLoader.decode(MerchantsFile.self, from: try fixture("valid-config.json")).get()
         return try GatewayRouter(merchant: configuration.merchants[0], modules: fakeModules)
     }
 
@@ -158,4 +158,18 @@ struct RouterTests {
         #expect(PaymentStatus.aggregate([.refunded, .failed]) == .refunded)
         #expect(PaymentStatus.aggregate([.refunded, .authorized]) == .authorized)
     }
+}
+
+let fakeModules: [String: GatewayCapabilities] = [
+    "fake": GatewayCapabilities(methods: [.card, .wechatPay, .alipay], actions: [.sale, .authorize]),
+]
+
+func fixture(_ name: String) throws -> Data {
+    let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/\(name)")
+    return try Data(contentsOf: url)
+}
+
+/// The merchants of a configuration file (the server's own settings are read by TillServer).
+struct MerchantsFile: Decodable {
+    var merchants: [MerchantConfiguration]
 }

@@ -5,9 +5,29 @@ import Foundation
 
 /// `POST /v1/payments/{id}/attempts` body.
 public struct PrepareRequest: Codable, Sendable {
-    /// The return URL the app registered for this attempt (carries its per-attempt state).
+    /// Every return URL the app can be reached by for this attempt, one per route it registered, each
+    /// carrying the attempt's state. The gateway the server picks chooses one
+    /// (``CheckoutServer/returnURL(from:for:)``); the preparation names it.
+    public var returnURLs: [URL]?
+    /// A single return URL (older apps). Taken as `returnURLs: [returnURL]` when `returnURLs` is absent.
     public var returnURL: URL?
+
+    public init(returnURLs: [URL]) { self.returnURLs = returnURLs }
     public init(returnURL: URL? = nil) { self.returnURL = returnURL }
+
+    /// The offered URLs, whichever field carried them.
+    public var offeredReturnURLs: [URL] { returnURLs ?? returnURL.map { [$0] } ?? [] }
+}
+
+/// `POST /v1/attempts/{reference}/submit` answer: the app's next step and the payment afterwards.
+public struct SubmitAnswer: Codable, Sendable, Hashable {
+    public var next: NextStep
+    public var payment: PaymentView
+
+    public init(next: NextStep, payment: PaymentView) {
+        self.next = next
+        self.payment = payment
+    }
 }
 
 /// A payment as the API shows it.
@@ -44,9 +64,13 @@ public struct AttemptView: Codable, Sendable, Hashable {
     public var gatewayReference: String?
     public var gatewayCode: String?
     public var clientOutcome: ClientOutcome?
+    /// True once the app submitted this attempt's payload (a submit is accepted once per attempt).
+    public var submitted: Bool?
 
     public init(reference: AttemptReference, sequence: Int, gateway: GatewayID, status: PaymentStatus,
-                gatewayReference: String? = nil, gatewayCode: String? = nil, clientOutcome: ClientOutcome? = nil) {
+                gatewayReference: String? = nil, gatewayCode: String? = nil, clientOutcome: ClientOutcome? = nil,
+                submitted: Bool? = nil) {
+        self.submitted = submitted
         self.reference = reference
         self.sequence = sequence
         self.gateway = gateway

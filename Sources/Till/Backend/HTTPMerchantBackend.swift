@@ -24,10 +24,17 @@ public struct HTTPMerchantBackend: MerchantBackend {
         self.timeout = timeout
     }
 
-    public func prepare(_ intent: PaymentIntent, returnURL: URL?) async throws -> Preparation {
+    public func prepare(_ intent: PaymentIntent, returnURLs: [URL]) async throws -> Preparation {
         let payment: PaymentView = try await call(.post, "v1/payments", body: intent,
                                                   headers: ["Idempotency-Key": "intent-\(intent.merchantReference)"])
-        return try await call(.post, "v1/payments/\(payment.id)/attempts", body: PrepareRequest(returnURL: returnURL))
+        return try await call(.post, "v1/payments/\(payment.id)/attempts", body: PrepareRequest(returnURLs: returnURLs))
+    }
+
+    /// `POST /v1/attempts/{reference}/submit`: the server calls the gateway with the payload and
+    /// answers with the app's next step.
+    public func submit(_ submission: Submission, for attempt: AttemptReference) async throws -> NextStep {
+        let answer: SubmitAnswer = try await call(.post, "v1/attempts/\(attempt.rawValue)/submit", body: submission)
+        return answer.next
     }
 
     public func report(_ outcome: ClientOutcome, for attempt: AttemptReference) async throws {

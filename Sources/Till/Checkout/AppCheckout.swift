@@ -4,9 +4,13 @@ import Foundation
 /// authoritative status. The real implementation speaks to TillServer over HTTP; TillTesting ships
 /// an in-memory one.
 public protocol MerchantBackend: Sendable {
-    /// Picks a gateway and runs its **Prepare** for `intent`, registering `returnURL` as the
-    /// attempt's return URL.
-    func prepare(_ intent: PaymentIntent, returnURL: URL?) async throws -> Preparation
+    /// Picks a gateway and runs its **Prepare** for `intent`. `returnURLs` holds one return URL per
+    /// route the app registered (all with the attempt's state); the chosen gateway picks the one that
+    /// fits, and the preparation's ``Preparation/returnURL`` names it.
+    func prepare(_ intent: PaymentIntent, returnURLs: [URL]) async throws -> Preparation
+    /// **Submit**: hands what the app collected to the server, which calls the gateway with it, and
+    /// returns the app's next step. Refused by default (a backend for gateways without a submit step).
+    func submit(_ submission: Submission, for attempt: AttemptReference) async throws -> NextStep
     /// Tells the server what the app saw. Informational only: it never marks a payment paid.
     func report(_ outcome: ClientOutcome, for attempt: AttemptReference) async throws
     /// The authoritative status of an attempt, from verified notifications and inquiries.
@@ -22,6 +26,15 @@ extension MerchantBackend {
     public func inquire(_ attempt: AttemptReference) async throws -> StatusReport? {
         try await status(of: attempt)
     }
+
+    public func submit(_ submission: Submission, for attempt: AttemptReference) async throws -> NextStep {
+        throw CheckoutError(.unsupportedAction, field: "submission", message: "this merchant backend has no submit step")
+    }
+
+    /// Prepare with a single return URL (or none).
+    public func prepare(_ intent: PaymentIntent, returnURL: URL?) async throws -> Preparation {
+        try await prepare(intent, returnURLs: returnURL.map { [$0] } ?? [])
+    }
 }
 
 /// The app's UI side of a checkout: what Till asks the app to do during **Present**.
@@ -29,8 +42,11 @@ public protocol CheckoutPresenter: Sendable {
     /// Open a URL: a wallet app, H5 page, browser or 3-D Secure page (`UIApplication.open`,
     /// `ASWebAuthenticationSession`, a web view).
     func open(_ url: URL, handoff: Handoff) async throws
-    /// Hand parameters to a wallet SDK the app embeds.
-    func launch(_ wallet: WalletLaunch) async throws
+    /// Hand parameters to a vendor SDK the app embeds (a wallet's, or a gateway's own payment SDK)
+    /// and return what the SDK reported in-process (its delegate or completion handler), or `nil`
+    /// when it reports only through the return URL. Till races this against the return URL: the
+    /// first to arrive is used, the other is dropped. No fake return URLs are needed.
+    func launch(_ wallet: WalletLaunch) async throws -> SDKResult?
     /// Show a form and return what the customer entered, or `nil` when they cancelled.
     func collect(_ form: FormSpec) async throws -> FormValues?
 }
@@ -73,8 +89,7 @@ public struct AppCheckout: Sendable {
     /// the app asks the server for another attempt; the server's router and the gateway's decision
     /// table decide whether one is allowed (a 409 ends it). 1 disables this.
     public var maxAttempts: Int
-    /// What each method needs; decides which return route an attempt uses (WeChat Pay returns
-    /// through a universal link, Alipay through a custom scheme).
+    /// What each method needs (the URL schemes it queries, whether it switches apps).
     public var methods: PaymentMethodRegistry
     private let gateways: [GatewayID: any Checkout]
 
@@ -91,17 +106,6 @@ public struct AppCheckout: Sendable {
         self.confirmationInterval = confirmationInterval
         self.maxAttempts = max(1, maxAttempts)
         self.methods = methods ?? PaymentMethodRegistry(gateways: gateways)
-    }
-
-    /// The registered return route that suits `method`: a universal link or a custom scheme as the
-    /// method's ``PaymentMethodInfo/returnStyle`` says, else the handler's first route.
-    public func returnRoute(for method: PaymentMethod) -> ReturnRoute {
-        let routes = returns.routes
-        switch methods.info(for: method).returnStyle {
-        case .universalLink: return routes.first(where: \.isUniversalLink) ?? routes[0]
-        case .customScheme: return routes.first(where: { !$0.isUniversalLink }) ?? routes[0]
-        case .inProcess: return routes[0]
-        }
     }
 
     /// Runs one checkout: Prepare (server) → Present → Return → Confirm (server).
@@ -123,11 +127,13 @@ public struct AppCheckout: Sendable {
         return result
     }
 
-    /// One attempt: Prepare (server) → Present → Return → Confirm (server).
+    /// One attempt: Prepare (server) → Present → [Submit (server)] → Return → Confirm (server).
     private func attempt(_ intent: PaymentIntent) async throws -> CheckoutResult {
-        let expected = try returns.expectReturn(on: returnRoute(for: intent.method))
+        // Every route is offered; the gateway the server picks chooses the one that fits.
+        var expected = try returns.expectReturnOnAnyRoute()
         defer { returns.cancel(expected) }
-        let preparation = try await backend.prepare(intent, returnURL: expected.url)
+        let preparation = try await backend.prepare(intent, returnURLs: expected.urls)
+        if let chosen = preparation.returnURL { expected = try returns.restrict(expected, to: chosen) }
         guard let gateway = gateways[preparation.gateway] else {
             throw CheckoutError(.misconfigured, field: "gateway",
                                 message: "the server chose gateway \(preparation.gateway), which this app does not include")
@@ -157,9 +163,17 @@ public struct AppCheckout: Sendable {
     private func presentUntilDone(_ preparation: Preparation, gateway: any Checkout, expected: ExpectedReturn,
                                   handedOff: inout Bool) async throws -> ClientOutcome {
         var input = PresentInput.start
-        // A gateway can ask for a form, then a 3-D Secure page: bounded so a faulty module cannot loop.
+        // A step the server answered a submit with; it comes before asking the gateway again.
+        var fromServer: NextStep?
+        // A gateway can ask for a form, a submit, then a 3-D Secure page: bounded so a faulty module cannot loop.
         for _ in 0..<8 {
-            let step = try await gateway.present(preparation, input: input)
+            let step: NextStep
+            if let answered = fromServer {
+                step = answered
+                fromServer = nil
+            } else {
+                step = try await gateway.present(preparation, input: input)
+            }
             handedOff = handedOff || step.customerMayAuthenticate
             switch step {
             case .completed(let outcome):
@@ -169,20 +183,74 @@ public struct AppCheckout: Sendable {
                     return ClientOutcome(.cancelled, message: "the customer closed the form")
                 }
                 input = .submit(values)
+            case .submit(let submission):
+                do {
+                    fromServer = try await backend.submit(submission, for: preparation.attempt)
+                } catch let error as CheckoutError where Self.submitFailureIsOutcome(error.category) {
+                    // The server recorded what is known about the money; the app shows it and asks the
+                    // server for the authoritative status like any other outcome.
+                    return ClientOutcome(error.category == .cancelled ? .cancelled : .failed,
+                                         gatewayCode: error.gatewayCode ?? error.code.rawValue, message: error.message)
+                }
             case .openURL(let url, let handoff):
                 try await presenter.open(url, handoff: handoff)
-                return await awaitReturn(preparation, gateway: gateway, expected: expected)
+                return interpret(await returns.wait(for: expected, timeout: returnTimeout), preparation, gateway: gateway)
             case .launchWallet(var launch):
-                launch.returnURL = launch.returnURL ?? expected.url
-                try await presenter.launch(launch)
-                return await awaitReturn(preparation, gateway: gateway, expected: expected)
+                launch.returnURL = launch.returnURL ?? preparation.returnURL ?? expected.url
+                return try await launchAndAwait(launch, preparation: preparation, gateway: gateway, expected: expected)
+            case .unsupported(let type):
+                return ClientOutcome(.unknown, message: "a step this app does not know (\(type)); the server will confirm")
             }
         }
         throw CheckoutError(.gatewayError, message: "the gateway module asked for too many steps", gateway: gateway.gateway)
     }
 
-    private func awaitReturn(_ preparation: Preparation, gateway: any Checkout, expected: ExpectedReturn) async -> ClientOutcome {
-        switch await returns.wait(for: expected, timeout: returnTimeout) {
+    /// Submit failures that end the attempt with an outcome rather than an error: a definite decline,
+    /// a cancel, or a request that never reached the gateway (the server closed the attempt).
+    static func submitFailureIsOutcome(_ category: CheckoutError.Category) -> Bool {
+        [.declinedHard, .declinedSoft, .cancelled, .unavailable].contains(category)
+    }
+
+    /// Launches a vendor SDK and waits for whichever comes first: its in-process result or the return
+    /// URL. An SDK that reports only through the URL returns `nil`, and the wait goes on.
+    private func launchAndAwait(_ launch: WalletLaunch, preparation: Preparation, gateway: any Checkout,
+                                expected: ExpectedReturn) async throws -> ClientOutcome {
+        enum Arrival: Sendable {
+            case sdk(SDKResult?)
+            case url(ReturnResult)
+            case failed(any Error)
+        }
+        let (presenter, returns, timeout) = (self.presenter, self.returns, returnTimeout)
+        // Unstructured on purpose: once one side has answered, the other is cancelled and not awaited,
+        // so an SDK that never calls its delegate cannot hold the checkout.
+        let (arrivals, sink) = AsyncStream<Arrival>.makeStream()
+        let sdk = Task {
+            do { sink.yield(.sdk(try await presenter.launch(launch))) } catch { sink.yield(.failed(error)) }
+        }
+        let url = Task { sink.yield(.url(await returns.wait(for: expected, timeout: timeout))) }
+        defer {
+            sdk.cancel()
+            url.cancel()
+            sink.finish()
+        }
+        for await arrival in arrivals {
+            switch arrival {
+            case .sdk(let result?):
+                returns.cancel(expected)
+                return gateway.interpretReturn(.callback(code: result.code, parameters: result.parameters), for: preparation)
+            case .sdk(nil):
+                continue
+            case .url(let result):
+                return interpret(result, preparation, gateway: gateway)
+            case .failed(let error):
+                throw error
+            }
+        }
+        return gateway.interpretReturn(.abandoned, for: preparation)
+    }
+
+    private func interpret(_ result: ReturnResult, _ preparation: Preparation, gateway: any Checkout) -> ClientOutcome {
+        switch result {
         case .returned(let url): gateway.interpretReturn(.url(url), for: preparation)
         case .timedOut: gateway.interpretReturn(.timedOut, for: preparation)
         case .cancelled: gateway.interpretReturn(.abandoned, for: preparation)

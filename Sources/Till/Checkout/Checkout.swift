@@ -1,22 +1,43 @@
 import Foundation
 
-/// The protocol every gateway module conforms to: one shape, Prepare → Present → Return → Confirm.
+/// The app's half of a gateway module: **Present** and **Return**.
 ///
 /// | step | runs on | requirement |
 /// |---|---|---|
-/// | Prepare | merchant server (holds secrets) | ``prepare(_:)`` creates the gateway session/token or signs the client's parameters |
-/// | Present | app | ``present(_:input:)`` says what the app must do next: open a URL, launch a wallet, show a form, or nothing |
-/// | Return | app | ``interpretReturn(_:for:)`` reads a return URL or an SDK-style callback |
-/// | Confirm | merchant server | ``verifyNotification(_:)`` and ``inquire(_:)`` give the authoritative status |
+/// | Prepare | merchant server (holds secrets) | ``CheckoutServer/prepare(_:)`` |
+/// | Present | app | ``present(_:input:)`` says what the app must do next: open a URL, launch a wallet or a vendor SDK, show a form, or submit what the customer entered to the merchant server |
+/// | Submit (some gateways) | app → merchant server → gateway | ``CheckoutServer/submit(_:context:)`` |
+/// | Return | app | ``interpretReturn(_:for:)`` reads a return URL or a vendor SDK's in-process result |
+/// | Confirm | merchant server | ``CheckoutServer/verifyNotification(_:)`` and ``CheckoutServer/inquire(_:)`` |
 ///
 /// The result of Present and Return is never final: the app may show it, but money has moved only
-/// when Confirm says so. A conforming type is a value configured explicitly (no shared instances);
-/// the server builds it with credentials, an app builds the same type without them and calls only
-/// the client-side requirements. Requirements throw ``CheckoutError``; anything else that escapes is
-/// treated by Till as an unknown outcome.
+/// when Confirm says so. A gateway module ships this half in the module an app links (`TillPayFort`,
+/// `TillCitcon`, …), built from non-secret settings only; the half that holds credentials conforms to
+/// ``CheckoutServer`` and lives in the module's server target, which an app never links. A conforming
+/// type is a value configured explicitly (no shared instances). Requirements throw ``CheckoutError``;
+/// anything else that escapes is treated by Till as an unknown outcome.
 ///
 /// See docs/implementing-a-gateway.md.
 public protocol Checkout: Sendable {
+    /// The gateway's identifier, unique among the gateways of a merchant.
+    var gateway: GatewayID { get }
+    /// What the gateway can do: methods, currencies, countries, actions.
+    var capabilities: GatewayCapabilities { get }
+
+    /// **Present** (app): the next step for the app, first with `.start`, then after each form submission.
+    func present(_ preparation: Preparation, input: PresentInput) async throws -> NextStep
+
+    /// **Return** (app): what a matched return URL or a vendor SDK's in-process result says. Informational only.
+    func interpretReturn(_ event: ReturnEvent, for preparation: Preparation) -> ClientOutcome
+}
+
+/// The merchant server's half of a gateway module: **Prepare**, **Submit** and **Confirm**. It holds the
+/// merchant's credentials, so it lives in the module's server target, never in an app.
+///
+/// Steps a gateway does not have keep their default: ``submit(_:context:)`` refuses (the gateway has no
+/// submit step), ``answerChallenge(_:)`` answers nothing, ``returnURL(from:for:)`` takes the first route the
+/// app offered, ``claimedAttempt(in:)`` reads nothing, and the ``decisionTable`` never cascades.
+public protocol CheckoutServer: Sendable {
     /// The gateway's identifier, unique among the gateways of a merchant.
     var gateway: GatewayID { get }
     /// What the gateway can do: methods, currencies, countries, actions.
@@ -27,11 +48,12 @@ public protocol Checkout: Sendable {
     /// **Prepare** (server): create whatever the app needs for this attempt.
     func prepare(_ context: AttemptContext) async throws -> Preparation
 
-    /// **Present** (app): the next step for the app, first with `.start`, then after each form submission.
-    func present(_ preparation: Preparation, input: PresentInput) async throws -> NextStep
-
-    /// **Return** (app): what a matched return URL or an SDK-style callback says. Informational only.
-    func interpretReturn(_ event: ReturnEvent, for preparation: Preparation) -> ClientOutcome
+    /// **Submit** (server): the app sends what it collected (an encrypted payload, a card token), and
+    /// the server calls the gateway with it. Money may move here, so a failure must say what is known:
+    /// ``CheckoutError/Category/unavailable`` only when the request provably never left, a decline
+    /// category for a definite decline, ``CheckoutError/Category/unknownOutcome`` otherwise (the
+    /// attempt is then inquired about, never cascaded).
+    func submit(_ submission: Submission, context: SubmitContext) async throws -> SubmitResult
 
     /// **Confirm** (server): authenticate and parse a notification the gateway sent.
     /// - Throws: ``CheckoutError`` in category ``CheckoutError/Category/verification`` when the
@@ -44,11 +66,29 @@ public protocol Checkout: Sendable {
     /// The attempt a notification *claims* to be about, read without verifying it. Used only to
     /// start an inquiry when verification fails; never to change a status. `nil` by default.
     func claimedAttempt(in notification: IncomingNotification) -> AttemptReference?
+
+    /// The answer to a gateway's endpoint-verification request (a webhook challenge: a `GET` on the
+    /// notification URL that must echo a header), or `nil` when `request` is not one. Answered before
+    /// any notification is sent; nothing is stored and no status changes. `nil` by default.
+    func answerChallenge(_ request: IncomingNotification) -> NotificationAcknowledgement?
+
+    /// Which of the return URLs the app offered (one per route it registered, each carrying the
+    /// attempt's state) this gateway sends the customer back to, chosen after the router picked the
+    /// gateway: a universal link for one wallet, a custom scheme for another. `nil` when the flow never
+    /// leaves the app. By default the first offered.
+    /// - Throws: ``CheckoutError`` naming `returnURLs` when none of them can work for this payment.
+    func returnURL(from offered: [URL], for intent: PaymentIntent) throws -> URL?
 }
 
-extension Checkout {
+extension CheckoutServer {
     public var decisionTable: DecisionTable { DecisionTable() }
     public func claimedAttempt(in notification: IncomingNotification) -> AttemptReference? { nil }
+    public func answerChallenge(_ request: IncomingNotification) -> NotificationAcknowledgement? { nil }
+    public func returnURL(from offered: [URL], for intent: PaymentIntent) throws -> URL? { offered.first }
+    public func submit(_ submission: Submission, context: SubmitContext) async throws -> SubmitResult {
+        throw CheckoutError(.unsupportedAction, field: "submission",
+                            message: "gateway \(gateway) has no submit step", gateway: gateway)
+    }
 }
 
 /// A unique reference for one attempt at a payment, sent to the gateway as its order reference so
@@ -182,25 +222,78 @@ public enum PresentInput: Sendable, Hashable {
     case submit(FormValues)
 }
 
-/// What the app must do next: the output of **Present**.
+/// What the app must do next: the output of **Present** (and of a server's **Submit**).
+///
+/// Codable with a `type` discriminator (`open_url`, `launch_wallet`, `collect`, `submit`,
+/// `completed`), because a submit's answer travels from the merchant server to the app. A `type` this
+/// version does not know is decoded as ``unsupported(type:)``, which the app treats as an unknown
+/// outcome for the server to confirm: never as success, never as a crash.
 public enum NextStep: Sendable, Hashable {
     /// Open a URL: a wallet app, an H5 page, the browser or a 3-D Secure page. The customer comes
     /// back through the return URL.
     case openURL(URL, handoff: Handoff)
-    /// Hand parameters to a wallet SDK embedded in the app (WeChat Pay's prepay fields, Alipay's
-    /// order string, iPayNow's pay data). The customer comes back through the return URL.
+    /// Hand parameters to a vendor SDK embedded in the app: a wallet (WeChat Pay's prepay fields,
+    /// Alipay's order string) or a gateway's own SDK (iPayNow's plug-in, ecommpay's payment form). The
+    /// SDK reports back in-process (the presenter returns its ``SDKResult``), through the return URL,
+    /// or both; the first to arrive is used.
     case launchWallet(WalletLaunch)
     /// Show a form described by fields, then call Present again with `.submit`.
     case collect(FormSpec)
+    /// Send this payload to the merchant server, which calls the gateway with it
+    /// (``CheckoutServer/submit(_:context:)``). The server answers with the next step.
+    case submit(Submission)
     /// Nothing more to present; the client-side outcome is known (still to be confirmed).
     case completed(ClientOutcome)
+    /// A step this version of Till does not know (decoded from a newer server).
+    case unsupported(type: String)
 
     /// True when this step hands the customer to someone who may authenticate them (a wallet, a
     /// bank's 3-D Secure page, a redirect). After such a step Till never cascades automatically.
     public var customerMayAuthenticate: Bool {
         switch self {
         case .openURL, .launchWallet: true
-        case .collect, .completed: false
+        case .collect, .submit, .completed, .unsupported: false
+        }
+    }
+}
+
+extension NextStep: Codable {
+    private enum CodingKeys: String, CodingKey { case type, url, handoff, wallet, form, submission, outcome }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let type = try c.decode(String.self, forKey: .type)
+        switch type {
+        case "open_url": self = .openURL(try c.decode(URL.self, forKey: .url), handoff: try c.decode(Handoff.self, forKey: .handoff))
+        case "launch_wallet": self = .launchWallet(try c.decode(WalletLaunch.self, forKey: .wallet))
+        case "collect": self = .collect(try c.decode(FormSpec.self, forKey: .form))
+        case "submit": self = .submit(try c.decode(Submission.self, forKey: .submission))
+        case "completed": self = .completed(try c.decode(ClientOutcome.self, forKey: .outcome))
+        default: self = .unsupported(type: type)
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        switch self {
+        case .openURL(let url, let handoff):
+            try c.encode("open_url", forKey: .type)
+            try c.encode(url, forKey: .url)
+            try c.encode(handoff, forKey: .handoff)
+        case .launchWallet(let launch):
+            try c.encode("launch_wallet", forKey: .type)
+            try c.encode(launch, forKey: .wallet)
+        case .collect(let form):
+            try c.encode("collect", forKey: .type)
+            try c.encode(form, forKey: .form)
+        case .submit(let submission):
+            try c.encode("submit", forKey: .type)
+            try c.encode(submission, forKey: .submission)
+        case .completed(let outcome):
+            try c.encode("completed", forKey: .type)
+            try c.encode(outcome, forKey: .outcome)
+        case .unsupported(let type):
+            try c.encode(type, forKey: .type)
         }
     }
 }
@@ -213,17 +306,15 @@ public enum Handoff: String, Sendable, Hashable, Codable {
     case threeDSecure = "three_d_secure"
 }
 
-/// Parameters for a wallet SDK the app embeds.
+/// Parameters for a vendor SDK the app embeds: a wallet's, or a gateway's own payment SDK.
 public struct WalletLaunch: Sendable, Hashable, Codable {
-    /// The wallet (`"wechat"`, `"alipay"`, `"unionpay"`, `"ipaynow"`).
+    /// The SDK (`"wechat"`, `"alipay"`, `"upop"`, `"ipaynow"`, `"ecommpay"`).
     public var wallet: String
-    /// The wallet's own parameters, verbatim.
+    /// The SDK's own parameters, verbatim.
     public var parameters: [String: String]
-    /// The URL scheme the wallet returns to.
+    /// The URL scheme the SDK returns to, when it returns through one.
     public var returnScheme: String?
-    /// This attempt's return URL, with its state. A wallet SDK reports back in-process (WeChat's
-    /// `onResp`, Alipay's callback) through URLs that carry no Till state, so the app's wallet
-    /// delegate hands the result over with ``returnURL(code:)`` instead.
+    /// This attempt's return URL (with its state), for SDKs that take a return or universal link.
     public var returnURL: URL?
 
     public init(wallet: String, parameters: [String: String], returnScheme: String? = nil, returnURL: URL? = nil) {
@@ -232,44 +323,159 @@ public struct WalletLaunch: Sendable, Hashable, Codable {
         self.returnScheme = returnScheme
         self.returnURL = returnURL
     }
+}
 
-    /// The attempt's return URL carrying the wallet SDK's result `code` (and `message`), to pass to
-    /// ``ReturnURLHandler/handle(_:)`` when the wallet reports back.
-    public func returnURL(code: String, message: String? = nil) -> URL? {
-        guard let returnURL, var components = URLComponents(url: returnURL, resolvingAgainstBaseURL: false) else { return nil }
-        var items = components.queryItems ?? []
-        items.append(URLQueryItem(name: "code", value: code))
-        if let message { items.append(URLQueryItem(name: "message", value: message)) }
-        components.queryItems = items
-        return components.url
+/// What a vendor SDK reported in-process (a delegate call, a completion handler): its result code
+/// and parameters, verbatim. The app's presenter hands it back from
+/// ``CheckoutPresenter/launch(_:)``, and the gateway's ``Checkout/interpretReturn(_:for:)`` reads
+/// it as ``ReturnEvent/callback(code:parameters:)``. Informational, like every client-side result.
+public struct SDKResult: Sendable, Hashable, Codable {
+    /// The SDK's code (`"0"`, `"-2"`, `"6001"`, `"PE001"`, `"100"` …).
+    public var code: String
+    /// Whatever else it reported (a message, an order id), verbatim.
+    public var parameters: [String: String]
+
+    public init(code: String, parameters: [String: String] = [:]) {
+        self.code = code
+        self.parameters = parameters
     }
 }
 
-/// A form the app shows: which fields, with which rules.
+/// What the app sends to the merchant server in a submit step: what the customer entered, in the
+/// form the gateway's client half made safe to carry (an encrypted payload, a token name), never a
+/// card number in clear. Its description shows the field names only.
+public struct Submission: Sendable, Hashable, Codable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// What the payload is, in the gateway module's words (`"encrypted_customer_input"`, `"token"`).
+    public var kind: String
+    /// The payload's fields, keyed by the module's own names.
+    public var fields: [String: String]
+
+    public init(kind: String, fields: [String: String]) {
+        self.kind = kind
+        self.fields = fields
+    }
+
+    public var description: String { "Submission(\(kind): \(fields.keys.sorted().joined(separator: ", ")))" }
+    public var debugDescription: String { description }
+}
+
+/// The input of **Submit** on the server.
+public struct SubmitContext: Sendable, Hashable {
+    public var intent: PaymentIntent
+    public var attempt: AttemptReference
+    /// The gateway's reference from Prepare, when it made one (a session id).
+    public var gatewayReference: String?
+    /// The return URL chosen for this attempt (3-D Secure comes back here).
+    public var returnURL: URL?
+    /// Where the gateway should send its server-to-server notification.
+    public var notificationURL: URL?
+
+    public init(intent: PaymentIntent, attempt: AttemptReference, gatewayReference: String? = nil, returnURL: URL? = nil,
+                notificationURL: URL? = nil) {
+        self.intent = intent
+        self.attempt = attempt
+        self.gatewayReference = gatewayReference
+        self.returnURL = returnURL
+        self.notificationURL = notificationURL
+    }
+}
+
+/// The output of **Submit** on the server: what the app does next, and what the gateway's answer
+/// says about the money (applied forward-only, with the same amount check as a notification).
+public struct SubmitResult: Sendable, Hashable {
+    /// The app's next step: `.completed` with what the gateway answered, or `.openURL` for 3-D Secure.
+    public var next: NextStep
+    /// The gateway's status in its answer, when it gave one (a CreatePayment's payment status).
+    public var report: StatusReport?
+    /// The gateway's reference for what the submit created (a payment id), when it made one.
+    public var gatewayReference: String?
+
+    public init(next: NextStep, report: StatusReport? = nil, gatewayReference: String? = nil) {
+        self.next = next
+        self.report = report
+        self.gatewayReference = gatewayReference
+    }
+}
+
+/// A form the app shows: which fields, with which rules. Data-driven: a gateway that describes its
+/// fields (Worldline's payment product fields) fills it from its own definitions, and the app binds its
+/// UI to it without knowing the gateway.
 public struct FormSpec: Sendable, Hashable, Codable {
     public var fields: [FormField]
     public init(fields: [FormField]) { self.fields = fields }
+
+    /// The fields in the order to show them: by ``FormField/displayOrder``, then as listed.
+    public var fieldsInDisplayOrder: [FormField] {
+        fields.enumerated().sorted { ($0.element.displayOrder ?? Int.max, $0.offset) < ($1.element.displayOrder ?? Int.max, $1.offset) }
+            .map(\.element)
+    }
+
+    /// The fields to show given what has been entered so far (a field with a ``FormField/visibleWhen``
+    /// condition appears only while it holds), in display order.
+    public func visibleFields(given values: [String: String]) -> [FormField] {
+        fieldsInDisplayOrder.filter { $0.visibleWhen?.holds(for: values) ?? true }
+    }
 }
 
 /// One field of a ``FormSpec``.
 public struct FormField: Sendable, Hashable, Codable {
-    public enum Kind: String, Sendable, Codable {
-        case text, number, cardNumber = "card_number", expiryDate = "expiry_date", securityCode = "security_code"
-        case email, phone, choice
+    /// What kind of value a field holds. Open: a gateway may name a kind this version does not know,
+    /// which an app shows as plain text.
+    public struct Kind: RawRepresentable, Hashable, Sendable, Codable, ExpressibleByStringLiteral, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public init(stringLiteral value: String) { self.rawValue = value }
+        public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            try container.encode(rawValue)
+        }
+        public var description: String { rawValue }
+
+        public static let text: Kind = "text"
+        public static let number: Kind = "number"
+        public static let cardNumber: Kind = "card_number"
+        public static let expiryDate: Kind = "expiry_date"
+        public static let securityCode: Kind = "security_code"
+        public static let email: Kind = "email"
+        public static let phone: Kind = "phone"
+        /// One of ``FormField/choices`` (a list, or a product choice with logos).
+        public static let choice: Kind = "choice"
+        /// A yes/no box (accept the terms and conditions).
+        public static let boolean: Kind = "boolean"
+        public static let date: Kind = "date"
     }
+
     public var id: String
     /// A localization key for the label (`"till.field.cardNumber"`).
     public var labelKey: String
     public var kind: Kind
     public var required: Bool
     public var maxLength: Int?
-    /// For `.choice`: the allowed values.
+    /// For `.choice`: the allowed values (plain). See ``choices`` for labelled ones with logos.
     public var options: [String]
     /// Never logged, never echoed in an error (card number, CVV).
     public var sensitive: Bool
+    /// A display mask in the `{{9999}} {{9999}}` notation (digits inside `{{ }}` are typed, the rest
+    /// is shown as is), or `nil`.
+    public var mask: String?
+    /// The checks a value must pass, in order (all pure: see the gateway module's validators).
+    public var validators: [FieldValidator]
+    /// Shown obfuscated while typed (a CVV, a PIN).
+    public var obfuscate: Bool
+    /// Where to show the field: lower first; `nil` after those with an order.
+    public var displayOrder: Int?
+    /// Labelled choices, each with an optional logo (a payment product choice).
+    public var choices: [FormChoice]
+    /// Show the field only while this holds.
+    public var visibleWhen: FieldCondition?
+    /// A localization key for a placeholder or tooltip, if any.
+    public var placeholderKey: String?
 
     public init(id: String, labelKey: String, kind: Kind, required: Bool = true, maxLength: Int? = nil,
-                options: [String] = [], sensitive: Bool = false) {
+                options: [String] = [], sensitive: Bool = false, mask: String? = nil, validators: [FieldValidator] = [],
+                obfuscate: Bool = false, displayOrder: Int? = nil, choices: [FormChoice] = [],
+                visibleWhen: FieldCondition? = nil, placeholderKey: String? = nil) {
         self.id = id
         self.labelKey = labelKey
         self.kind = kind
@@ -277,6 +483,85 @@ public struct FormField: Sendable, Hashable, Codable {
         self.maxLength = maxLength
         self.options = options
         self.sensitive = sensitive
+        self.mask = mask
+        self.validators = validators
+        self.obfuscate = obfuscate
+        self.displayOrder = displayOrder
+        self.choices = choices
+        self.visibleWhen = visibleWhen
+        self.placeholderKey = placeholderKey
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case id, labelKey, kind, required, maxLength, options, sensitive, mask, validators, obfuscate, displayOrder, choices,
+             visibleWhen, placeholderKey
+    }
+
+    /// Decodes with the defaults of ``init(id:labelKey:kind:required:maxLength:options:sensitive:mask:validators:obfuscate:displayOrder:choices:visibleWhen:placeholderKey:)``
+    /// for absent keys, so a form from an older server still reads.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(id: try c.decode(String.self, forKey: .id), labelKey: try c.decode(String.self, forKey: .labelKey),
+                  kind: try c.decode(Kind.self, forKey: .kind), required: try c.decodeIfPresent(Bool.self, forKey: .required) ?? true,
+                  maxLength: try c.decodeIfPresent(Int.self, forKey: .maxLength),
+                  options: try c.decodeIfPresent([String].self, forKey: .options) ?? [],
+                  sensitive: try c.decodeIfPresent(Bool.self, forKey: .sensitive) ?? false,
+                  mask: try c.decodeIfPresent(String.self, forKey: .mask),
+                  validators: try c.decodeIfPresent([FieldValidator].self, forKey: .validators) ?? [],
+                  obfuscate: try c.decodeIfPresent(Bool.self, forKey: .obfuscate) ?? false,
+                  displayOrder: try c.decodeIfPresent(Int.self, forKey: .displayOrder),
+                  choices: try c.decodeIfPresent([FormChoice].self, forKey: .choices) ?? [],
+                  visibleWhen: try c.decodeIfPresent(FieldCondition.self, forKey: .visibleWhen),
+                  placeholderKey: try c.decodeIfPresent(String.self, forKey: .placeholderKey))
+    }
+}
+
+/// A check on a field's value, by kind with parameters (`length` with `minLength`/`maxLength`,
+/// `range`, `regularExpression` with `pattern`, `luhn`, `expirationDate`, `fixedList` with
+/// `allowedValues`, `emailAddress`, `iban`, `termsAndConditions`, …). Open: a kind this version does not
+/// know is kept and reported by the module that defined it.
+public struct FieldValidator: Sendable, Hashable, Codable {
+    public var kind: String
+    /// The validator's parameters, verbatim (`"minLength": "12"`, `"pattern": "^[0-9]+$"`). Lists are
+    /// joined with `,`.
+    public var parameters: [String: String]
+
+    public init(_ kind: String, parameters: [String: String] = [:]) {
+        self.kind = kind
+        self.parameters = parameters
+    }
+}
+
+/// A labelled choice of a `.choice` field, such as a payment product with its logo.
+public struct FormChoice: Sendable, Hashable, Codable {
+    public var value: String
+    /// A localization key, or the display text when the gateway gives one.
+    public var label: String
+    /// A logo to show beside the label.
+    public var logo: URL?
+
+    public init(value: String, label: String, logo: URL? = nil) {
+        self.value = value
+        self.label = label
+        self.logo = logo
+    }
+}
+
+/// When a field appears: while another field's value is one of `values` (or, with no values, while
+/// that field is filled in).
+public struct FieldCondition: Sendable, Hashable, Codable {
+    public var field: String
+    public var values: [String]
+
+    public init(field: String, values: [String] = []) {
+        self.field = field
+        self.values = values
+    }
+
+    /// Whether the condition holds for the values entered so far.
+    public func holds(for entered: [String: String]) -> Bool {
+        guard let value = entered[field], !value.isEmpty else { return false }
+        return values.isEmpty || values.contains(value)
     }
 }
 
@@ -295,7 +580,7 @@ public struct FormValues: Sendable, Hashable, CustomStringConvertible, CustomDeb
 public enum ReturnEvent: Sendable, Hashable {
     /// A return URL that the ``ReturnURLHandler`` matched to this attempt.
     case url(URL)
-    /// An SDK-style in-process callback: a result code and its parameters
+    /// A vendor SDK's in-process result (``SDKResult``): its code and parameters
     /// (Citcon `0`/`-2`/`6001`, iPayNow `PE001`, ecommpay `0`/`100`/`200`/`500`).
     case callback(code: String, parameters: [String: String])
     /// The customer never came back within the time allowed.
@@ -454,3 +739,8 @@ public struct DecisionTable: Sendable, Hashable, Codable {
         DecisionTable(entries.merging(overrides) { _, merchant in merchant }, defaultDecision: defaultDecision)
     }
 }
+
+/// Both halves of a gateway in one value: how in-process test doubles (TillTesting's fake gateway)
+/// and the chaos run hold a gateway. A real module keeps the halves apart, the server half in a target
+/// an app never links.
+public typealias CheckoutGateway = Checkout & CheckoutServer

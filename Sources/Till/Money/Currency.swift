@@ -95,7 +95,7 @@ extension Currency: Codable {
 
 extension Array where Element == any CodingKey {
     /// `a.b[2].c`, the path notation Till uses in every error that names a field.
-    var fieldPath: String {
+    package var fieldPath: String {
         var out = ""
         for key in self {
             if let index = key.intValue {

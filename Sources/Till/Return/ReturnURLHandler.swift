@@ -63,8 +63,40 @@ public final class ReturnURLHandler: Sendable {
         guard routes.contains(route) else {
             throw CheckoutError(.misconfigured, field: "route", message: "route \(route) is not registered with this handler")
         }
+        return try register(routes: [route], lifetime: lifetime)
+    }
+
+    /// Registers a return on every route this handler has, with one state: the merchant server and
+    /// the gateway it picks choose the route that fits (a universal link for one wallet, a custom
+    /// scheme for another), and ``restrict(_:to:)`` then narrows the expectation to that one route.
+    public func expectReturnOnAnyRoute(lifetime: Duration = .seconds(3_600)) throws(CheckoutError) -> ExpectedReturn {
+        try register(routes: routes, lifetime: lifetime)
+    }
+
+    /// Narrows an expectation to the one route whose URL the server chose (`url` must be one of
+    /// ``ExpectedReturn/urls``). From then on a URL on any other route is ignored.
+    /// - Throws: ``CheckoutError/Code/misconfigured`` naming `returnURL` when `url` is not one of the
+    ///   offered URLs (the server or gateway picked a URL this app never offered).
+    @discardableResult
+    public func restrict(_ expected: ExpectedReturn, to url: URL) throws(CheckoutError) -> ExpectedReturn {
+        guard let index = expected.urls.firstIndex(of: url) else {
+            throw CheckoutError(.misconfigured, field: "returnURL", message: "the server chose a return URL this app did not offer")
+        }
+        let narrowed = ExpectedReturn(routes: [expected.routes[index]], state: expected.state, urls: [url])
+        waiting.withLock { table in
+            if var entry = table[expected.state] {
+                entry.expected = narrowed
+                table[expected.state] = entry
+            }
+        }
+        return narrowed
+    }
+
+    private func register(routes chosen: [ReturnRoute], lifetime: Duration) throws(CheckoutError) -> ExpectedReturn {
         let state = Self.newState()
-        let expected = ExpectedReturn(route: route, state: state, url: try route.url(state: state, parameter: stateParameter))
+        var urls: [URL] = []
+        for route in chosen { urls.append(try route.url(state: state, parameter: stateParameter)) }
+        let expected = ExpectedReturn(routes: chosen, state: state, urls: urls)
         let now = ContinuousClock.now
         waiting.withLock { table in
             // Drop expectations nobody will ever resolve, so the table stays small.
@@ -83,7 +115,7 @@ public final class ReturnURLHandler: Sendable {
         else { return false }
         let states = (components.queryItems ?? []).filter { $0.name == stateParameter }
         guard states.count == 1, let state = states[0].value, !state.isEmpty else { return false }
-        return resolve(state: state, with: .returned(url)) { $0.route.matches(components) }
+        return resolve(state: state, with: .returned(url)) { $0.routes.contains { $0.matches(components) } }
     }
 
     /// Waits until the customer comes back, the attempt is cancelled, or `timeout` passes, whichever
@@ -174,13 +206,19 @@ public final class ReturnURLHandler: Sendable {
     }
 }
 
-/// One attempt's expected return: the URL to give the gateway and the state it carries.
+/// One attempt's expected return: the URLs to offer the gateway and the state they carry.
 public struct ExpectedReturn: Sendable, Hashable {
-    public let route: ReturnRoute
+    /// The routes a return may come through (one after ``ReturnURLHandler/restrict(_:to:)``).
+    public let routes: [ReturnRoute]
     /// The unguessable per-attempt state (base64url, 43 characters).
     public let state: String
-    /// The full return URL, to be sent to the gateway as its success/cancel/return URL.
-    public let url: URL
+    /// One full return URL per route, in the same order, to be offered to the merchant server.
+    public let urls: [URL]
+
+    /// The first route.
+    public var route: ReturnRoute { routes[0] }
+    /// The first route's URL, to be sent to the gateway as its success/cancel/return URL.
+    public var url: URL { urls[0] }
 }
 
 /// How a wait for a return ended.

@@ -3,7 +3,7 @@ import Foundation
 /// Runs one attempt on one gateway and reports what happened. The server's runner prepares the
 /// attempt and learns its outcome from the app and the gateway; test runners call fakes directly.
 public protocol AttemptRunner: Sendable {
-    func run(_ context: AttemptContext, on gateway: any Checkout) async -> AttemptOutcome
+    func run(_ context: AttemptContext, on gateway: any CheckoutGateway) async -> AttemptOutcome
 }
 
 /// What one attempt produced.
@@ -98,10 +98,10 @@ public struct CascadeEngine: Sendable {
     public let router: GatewayRouter
     public let health: HealthMonitor
     public let clock: any TillClock
-    private let gateways: [GatewayID: any Checkout]
+    private let gateways: [GatewayID: any CheckoutGateway]
     private let tables: [GatewayID: DecisionTable]
 
-    public init(router: GatewayRouter, gateways: [any Checkout], health: HealthMonitor? = nil, clock: any TillClock = SystemClock()) {
+    public init(router: GatewayRouter, gateways: [any CheckoutGateway], health: HealthMonitor? = nil, clock: any TillClock = SystemClock()) {
         self.router = router
         self.clock = clock
         self.health = health ?? HealthMonitor(settings: router.merchant.health, clock: clock)
@@ -328,7 +328,7 @@ public struct CascadeEngine: Sendable {
     }
 
     /// Inquires until the attempt's status is final, the inquiry budget is spent, or the deadline passes.
-    private func resolve(_ reference: AttemptReference, gateway: any Checkout, why: CheckoutError, intent: PaymentIntent,
+    private func resolve(_ reference: AttemptReference, gateway: any CheckoutGateway, why: CheckoutError, intent: PaymentIntent,
                          record: inout AttemptRecord, events: inout [CascadeEvent], deadline: Duration) async -> Verdict {
         let policy = router.merchant.retry
         guard gateway.capabilities.supportsInquiry else {

@@ -1,97 +1,5 @@
 import Foundation
 
-/// A Till configuration file: one or more merchants. See docs/configuration.md.
-public struct TillConfiguration: Sendable, Hashable, Codable {
-    public var merchants: [MerchantConfiguration]
-    /// Settings of the merchant server (`till server`); absent in an app-side file.
-    public var server: ServerSettings?
-
-    public init(merchants: [MerchantConfiguration], server: ServerSettings? = nil) {
-        self.merchants = merchants
-        self.server = server
-    }
-
-    public init(from decoder: any Decoder) throws {
-        try decoder.reportUnknownKeys(allowed: ["merchants", "server"])
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        merchants = try c.decode([MerchantConfiguration].self, forKey: .merchants)
-        server = try c.decodeIfPresent(ServerSettings.self, forKey: .server)
-    }
-
-    /// The merchant with `id`.
-    public func merchant(_ id: String) -> MerchantConfiguration? { merchants.first { $0.id == id } }
-
-    /// Every semantic problem, each with its path (`merchants[0].routing.rules[2].currency`).
-    public func validate(modules: [String: GatewayCapabilities]) -> [ValidationIssue] {
-        var issues: [ValidationIssue] = []
-        if merchants.isEmpty { issues.append(.init(field: "merchants", code: .missingField, message: "at least one merchant is required")) }
-        var seen: Set<String> = []
-        for (index, merchant) in merchants.enumerated() {
-            let path = "merchants[\(index)]"
-            if !seen.insert(merchant.id).inserted {
-                issues.append(.init(field: "\(path).id", code: .invalidField, message: "duplicate merchant id \"\(merchant.id)\""))
-            }
-            issues += merchant.validate(path: path, modules: modules)
-        }
-        if let server { issues += server.validate(path: "server") }
-        return issues
-    }
-}
-
-/// The merchant server's own settings.
-public struct ServerSettings: Sendable, Hashable, Codable {
-    /// `host:port` to listen on; port 0 picks a free one.
-    public var listen: String
-    /// `sqlite:PATH` (the default, `sqlite:till.sqlite`) or `postgres://user:password@host:port/database`.
-    public var storage: String
-    /// The externally reachable base URL, used to build notification URLs for gateways.
-    public var publicURL: String?
-    /// Request bodies larger than this are refused with 413.
-    public var maxBodyBytes: Int
-
-    public init(listen: String = "127.0.0.1:8080", storage: String = "sqlite:till.sqlite", publicURL: String? = nil,
-                maxBodyBytes: Int = 65_536) {
-        self.listen = listen
-        self.storage = storage
-        self.publicURL = publicURL
-        self.maxBodyBytes = maxBodyBytes
-    }
-
-    public init(from decoder: any Decoder) throws {
-        try decoder.reportUnknownKeys(allowed: ["listen", "storage", "publicURL", "maxBodyBytes"])
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        let d = ServerSettings()
-        listen = try c.decodeIfPresent(String.self, forKey: .listen) ?? d.listen
-        storage = try c.decodeIfPresent(String.self, forKey: .storage) ?? d.storage
-        publicURL = try c.decodeIfPresent(String.self, forKey: .publicURL)
-        maxBodyBytes = try c.decodeIfPresent(Int.self, forKey: .maxBodyBytes) ?? d.maxBodyBytes
-    }
-
-    /// The listen address split into host and port.
-    public var hostAndPort: (host: String, port: Int)? {
-        guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]),
-              (0...65_535).contains(port), colon != listen.startIndex else { return nil }
-        return (String(listen[..<colon]), port)
-    }
-
-    func validate(path: String) -> [ValidationIssue] {
-        var issues: [ValidationIssue] = []
-        if hostAndPort == nil {
-            issues.append(.init(field: "\(path).listen", code: .invalidField, message: "expected host:port, such as 127.0.0.1:8080"))
-        }
-        if !(storage.hasPrefix("sqlite:") && storage.count > 7) && !storage.hasPrefix("postgres://") && !storage.hasPrefix("postgresql://") {
-            issues.append(.init(field: "\(path).storage", code: .invalidField, message: "expected sqlite:PATH or postgres://…"))
-        }
-        if let publicURL, URL(string: publicURL).map({ ($0.scheme == "https" || $0.scheme == "http") && $0.host != nil }) != true {
-            issues.append(.init(field: "\(path).publicURL", code: .invalidField, message: "expected an absolute http(s) URL"))
-        }
-        if !(1_024...10_485_760).contains(maxBodyBytes) {
-            issues.append(.init(field: "\(path).maxBodyBytes", code: .invalidField, message: "1024 to 10485760"))
-        }
-        return issues
-    }
-}
-
 /// One merchant: its gateways, routing, retry policy and health settings.
 public struct MerchantConfiguration: Sendable, Hashable, Codable {
     public var id: String
@@ -127,7 +35,7 @@ public struct MerchantConfiguration: Sendable, Hashable, Codable {
     /// The enabled gateways, in configuration order.
     public var enabledGateways: [GatewayConfiguration] { gateways.filter(\.enabled) }
 
-    func validate(path: String, modules: [String: GatewayCapabilities]) -> [ValidationIssue] {
+    public func validate(path: String, modules: [String: GatewayCapabilities]) -> [ValidationIssue] {
         var issues = Validators.reference(id, field: "\(path).id", maxLength: 64)
         if let apiKey { issues += apiKey.validate(path: "\(path).apiKey") }
         if gateways.isEmpty { issues.append(.init(field: "\(path).gateways", code: .missingField, message: "at least one gateway is required")) }
@@ -214,7 +122,7 @@ public struct GatewayConfiguration: Sendable, Hashable, Codable {
         return result
     }
 
-    func validate(path: String, modules: [String: GatewayCapabilities]) -> [ValidationIssue] {
+    public func validate(path: String, modules: [String: GatewayCapabilities]) -> [ValidationIssue] {
         var issues = Validators.reference(id.rawValue, field: "\(path).id", maxLength: 40)
         if modules[module] == nil {
             issues.append(.init(field: "\(path).module", code: .invalidField,
@@ -254,7 +162,8 @@ public struct CapabilityLimits: Sendable, Hashable, Codable {
 }
 
 /// Where a secret is read from: an environment variable or a file. A configuration never holds the
-/// secret itself, so it can live in an app bundle or a repository.
+/// secret itself, so it can live in an app bundle or a repository. Only the merchant server reads
+/// the secret (`resolve(field:environment:)` lives in TillServer, not in the module an app links).
 public struct CredentialReference: Sendable, Hashable, Codable {
     public var env: String?
     public var file: String?
@@ -293,7 +202,8 @@ public struct CredentialReference: Sendable, Hashable, Codable {
         try c.encodeIfPresent(file, forKey: .file)
     }
 
-    func validate(path: String) -> [ValidationIssue] {
+    /// Problems with the reference itself (never with the secret, which is read only on the server).
+    public func validate(path: String) -> [ValidationIssue] {
         if pastedSecret { return [] }
         return switch (env, file) {
         case (let env?, nil) where !env.isEmpty: []
@@ -302,25 +212,6 @@ public struct CredentialReference: Sendable, Hashable, Codable {
         }
     }
 
-    /// Reads the secret. Trailing newlines of a file are removed.
-    /// - Throws: ``CheckoutError/Code/missingSecret`` naming `field`, never the value.
-    public func resolve(field: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(CheckoutError) -> String {
-        if let env {
-            guard let value = environment[env], !value.isEmpty else {
-                throw CheckoutError(.missingSecret, field: field, message: "environment variable \(env) is not set")
-            }
-            return value
-        }
-        if let file {
-            guard let data = FileManager.default.contents(atPath: file), let text = String(data: data, encoding: .utf8) else {
-                throw CheckoutError(.missingSecret, field: field, message: "cannot read secret file \(file)")
-            }
-            let value = text.trimmingCharacters(in: .newlines)
-            guard !value.isEmpty else { throw CheckoutError(.missingSecret, field: field, message: "secret file \(file) is empty") }
-            return value
-        }
-        throw CheckoutError(.missingSecret, field: field, message: "no source given")
-    }
 }
 
 /// Routing rules and the default fallback list.

@@ -23,7 +23,7 @@ struct AnyCodingKey: CodingKey {
 extension Decoder {
     /// Reports keys of the current object that `allowed` does not list: a misspelt key would
     /// otherwise be silently ignored and its default used.
-    func reportUnknownKeys(allowed: Set<String>) throws {
+    package func reportUnknownKeys(allowed: Set<String>) throws {
         guard let collector = userInfo[.tillIssueCollector] as? IssueCollector else { return }
         let container = try self.container(keyedBy: AnyCodingKey.self)
         for key in container.allKeys where !allowed.contains(key.stringValue) {
@@ -36,35 +36,24 @@ extension Decoder {
 
 /// Loads and validates Till configuration files.
 public enum ConfigurationLoader {
-    /// Decodes `data` and validates it. Returns the configuration only if there is no problem;
-    /// otherwise every problem found, each with its path.
-    ///
-    /// - Parameter modules: the gateway modules this build knows, by module name, with their
-    ///   declared capabilities.
-    public static func load(_ data: Data, modules: [String: GatewayCapabilities]) -> Result<TillConfiguration, ConfigurationError> {
+    /// Decodes `data` as `type` and validates it with `validate`, collecting every problem in one
+    /// pass (unknown keys, pasted secrets, wrong types, then the semantic checks). Returns the value only
+    /// if there is no problem; otherwise every problem found, each with its path.
+    public static func decode<T: Decodable>(_ type: T.Type, from data: Data,
+                                            validate: (T) -> [ValidationIssue] = { _ in [] }) -> Result<T, ConfigurationError> {
         let collector = IssueCollector()
         let decoder = JSONDecoder()
         decoder.userInfo[.tillIssueCollector] = collector
-        let configuration: TillConfiguration
+        let value: T
         do {
-            configuration = try decoder.decode(TillConfiguration.self, from: data)
+            value = try decoder.decode(type, from: data)
         } catch let error as DecodingError {
             return .failure(ConfigurationError(issues: collector.issues + [issue(from: error)]))
         } catch {
             return .failure(ConfigurationError(issues: [ValidationIssue(field: "$", code: .malformedBody, message: "unreadable configuration")]))
         }
-        let issues = collector.issues + configuration.validate(modules: modules)
-        return issues.isEmpty ? .success(configuration) : .failure(ConfigurationError(issues: issues))
-    }
-
-    /// Reads and loads a file.
-    public static func load(contentsOf url: URL, modules: [String: GatewayCapabilities]) -> Result<TillConfiguration, ConfigurationError> {
-        do {
-            return load(try Data(contentsOf: url), modules: modules)
-        } catch {
-            return .failure(ConfigurationError(issues: [ValidationIssue(field: "$", code: .missingField,
-                                                                        message: "cannot read \(url.path)")]))
-        }
+        let issues = collector.issues + validate(value)
+        return issues.isEmpty ? .success(value) : .failure(ConfigurationError(issues: issues))
     }
 
     /// A decoding error as a ``ValidationIssue`` with the path of the offending field.
@@ -103,5 +92,6 @@ public enum ConfigurationLoader {
 /// Every problem found in a configuration.
 public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
     public var issues: [ValidationIssue]
+    public init(issues: [ValidationIssue]) { self.issues = issues }
     public var description: String { issues.map(\.description).joined(separator: "\n") }
 }
