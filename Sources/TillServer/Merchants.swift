@@ -1,21 +1,8 @@
 import Crypto
 import Foundation
+import Logging
 import Till
-
-/// A gateway module as the server knows it: its name in configuration files, its declared
-/// capabilities, and how to build an instance from a gateway's configuration and resolved secrets.
-public struct GatewayModule: Sendable {
-    public var name: String
-    public var capabilities: GatewayCapabilities
-    public var make: @Sendable (_ gateway: GatewayConfiguration, _ credentials: [String: String]) throws -> any Checkout
-
-    public init(name: String, capabilities: GatewayCapabilities,
-                make: @escaping @Sendable (_ gateway: GatewayConfiguration, _ credentials: [String: String]) throws -> any Checkout) {
-        self.name = name
-        self.capabilities = capabilities
-        self.make = make
-    }
-}
+import TillGatewayKit
 
 /// One merchant, ready to serve: its API key, router, health and gateway instances.
 public struct MerchantRuntime: Sendable {
@@ -23,7 +10,7 @@ public struct MerchantRuntime: Sendable {
     let apiKey: String
     public let router: GatewayRouter
     public let health: HealthMonitor
-    public let gateways: [GatewayID: any Checkout]
+    public let gateways: [GatewayID: any CheckoutServer]
 
     /// The gateway's decision table with the merchant's overrides.
     func decisionTable(for gateway: GatewayID) -> DecisionTable {
@@ -46,11 +33,15 @@ public struct ServerState: Sendable {
     public let merchants: [MerchantRuntime]
 
     /// Resolves every merchant's API key and every gateway's credentials from `environment` (or
-    /// files), and builds the gateway instances. Refuses, listing every missing secret by its path
-    /// (never its value), when anything is missing.
-    public init(configuration: TillConfiguration, modules: [GatewayModule],
-                environment: [String: String] = ProcessInfo.processInfo.environment) throws {
-        let catalog = Dictionary(modules.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+    /// files), and builds each gateway's server half with its module's ``GatewayPlugin``. Refuses,
+    /// listing every problem by its path (never a secret's value), when anything is missing.
+    ///
+    /// - Parameter transport: how a gateway sends its requests; by default URLSession with logging and
+    ///   redaction under `till.gateway.<id>`.
+    public init(configuration: TillConfiguration, plugins: [GatewayPlugin],
+                environment: [String: String] = ProcessInfo.processInfo.environment,
+                transport: @Sendable (GatewayID) -> any HTTPTransport = ServerState.defaultTransport) throws {
+        let catalog = Dictionary(plugins.map { ($0.module, $0) }, uniquingKeysWith: { first, _ in first })
         let issues = configuration.validate(modules: catalog.mapValues(\.capabilities))
         guard issues.isEmpty else { throw StartupError(problems: issues.map(\.description)) }
         var problems: [String] = []
@@ -68,7 +59,7 @@ public struct ServerState: Sendable {
             } else {
                 problems.append("\(path).apiKey: the server needs an API key reference for every merchant")
             }
-            var gateways: [GatewayID: any Checkout] = [:]
+            var gateways: [GatewayID: any CheckoutServer] = [:]
             for (g, gateway) in merchant.gateways.enumerated() where gateway.enabled {
                 var credentials: [String: String] = [:]
                 var complete = true
@@ -81,9 +72,13 @@ public struct ServerState: Sendable {
                         complete = false
                     }
                 }
-                guard complete, let module = catalog[gateway.module] else { continue }
+                guard complete, let plugin = catalog[gateway.module] else { continue }
+                let context = GatewayPluginContext(
+                    id: gateway.id,
+                    settings: ModuleSettings(module: gateway.module, settings: gateway.settings, credentials: credentials),
+                    transport: transport(gateway.id))
                 do {
-                    gateways[gateway.id] = try module.make(gateway, credentials)
+                    gateways[gateway.id] = try plugin.makeServer(context)
                 } catch let error as CheckoutError {
                     problems.append("\(path).gateways[\(g)].\(error.field ?? "module"): \(error.message)")
                 } catch {
@@ -103,24 +98,23 @@ public struct ServerState: Sendable {
         self.merchants = merchants
     }
 
+    /// URLSession, logging each exchange (redacted) under `till.gateway.<id>`.
+    public static func defaultTransport(_ id: GatewayID) -> any HTTPTransport {
+        LoggingTransport(URLSessionTransport(), logger: Logger(label: "till.gateway.\(id)"))
+    }
+
     /// The merchant whose API key is `key`, compared in constant time per merchant.
     func merchant(apiKey key: String) -> MerchantRuntime? {
         // Digests have one length, so neither the comparison nor its timing reveals a key's length.
         let given = Array(SHA256.hash(data: Data(key.utf8)))
         var found: MerchantRuntime?
-        for merchant in merchants where constantTimeEquals(given, Array(SHA256.hash(data: Data(merchant.apiKey.utf8)))) { found = merchant }
+        for merchant in merchants where ConstantTime.equals(given, Array(SHA256.hash(data: Data(merchant.apiKey.utf8)))) { found = merchant }
         return found
     }
 
     func merchant(id: String) -> MerchantRuntime? { merchants.first { $0.configuration.id == id } }
 }
 
-func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-    guard a.count == b.count else { return false }
-    var difference: UInt8 = 0
-    for i in a.indices { difference |= a[i] ^ b[i] }
-    return difference == 0
-}
 
 /// Opens the store a storage URL names: `sqlite:PATH` or `postgres://…`.
 public func openStore(_ url: String) throws -> any PaymentStore {

@@ -1,12 +1,13 @@
 import Foundation
 import Testing
-@testable import Till
+import Till
+import TillServer
 
-let fakeModules: [String: GatewayCapabilities] = [
+private let fakeModules: [String: GatewayCapabilities] = [
     "fake": GatewayCapabilities(methods: [.card, .wechatPay, .alipay], actions: [.sale, .authorize]),
 ]
 
-func fixture(_ name: String) throws -> Data {
+private func fixture(_ name: String) throws -> Data {
     let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/\(name)")
     return try Data(contentsOf: url)
 }

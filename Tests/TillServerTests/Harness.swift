@@ -5,6 +5,7 @@ import FoundationNetworking
 #endif
 import Testing
 import Till
+import TillGatewayKit
 @testable import TillServer
 import TillTesting
 
@@ -58,13 +59,13 @@ final class ServerHarness: @unchecked Sendable {
     static let secret = "harness-notification-secret"
 
     init(_ kind: StoreKind, gateways ids: [GatewayID] = ["fake"], maxAttempts: Int = 3, maxBodyBytes: Int = 16_384,
-         metrics: (any MetricsFactory)? = nil) async throws {
+         metrics: (any MetricsFactory)? = nil, flow: FakeFlow = .card) async throws {
         merchant = "m-\(UUID().uuidString.prefix(8).lowercased())"
         apiKey = "key-\(UUID().uuidString)"
         // Gateways post their notifications to this server, as a real gateway would.
         let address = Mailbox()
         let gateways = ids.map { id in
-            FakeGateway(id: id, decisionTable: DecisionTable(["soft": .retryNext]), secret: Self.secret) { notification in
+            FakeGateway(id: id, decisionTable: DecisionTable(["soft": .retryNext]), secret: Self.secret, flow: flow) { notification in
                 guard let base = await address.url else { return }
                 var request = URLRequest(url: base.appendingPathComponent("v1/notifications/\(id.rawValue)"))
                 request.httpMethod = "POST"
@@ -74,16 +75,17 @@ final class ServerHarness: @unchecked Sendable {
             }
         }
         self.gateways = gateways
-        let module = GatewayModule(name: "fake", capabilities: FakeGateway().capabilities) { gateway, _ in
-            gateways.first { $0.gateway == gateway.id }!
-        }
+        // The fake module, handing out this harness's gateways (whose ledgers the test reads).
+        let plugin = GatewayPlugin(module: "fake", capabilities: FakeGateway().capabilities,
+                                   makeServer: { context in gateways.first { $0.gateway == context.id }! },
+                                   makeClient: { context in gateways.first { $0.gateway == context.id }! })
         let configuration = TillConfiguration(
             merchants: [MerchantConfiguration(
                 id: merchant, apiKey: CredentialReference(env: "API_KEY"),
                 gateways: ids.map { GatewayConfiguration(id: $0, module: "fake") },
                 routing: RoutingConfiguration(fallback: ids), retry: RetryPolicy(maxAttempts: maxAttempts))],
             server: ServerSettings(listen: "127.0.0.1:0", storage: "sqlite:injected-by-the-test", publicURL: "https://merchant.example", maxBodyBytes: maxBodyBytes))
-        let state = try ServerState(configuration: configuration, modules: [module], environment: ["API_KEY": apiKey])
+        let state = try ServerState(configuration: configuration, plugins: [plugin], environment: ["API_KEY": apiKey])
         store = try await kind.open()
         let (stream, continuation) = AsyncStream<Int>.makeStream()
         let app = try buildApplication(state: state, store: store, metrics: metrics ?? MetricsSystem.factory) { port in

@@ -326,9 +326,8 @@ struct ServerAPITests {
         let configuration = TillConfiguration(merchants: [MerchantConfiguration(
             id: "m", apiKey: CredentialReference(env: "NOPE_KEY"),
             gateways: [GatewayConfiguration(id: "g", module: "fake", credentials: ["notification_secret": CredentialReference(env: "NOPE_SECRET")])])])
-        let module = GatewayModule(name: "fake", capabilities: FakeGateway().capabilities) { g, c in FakeGateway(id: g.id, secret: c["notification_secret"]!) }
         do {
-            _ = try ServerState(configuration: configuration, modules: [module], environment: ["OTHER": "value-not-to-leak"])
+            _ = try ServerState(configuration: configuration, plugins: [FakeGateway.plugin], environment: ["OTHER": "value-not-to-leak"])
             Issue.record("started without secrets")
         } catch let error as StartupError {
             #expect(error.problems.contains { $0.contains("merchants[0].apiKey") && $0.contains("NOPE_KEY") })

@@ -21,7 +21,7 @@ struct StoreTests {
         let store = try await kind.open()
         try await store.migrate()
         try await store.migrate()
-        #expect(try await count(store, "till_schema_migrations") == 1)
+        #expect(try await count(store, "till_schema_migrations") == Schema.migrations(.sqlite).count)
         try await store.close()
     }
 
@@ -60,6 +60,27 @@ struct StoreTests {
         try await store.close()
     }
 
+    @Test("an attempt keeps its chosen return URL and is marked submitted exactly once", arguments: StoreKind.available)
+    func submittedOnce(kind: StoreKind) async throws {
+        let store = try await kind.open()
+        let merchant = "m-\(UUID().uuidString.prefix(8))", id = "pay_\(UUID().uuidString.prefix(12))"
+        _ = try await store.create(intent("o-1"), merchant: merchant, id: id, idempotencyKey: nil, requestHash: "h")
+        let attempt = AttemptReference.generate()
+        try await store.addAttempt(attempt, payment: id, gateway: "g", expected: [])
+        #expect(try await store.markSubmitted(attempt) == false)   // not prepared yet: not pending
+        let url = URL(string: "https://shop.example.com/till/return?till_state=abc")!
+        try await store.attemptPrepared(attempt, gatewayReference: "gw-1", returnURL: url)
+        let marks = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for _ in 0..<8 { group.addTask { try await store.markSubmitted(attempt) } }
+            return try await group.reduce(into: [Bool]()) { $0.append($1) }
+        }
+        #expect(marks.filter { $0 }.count == 1)
+        let stored = try #require(try await store.payment(attempt: attempt)?.attempts.first)
+        #expect(stored.returnURL == url)
+        #expect(stored.submittedAt != nil)
+        try await store.close()
+    }
+
     @Test("ingest: dedupe by event, forward-only, raw body kept", arguments: StoreKind.available)
     func ingest(kind: StoreKind) async throws {
         let store = try await kind.open()
@@ -67,7 +88,7 @@ struct StoreTests {
         _ = try await store.create(intent("o-1"), merchant: merchant, id: id, idempotencyKey: nil, requestHash: "h")
         let attempt = AttemptReference.generate()
         try await store.addAttempt(attempt, payment: id, gateway: "g", expected: [])
-        try await store.attemptPrepared(attempt, gatewayReference: "gw-1")
+        try await store.attemptPrepared(attempt, gatewayReference: "gw-1", returnURL: URL(string: "shop://till/return?till_state=s"))
         let body = Data(#"{"raw":true}"#.utf8)
         let raw = RawNotification(gateway: "g", headers: ["x-sig": "abc"], body: body)
         #expect(try await store.ingest(raw, report: StatusReport(gateway: "g", attempt: attempt, status: .paid, eventID: "e1"), merchant: merchant)

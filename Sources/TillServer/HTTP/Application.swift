@@ -45,11 +45,18 @@ public func buildApplication(
     v1.post("attempts/:reference/inquire") { request, context in
         await api.respond(context) { try await api.inquireAttempt(request, context) }
     }
+    v1.post("attempts/:reference/submit") { request, context in
+        await api.respond(context) { try await api.submit(request, context) }
+    }
     v1.post("attempts/:reference/outcome") { request, context in
         await api.respond(context) { try await api.reportOutcome(request, context) }
     }
     v1.post("notifications/:gateway") { request, context in
         await api.respond(context) { try await api.notification(request, context) }
+    }
+    // Endpoint verification: some gateways check a notification URL before they send to it.
+    v1.get("notifications/:gateway") { request, context in
+        await api.respond(context) { try await api.challenge(request, context) }
     }
     return Application(
         router: router,
@@ -112,8 +119,6 @@ struct API: Sendable {
     let inquiries = InFlight()
     /// Removes credentials from stored notification headers (patterns compiled once).
     let redactor = Redactor()
-    /// The code recorded on an attempt whose Prepare provably never reached the gateway.
-    static let notSentCode = "till_not_sent"
 
     // MARK: Payments
 
@@ -175,15 +180,18 @@ struct API: Sendable {
             throw APIError(status: .conflict, code: "attempt_in_progress",
                            message: "the payment changed while preparing (another attempt, or a late notification); read it again")
         }
-        let notificationURL = state.settings.publicURL.flatMap { URL(string: $0)?.appendingPathComponent("v1/notifications/\(gatewayID.rawValue)") }
+        let notificationURL = notificationURL(for: gatewayID)
         let start = ContinuousClock.now
         merchant.health.attemptStarted(on: gatewayID)
         do {
-            let preparation = try await gateway.prepare(AttemptContext(intent: payment.intent, attempt: reference,
-                                                                       returnURL: input.returnURL, notificationURL: notificationURL))
+            // The app offered every route it has; the chosen gateway takes the one that fits it.
+            let returnURL = try gateway.returnURL(from: input.offeredReturnURLs, for: payment.intent)
+            var preparation = try await gateway.prepare(AttemptContext(intent: payment.intent, attempt: reference,
+                                                                       returnURL: returnURL, notificationURL: notificationURL))
+            preparation.returnURL = preparation.returnURL ?? returnURL
             Timer(label: "till_prepare_duration", dimensions: [("gateway", gatewayID.rawValue)], factory: metrics).recordNanoseconds((ContinuousClock.now - start).nanosecondsCount)
             merchant.health.record(gatewayID, success: true)
-            try await store.attemptPrepared(reference, gatewayReference: preparation.gatewayReference)
+            try await store.attemptPrepared(reference, gatewayReference: preparation.gatewayReference, returnURL: preparation.returnURL)
             context.logger.info("attempt prepared", metadata: ["payment": .string(payment.id), "attempt": .string(reference.rawValue),
                                                                "gateway": .string(gatewayID.rawValue)])
             return try Self.json(preparation, status: .created)
@@ -191,23 +199,96 @@ struct API: Sendable {
             Timer(label: "till_prepare_duration", dimensions: [("gateway", gatewayID.rawValue)], factory: metrics).recordNanoseconds((ContinuousClock.now - start).nanosecondsCount)
             let failure = error as? CheckoutError
                 ?? CheckoutError(.unknownOutcome, message: "the gateway module failed unexpectedly", gateway: gatewayID)
-            let known = [.unavailable, .configuration, .unsupported, .invalidInput, .declinedHard, .declinedSoft].contains(failure.category)
-                && failure.code != .malformedBody
             merchant.health.record(gatewayID, success: failure.category != .unavailable && failure.category != .unknownOutcome)
-            if known {
-                // Known not to have charged: close the attempt so the next prepare may cascade. A request
-                // that never left may always move on; a decline keeps its code for the decision table.
-                let neverSent = [.unavailable, .configuration, .unsupported].contains(failure.category)
-                _ = try await store.apply(StatusReport(gateway: gatewayID, attempt: reference, status: .failed,
-                                                       gatewayCode: neverSent ? Self.notSentCode : failure.gatewayCode ?? failure.code.rawValue,
-                                                       eventID: "prepare:\(reference)"))
-            } else {
-                // The gateway may have it: keep the attempt open (pending) for an inquiry to settle.
-                try await store.attemptPrepared(reference, gatewayReference: nil)
-            }
+            try await close(reference, on: gatewayID, after: failure, stage: "prepare")
             throw APIError(status: failure.category == .invalidInput ? .unprocessableContent : .badGateway,
                            code: failure.code.rawValue, message: failure.message, field: failure.field, category: failure.category)
         }
+    }
+
+    /// After a failed Prepare or Submit: an attempt known not to have charged is closed as failed (so
+    /// the next prepare may cascade, as the decision table allows); one that may have reached the
+    /// gateway stays open (pending) for an inquiry to settle.
+    func close(_ reference: AttemptReference, on gatewayID: GatewayID, after failure: CheckoutError, stage: String) async throws {
+        if let code = AttemptFailure(failure).recordedCode {
+            _ = try await store.apply(StatusReport(gateway: gatewayID, attempt: reference, status: .failed, gatewayCode: code,
+                                                   eventID: "\(stage):\(reference)"))
+        } else {
+            try await store.attemptPrepared(reference, gatewayReference: nil, returnURL: nil)
+        }
+    }
+
+    func notificationURL(for gatewayID: GatewayID) -> URL? {
+        state.settings.publicURL.flatMap { URL(string: $0)?.appendingPathComponent("v1/notifications/\(gatewayID.rawValue)") }
+    }
+
+    // MARK: Submit
+
+    /// `POST /v1/attempts/{reference}/submit`: the app hands over what it collected (an encrypted
+    /// payload, a card token) and the attempt's gateway is called with it, once. Failures are
+    /// classified like Prepare's: never sent or declined closes the attempt; anything else leaves it
+    /// pending for an inquiry (never a cascade).
+    func submit(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+        let merchant = try authenticate(request)
+        let reference = AttemptReference(rawValue: try context.parameters.require("reference"))
+        let submission = try decode(Submission.self, try await body(request), field: "body")
+        if let issue = Self.validate(submission).first { throw APIError(issue.error) }
+        guard let payment = try await store.payment(attempt: reference), payment.merchantID == merchant.configuration.id,
+              let attempt = payment.attempts.first(where: { $0.reference == reference }),
+              let gateway = merchant.gateways[attempt.gateway] else {
+            throw APIError.notFound("attempt")
+        }
+        guard attempt.status == .pending, attempt.submittedAt == nil, try await store.markSubmitted(reference) else {
+            throw APIError(status: .conflict, code: "already_submitted",
+                           message: "attempt \(reference) was already submitted or is \(attempt.status); read it again")
+        }
+        let submitContext = SubmitContext(intent: payment.intent, attempt: reference, gatewayReference: attempt.gatewayReference,
+                                          returnURL: attempt.returnURL, notificationURL: notificationURL(for: attempt.gateway))
+        let result: SubmitResult
+        do {
+            result = try await gateway.submit(submission, context: submitContext)
+            merchant.health.record(attempt.gateway, success: true)
+        } catch {
+            let failure = error as? CheckoutError
+                ?? CheckoutError(.unknownOutcome, message: "the gateway module failed unexpectedly", gateway: attempt.gateway)
+            merchant.health.record(attempt.gateway, success: failure.category != .unavailable && failure.category != .unknownOutcome)
+            try await close(reference, on: attempt.gateway, after: failure, stage: "submit")
+            context.logger.info("submit failed", metadata: ["attempt": .string(reference.rawValue), "code": .string(failure.code.rawValue),
+                                                            "category": .string(failure.category.rawValue)])
+            let status: HTTPResponse.Status = switch AttemptFailure(failure) {
+            case .declined: failure.category == .invalidInput ? .unprocessableContent : .init(code: 402)
+            case .neverSent, .unknown: .badGateway
+            }
+            throw APIError(status: status, code: failure.code.rawValue, message: failure.message, field: failure.field,
+                           category: failure.category)
+        }
+        if let report = result.report {
+            guard report.attempt == reference, report.gateway == attempt.gateway else {
+                throw APIError(status: .badGateway, code: CheckoutError.Code.unknownOutcome.rawValue,
+                               message: "the gateway answered about another attempt", category: .unknownOutcome)
+            }
+            _ = try await store.apply(report)
+        }
+        context.logger.info("attempt submitted", metadata: ["attempt": .string(reference.rawValue), "gateway": .string(attempt.gateway.rawValue)])
+        let after = try await store.payment(attempt: reference) ?? payment
+        return try Self.json(SubmitAnswer(next: result.next, payment: PaymentView(after)), status: .ok)
+    }
+
+    /// A submission's shape: a short kind, at most 32 fields, names of at most 64 characters, values
+    /// of at most 32 KiB (an encrypted payload), no control characters in names.
+    static func validate(_ submission: Submission) -> [ValidationIssue] {
+        var issues = Validators.length(submission.kind, field: "body.kind", maxLength: 64)
+        if submission.kind.isEmpty { issues.append(ValidationIssue(field: "body.kind", code: .missingField, message: "is required")) }
+        if submission.fields.count > 32 {
+            issues.append(ValidationIssue(field: "body.fields", code: .invalidField, message: "at most 32 fields"))
+        }
+        for (name, value) in submission.fields.sorted(by: { $0.key < $1.key }) {
+            if name.isEmpty || name.count > 64 || name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+                issues.append(ValidationIssue(field: "body.fields", code: .invalidField, message: "field names are 1 to 64 printable characters"))
+            }
+            issues += Validators.length(value, field: "body.fields.\(name)", maxLength: 32_768)
+        }
+        return issues
     }
 
     /// The gateway for the next attempt, or the reason there is none. A new attempt is allowed only
@@ -223,7 +304,7 @@ struct API: Sendable {
         if payment.attempts.count >= merchant.configuration.retry.maxAttempts {
             throw APIError(status: .conflict, code: "attempts_exhausted", message: "no attempts left for this payment")
         }
-        if let last = payment.attempts.last, last.status == .failed, last.gatewayCode != Self.notSentCode,
+        if let last = payment.attempts.last, last.status == .failed, last.gatewayCode != AttemptFailure.notSentCode,
            merchant.decisionTable(for: last.gateway).decision(for: last.gatewayCode) != .retryNext {
             throw APIError(status: .conflict, code: "not_retryable",
                            message: "the last attempt's decline (\(last.gatewayCode ?? "no code")) may not be retried on another gateway")
@@ -296,7 +377,7 @@ struct API: Sendable {
 
     func notification(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let gatewayID = GatewayID(rawValue: try context.parameters.require("gateway"))
-        let candidates: [(merchant: MerchantRuntime, gateway: any Checkout)] = state.merchants.compactMap { merchant in
+        let candidates: [(merchant: MerchantRuntime, gateway: any CheckoutServer)] = state.merchants.compactMap { merchant in
             merchant.gateways[gatewayID].map { (merchant: merchant, gateway: $0) }
         }
         guard !candidates.isEmpty else { throw APIError.notFound("gateway") }
@@ -350,11 +431,29 @@ struct API: Sendable {
                         body: .init(byteBuffer: ByteBuffer(bytes: ack.body)))
     }
 
+    /// `GET /v1/notifications/{gateway}`: a gateway checking the endpoint before it sends to it. The
+    /// first of the gateway's configured instances that recognises the request answers it; nothing
+    /// is stored and no status changes. Anything else is 404.
+    func challenge(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+        let gatewayID = GatewayID(rawValue: try context.parameters.require("gateway"))
+        var headers: [String: String] = [:]
+        for field in request.headers { headers[field.name.canonicalName] = field.value }
+        let incoming = IncomingNotification(headers: headers, body: Data())
+        for merchant in state.merchants {
+            if let answer = merchant.gateways[gatewayID]?.answerChallenge(incoming) {
+                context.logger.info("endpoint verification answered", metadata: ["gateway": .string(gatewayID.rawValue)])
+                return Response(status: .init(code: answer.statusCode), headers: [.contentType: answer.contentType],
+                                body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
+            }
+        }
+        throw APIError.notFound("endpoint verification")
+    }
+
     /// An unverifiable notification changes nothing, but if it names an attempt we know, made on this
     /// gateway, that attempt's own merchant's gateway is asked directly (in the background, at most
     /// once per attempt at a time) and its answer applied.
     func inquireClaimedAttempt(_ incoming: IncomingNotification, gateway gatewayID: GatewayID,
-                               candidates: [(merchant: MerchantRuntime, gateway: any Checkout)], logger: Logger) {
+                               candidates: [(merchant: MerchantRuntime, gateway: any CheckoutServer)], logger: Logger) {
         guard let claimed = candidates.lazy.compactMap({ $0.gateway.claimedAttempt(in: incoming) }).first,
               inquiries.begin(claimed) else { return }
         let (store, state, inquiries) = (self.store, self.state, self.inquiries)

@@ -11,6 +11,7 @@ extension PaymentView {
 extension AttemptView {
     init(_ attempt: StoredAttempt) {
         self.init(reference: attempt.reference, sequence: attempt.sequence, gateway: attempt.gateway, status: attempt.status,
-                  gatewayReference: attempt.gatewayReference, gatewayCode: attempt.gatewayCode, clientOutcome: attempt.clientOutcome)
+                  gatewayReference: attempt.gatewayReference, gatewayCode: attempt.gatewayCode, clientOutcome: attempt.clientOutcome,
+                  submitted: attempt.submittedAt != nil)
     }
 }

@@ -25,6 +25,10 @@ public struct StoredAttempt: Sendable, Hashable, Codable {
     public var gatewayCode: String?
     /// What the app reported seeing. Informational only.
     public var clientOutcome: ClientOutcome?
+    /// The return URL the gateway chose among those the app offered.
+    public var returnURL: URL?
+    /// When the app's submit was accepted (at most one per attempt).
+    public var submittedAt: Date?
     public var createdAt: Date
     public var updatedAt: Date
 }
@@ -97,8 +101,13 @@ public protocol PaymentStore: Sendable {
     /// prepare, or a late notification for an earlier attempt).
     func addAttempt(_ reference: AttemptReference, payment: String, gateway: GatewayID, expected: [StoredAttempt]) async throws
 
-    /// Records what Prepare returned (the gateway's reference) and moves the attempt to `pending`.
-    func attemptPrepared(_ reference: AttemptReference, gatewayReference: String?) async throws
+    /// Records what Prepare returned (the gateway's reference, the chosen return URL) and moves the
+    /// attempt to `pending`.
+    func attemptPrepared(_ reference: AttemptReference, gatewayReference: String?, returnURL: URL?) async throws
+
+    /// Marks a pending attempt as submitted, once: true for the one caller that marked it, false when
+    /// it was already submitted or is no longer pending (so a payload is never sent to the gateway twice).
+    func markSubmitted(_ reference: AttemptReference) async throws -> Bool
 
     /// Records a client-side outcome. Never changes a status.
     func recordClientOutcome(_ outcome: ClientOutcome, attempt: AttemptReference) async throws

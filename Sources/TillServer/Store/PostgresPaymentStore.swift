@@ -144,16 +144,29 @@ public final class PostgresPaymentStore: PaymentStore {
         }
     }
 
-    public func attemptPrepared(_ reference: AttemptReference, gatewayReference: String?) async throws {
+    public func attemptPrepared(_ reference: AttemptReference, gatewayReference: String?, returnURL: URL?) async throws {
         try await transaction { connection in
             guard let paymentID = try await self.paymentID(connection, attempt: reference) else { return }
             try await self.lock(connection, payment: paymentID)
             try await connection.query("""
-                UPDATE till_attempts SET gateway_reference = \(gatewayReference),
+                UPDATE till_attempts SET gateway_reference = \(gatewayReference), return_url = COALESCE(\(returnURL?.absoluteString), return_url),
                 status = CASE WHEN status = 'created' THEN 'pending' ELSE status END, updated_at = \(Date().storedMillis)
                 WHERE reference = \(reference.rawValue)
                 """, logger: self.logger)
             try await self.refreshPaymentStatus(connection, payment: paymentID)
+        }
+    }
+
+    public func markSubmitted(_ reference: AttemptReference) async throws -> Bool {
+        let now = Date().storedMillis
+        return try await client.withConnection { connection in
+            let rows = try await connection.query("""
+                UPDATE till_attempts SET submitted_at = \(now), updated_at = \(now)
+                WHERE reference = \(reference.rawValue) AND submitted_at IS NULL AND status = 'pending' RETURNING reference
+                """, logger: self.logger)
+            var count = 0
+            for try await _ in rows { count += 1 }
+            return count == 1
         }
     }
 
@@ -340,16 +353,19 @@ public final class PostgresPaymentStore: PaymentStore {
 
     private func attempts(_ connection: PostgresConnection, payment id: String) async throws -> [StoredAttempt] {
         let rows = try await connection.query("""
-            SELECT reference, payment_id, sequence, gateway, status, gateway_reference, gateway_code, client_outcome, created_at, updated_at
+            SELECT reference, payment_id, sequence, gateway, status, gateway_reference, gateway_code, client_outcome, return_url,
+                   submitted_at, created_at, updated_at
             FROM till_attempts WHERE payment_id = \(id) ORDER BY sequence
             """, logger: logger)
         var attempts: [StoredAttempt] = []
-        for try await (reference, paymentID, sequence, gateway, status, gatewayReference, gatewayCode, clientOutcome, created, updated)
-            in rows.decode((String, String, Int, String, String, String?, String?, String?, Int64, Int64).self) {
+        for try await (reference, paymentID, sequence, gateway, status, gatewayReference, gatewayCode, clientOutcome, returnURL, submitted,
+                       created, updated)
+            in rows.decode((String, String, Int, String, String, String?, String?, String?, String?, Int64?, Int64, Int64).self) {
             attempts.append(StoredAttempt(
                 reference: AttemptReference(rawValue: reference), paymentID: paymentID, sequence: sequence,
                 gateway: GatewayID(rawValue: gateway), status: PaymentStatus(rawValue: status), gatewayReference: gatewayReference,
                 gatewayCode: gatewayCode, clientOutcome: clientOutcome.flatMap { try? SQLitePaymentStore.decode(ClientOutcome.self, $0) },
+                returnURL: returnURL.flatMap(URL.init(string:)), submittedAt: submitted.map(Date.init(storedMillis:)),
                 createdAt: Date(storedMillis: created), updatedAt: Date(storedMillis: updated)))
         }
         return attempts

@@ -102,16 +102,26 @@ public final class SQLitePaymentStore: PaymentStore {
         }
     }
 
-    public func attemptPrepared(_ reference: AttemptReference, gatewayReference: String?) async throws {
+    public func attemptPrepared(_ reference: AttemptReference, gatewayReference: String?, returnURL: URL?) async throws {
         try await pool.write { db in
             try db.execute(sql: """
-                UPDATE till_attempts SET gateway_reference = ?, status = CASE WHEN status = 'created' THEN 'pending' ELSE status END,
-                updated_at = ? WHERE reference = ?
-                """, arguments: [gatewayReference, Date().storedMillis, reference.rawValue])
+                UPDATE till_attempts SET gateway_reference = ?, return_url = COALESCE(?, return_url),
+                status = CASE WHEN status = 'created' THEN 'pending' ELSE status END, updated_at = ? WHERE reference = ?
+                """, arguments: [gatewayReference, returnURL?.absoluteString, Date().storedMillis, reference.rawValue])
             if let paymentID = try String.fetchOne(db, sql: "SELECT payment_id FROM till_attempts WHERE reference = ?",
                                                    arguments: [reference.rawValue]) {
                 try Self.refreshPaymentStatus(db, payment: paymentID)
             }
+        }
+    }
+
+    public func markSubmitted(_ reference: AttemptReference) async throws -> Bool {
+        try await pool.write { db in
+            let now = Date().storedMillis
+            try db.execute(sql: """
+                UPDATE till_attempts SET submitted_at = ?, updated_at = ? WHERE reference = ? AND submitted_at IS NULL AND status = 'pending'
+                """, arguments: [now, now, reference.rawValue])
+            return db.changesCount == 1
         }
     }
 
@@ -231,7 +241,8 @@ public final class SQLitePaymentStore: PaymentStore {
             SELECT id, merchant_id, status, intent_json, created_at, updated_at FROM till_payments WHERE id = ? AND merchant_id = ?
             """, arguments: [id, merchant]) else { return nil }
         let attempts = try Row.fetchAll(db, sql: """
-            SELECT reference, payment_id, sequence, gateway, status, gateway_reference, gateway_code, client_outcome, created_at, updated_at
+            SELECT reference, payment_id, sequence, gateway, status, gateway_reference, gateway_code, client_outcome, return_url,
+                   submitted_at, created_at, updated_at
             FROM till_attempts WHERE payment_id = ? ORDER BY sequence
             """, arguments: [id]).map { row in
             StoredAttempt(reference: AttemptReference(rawValue: row["reference"]), paymentID: row["payment_id"],
@@ -239,6 +250,8 @@ public final class SQLitePaymentStore: PaymentStore {
                           status: PaymentStatus(rawValue: row["status"]), gatewayReference: row["gateway_reference"],
                           gatewayCode: row["gateway_code"],
                           clientOutcome: (row["client_outcome"] as String?).flatMap { try? decode(ClientOutcome.self, $0) },
+                          returnURL: (row["return_url"] as String?).flatMap(URL.init(string:)),
+                          submittedAt: (row["submitted_at"] as Int64?).map(Date.init(storedMillis:)),
                           createdAt: Date(storedMillis: row["created_at"]), updatedAt: Date(storedMillis: row["updated_at"]))
         }
         return StoredPayment(id: row["id"], merchantID: row["merchant_id"], intent: try decode(PaymentIntent.self, row["intent_json"]),

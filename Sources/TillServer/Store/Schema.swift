@@ -91,7 +91,13 @@ enum Schema {
                     """)
             }
         }
-        return [(1, v1)]
+        // v2: the return URL the gateway chose for an attempt (3-D Secure after a submit comes back
+        // there), and when the app's one submit was accepted.
+        let v2 = [
+            "ALTER TABLE till_attempts ADD COLUMN return_url TEXT",
+            "ALTER TABLE till_attempts ADD COLUMN submitted_at BIGINT",
+        ]
+        return [(1, v1), (2, v2)]
     }
 
     static let createMigrationsTable = """

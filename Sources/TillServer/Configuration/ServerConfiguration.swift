@@ -1,0 +1,140 @@
+import Foundation
+import Till
+
+// The merchant server's configuration file and secret resolution. They live here, not in the module
+// an app links: an app never reads secrets or server settings.
+
+/// A Till configuration file: one or more merchants. See docs/configuration.md.
+public struct TillConfiguration: Sendable, Hashable, Codable {
+    public var merchants: [MerchantConfiguration]
+    /// Settings of the merchant server (`till server`); absent in an app-side file.
+    public var server: ServerSettings?
+
+    public init(merchants: [MerchantConfiguration], server: ServerSettings? = nil) {
+        self.merchants = merchants
+        self.server = server
+    }
+
+    public init(from decoder: any Decoder) throws {
+        try decoder.reportUnknownKeys(allowed: ["merchants", "server"])
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        merchants = try c.decode([MerchantConfiguration].self, forKey: .merchants)
+        server = try c.decodeIfPresent(ServerSettings.self, forKey: .server)
+    }
+
+    /// The merchant with `id`.
+    public func merchant(_ id: String) -> MerchantConfiguration? { merchants.first { $0.id == id } }
+
+    /// Every semantic problem, each with its path (`merchants[0].routing.rules[2].currency`).
+    public func validate(modules: [String: GatewayCapabilities]) -> [ValidationIssue] {
+        var issues: [ValidationIssue] = []
+        if merchants.isEmpty { issues.append(.init(field: "merchants", code: .missingField, message: "at least one merchant is required")) }
+        var seen: Set<String> = []
+        for (index, merchant) in merchants.enumerated() {
+            let path = "merchants[\(index)]"
+            if !seen.insert(merchant.id).inserted {
+                issues.append(.init(field: "\(path).id", code: .invalidField, message: "duplicate merchant id \"\(merchant.id)\""))
+            }
+            issues += merchant.validate(path: path, modules: modules)
+        }
+        if let server { issues += server.validate(path: "server") }
+        return issues
+    }
+}
+
+/// The merchant server's own settings.
+public struct ServerSettings: Sendable, Hashable, Codable {
+    /// `host:port` to listen on; port 0 picks a free one.
+    public var listen: String
+    /// `sqlite:PATH` (the default, `sqlite:till.sqlite`) or `postgres://user:password@host:port/database`.
+    public var storage: String
+    /// The externally reachable base URL, used to build notification URLs for gateways.
+    public var publicURL: String?
+    /// Request bodies larger than this are refused with 413.
+    public var maxBodyBytes: Int
+
+    public init(listen: String = "127.0.0.1:8080", storage: String = "sqlite:till.sqlite", publicURL: String? = nil,
+                maxBodyBytes: Int = 65_536) {
+        self.listen = listen
+        self.storage = storage
+        self.publicURL = publicURL
+        self.maxBodyBytes = maxBodyBytes
+    }
+
+    public init(from decoder: any Decoder) throws {
+        try decoder.reportUnknownKeys(allowed: ["listen", "storage", "publicURL", "maxBodyBytes"])
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let d = ServerSettings()
+        listen = try c.decodeIfPresent(String.self, forKey: .listen) ?? d.listen
+        storage = try c.decodeIfPresent(String.self, forKey: .storage) ?? d.storage
+        publicURL = try c.decodeIfPresent(String.self, forKey: .publicURL)
+        maxBodyBytes = try c.decodeIfPresent(Int.self, forKey: .maxBodyBytes) ?? d.maxBodyBytes
+    }
+
+    /// The listen address split into host and port.
+    public var hostAndPort: (host: String, port: Int)? {
+        guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]),
+              (0...65_535).contains(port), colon != listen.startIndex else { return nil }
+        return (String(listen[..<colon]), port)
+    }
+
+    public func validate(path: String) -> [ValidationIssue] {
+        var issues: [ValidationIssue] = []
+        if hostAndPort == nil {
+            issues.append(.init(field: "\(path).listen", code: .invalidField, message: "expected host:port, such as 127.0.0.1:8080"))
+        }
+        if !(storage.hasPrefix("sqlite:") && storage.count > 7) && !storage.hasPrefix("postgres://") && !storage.hasPrefix("postgresql://") {
+            issues.append(.init(field: "\(path).storage", code: .invalidField, message: "expected sqlite:PATH or postgres://…"))
+        }
+        if let publicURL, URL(string: publicURL).map({ ($0.scheme == "https" || $0.scheme == "http") && $0.host != nil }) != true {
+            issues.append(.init(field: "\(path).publicURL", code: .invalidField, message: "expected an absolute http(s) URL"))
+        }
+        if !(1_024...10_485_760).contains(maxBodyBytes) {
+            issues.append(.init(field: "\(path).maxBodyBytes", code: .invalidField, message: "1024 to 10485760"))
+        }
+        return issues
+    }
+}
+
+extension CredentialReference {
+    /// Reads the secret. Trailing newlines of a file are removed.
+    /// - Throws: ``CheckoutError/Code/missingSecret`` naming `field`, never the value.
+    public func resolve(field: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(CheckoutError) -> String {
+        if let env {
+            guard let value = environment[env], !value.isEmpty else {
+                throw CheckoutError(.missingSecret, field: field, message: "environment variable \(env) is not set")
+            }
+            return value
+        }
+        if let file {
+            guard let data = FileManager.default.contents(atPath: file), let text = String(data: data, encoding: .utf8) else {
+                throw CheckoutError(.missingSecret, field: field, message: "cannot read secret file \(file)")
+            }
+            let value = text.trimmingCharacters(in: .newlines)
+            guard !value.isEmpty else { throw CheckoutError(.missingSecret, field: field, message: "secret file \(file) is empty") }
+            return value
+        }
+        throw CheckoutError(.missingSecret, field: field, message: "no source given")
+    }
+}
+
+extension ConfigurationLoader {
+    /// Decodes a configuration file and validates it. Returns the configuration only if there is no
+    /// problem; otherwise every problem found, each with its path.
+    ///
+    /// - Parameter modules: the gateway modules this build knows, by module name, with their
+    ///   declared capabilities.
+    public static func load(_ data: Data, modules: [String: GatewayCapabilities]) -> Result<TillConfiguration, ConfigurationError> {
+        decode(TillConfiguration.self, from: data) { $0.validate(modules: modules) }
+    }
+
+    /// Reads and loads a file.
+    public static func load(contentsOf url: URL, modules: [String: GatewayCapabilities]) -> Result<TillConfiguration, ConfigurationError> {
+        do {
+            return load(try Data(contentsOf: url), modules: modules)
+        } catch {
+            return .failure(ConfigurationError(issues: [ValidationIssue(field: "$", code: .missingField,
+                                                                        message: "cannot read \(url.path)")]))
+        }
+    }
+}
