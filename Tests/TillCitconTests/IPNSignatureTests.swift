@@ -2,12 +2,13 @@ import Foundation
 import Testing
 import Till
 @testable import TillCitcon
+import TillCitconServer
 
-/// Citcon's official IPN example, read from the shared vectors beside the repository.
+/// Citcon's official IPN example, read from the fixture beside this file.
 enum CitconVector {
     static let url = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("shared/vectors/citcon.json")
+        .deletingLastPathComponent()
+        .appendingPathComponent("Fixtures/citcon-vectors.json")
 
     struct Vector {
         var secret: String

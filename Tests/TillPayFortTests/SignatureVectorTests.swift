@@ -4,11 +4,11 @@ import Testing
 import Till
 @testable import TillPayFort
 
-/// The official vectors, read from the shared folder beside the repository.
+/// The official vectors, read from the fixture beside this file.
 struct Vectors {
     static let url = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("shared/vectors/payfort-aps.json")
+        .deletingLastPathComponent()
+        .appendingPathComponent("Fixtures/payfort-vectors.json")
 
     struct Vector: Sendable, CustomTestStringConvertible {
         let id: String
@@ -32,7 +32,7 @@ struct Vectors {
             if case .object(let p)? = v["params"] { parameters = PayFortParameters(p) }
             if case .object(let p)? = v["received_form_fields"] {
                 // As received: form values are URL-decoded before signing.
-                parameters = PayFortParameters(p.map { ($0.0, .string(($0.1.text ?? "").removingPercentEncoding ?? "")) })
+                parameters = PayFortParameters(p.map { PayFortValue.Member(key: $0.key, value: .string(($0.value.payFortText ?? "").removingPercentEncoding ?? "")) })
             }
             let phrase = (v.text("phrase") ?? "").components(separatedBy: " (").first ?? ""
             let sha256 = v.text("expected_sha256") ?? (v.text("sha_type") != "sha512" ? v.text("expected_signature") : nil)

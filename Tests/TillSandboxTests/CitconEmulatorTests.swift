@@ -226,11 +226,10 @@ struct CitconVectorsUnavailable: Error {}
 
 @Suite("Citcon emulator: IPN signature")
 struct CitconSignatureTests {
-    /// `/work/shared/vectors/citcon.json`: three folders up from this file's folder, then `shared`.
+    /// Citcon's official vectors: the fixture beside this file (the emulator's own copy).
     static let vectorsURL = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent()
-        .appendingPathComponent("../../../shared/vectors/citcon.json")
-        .standardizedFileURL
+        .appendingPathComponent("Fixtures/citcon-vectors.json")
 
     @Test("the official vector: string to sign and sign")
     func officialVector() throws {
@@ -1243,7 +1242,7 @@ struct CitconFaultTests {
         try await Task.sleep(for: .milliseconds(100))
         let start = ContinuousClock.now
         await harness.stop()
-        #expect(ContinuousClock.now - start < .seconds(2))
+        #expect(ContinuousClock.now - start < .seconds(10), "a held request (30 s) was let go when the sandbox stopped")
         _ = await held.value
     }
 

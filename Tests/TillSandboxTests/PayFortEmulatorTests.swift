@@ -583,7 +583,7 @@ import FoundationNetworking
         try await Task.sleep(for: .milliseconds(100))
         let start = ContinuousClock.now
         await harness.stop()
-        #expect(ContinuousClock.now - start < .seconds(2))
+        #expect(ContinuousClock.now - start < .seconds(10), "a held request (30 s) was let go when the sandbox stopped")
         _ = await held.value
     }
 

@@ -4,13 +4,12 @@ import Testing
 
 struct VectorsUnavailable: Error {}
 
-/// The signer against PayFort's official vectors (../shared/vectors/payfort-aps.json).
+/// The signer against PayFort's official vectors (Fixtures/payfort-vectors.json).
 @Suite struct PayFortSignatureTests {
-    /// `/work/shared/vectors/payfort-aps.json`: three folders up from this file's folder, then `shared`.
+    /// The fixture beside this file (the emulator's own copy).
     static let vectorsURL = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent()   // Tests/TillSandboxTests
-        .appendingPathComponent("../../../shared/vectors/payfort-aps.json")
-        .standardizedFileURL
+        .appendingPathComponent("Fixtures/payfort-vectors.json")
 
     static func loadVectors() throws -> [JSONValue] {
         guard FileManager.default.fileExists(atPath: vectorsURL.path) else {
