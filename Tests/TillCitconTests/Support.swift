@@ -1,17 +1,23 @@
 import Foundation
-import Till
+import TillGatewayKit
 import TillTesting
 @testable import TillCitcon
+@testable import TillCitconServer
 
 enum Fixtures {
     static let secret = "api-secret-for-tests"
     static let credentials = CitconCredentials(apiKey: "merchant-key", apiSecret: secret)
     static let base = URL(string: "https://citcon.test/v1/")!
 
-    static func gateway(_ transport: RecordingTransport, credentials: CitconCredentials? = Fixtures.credentials,
-                        settings: CitconSettings = CitconSettings(),
-                        orderDetails: (@Sendable (AttemptContext) -> CitconOrderDetails?)? = nil) -> CitconGateway {
-        CitconGateway(environment: .custom(base), credentials: credentials, settings: settings, transport: transport, orderDetails: orderDetails)
+    /// The server half, with the test credentials.
+    static func server(_ transport: RecordingTransport, settings: CitconSettings = CitconSettings(),
+                       orderDetails: (@Sendable (AttemptContext) -> CitconOrderDetails?)? = nil) -> CitconServer {
+        CitconServer(environment: .custom(base), credentials: credentials, settings: settings, transport: transport, orderDetails: orderDetails)
+    }
+
+    /// The app half: no credentials.
+    static func app(_ transport: RecordingTransport = RecordingTransport(), environment: CitconEnvironment = .custom(base)) -> CitconGateway {
+        CitconGateway(environment: environment, transport: transport)
     }
 
     static func json(_ text: String, status: Int = 200) -> TransportResponse {

@@ -1,7 +1,9 @@
 import Foundation
 import Testing
 import Till
+import TillGatewayKit
 @testable import TillPayFort
+@testable import TillPayFortServer
 import TillTesting
 
 let credentials = PayFortCredentials(accessCode: "zx0IPmPy5jp1vAz8Kpg7", merchantIdentifier: "CycHZxVj",
@@ -24,8 +26,9 @@ func intent(_ amount: String = "100.000", currency: String = "JOD", method: Paym
 
 @Suite("PayFort gateway")
 struct PayFortGatewayTests {
-    func gateway(_ transport: RecordingTransport, credentials: PayFortCredentials? = credentials) -> PayFortGateway {
-        PayFortGateway(environment: .custom(URL(string: "https://payfort.test")!), credentials: credentials, transport: transport)
+    /// The server half, with credentials.
+    func gateway(_ transport: RecordingTransport, credentials: PayFortCredentials = credentials) -> PayFortServer {
+        PayFortServer(environment: .custom(URL(string: "https://payfort.test")!), credentials: credentials, transport: transport)
     }
 
     @Test("prepare: a signed SDK_TOKEN request; the token and the operation parameters go to the app")
@@ -140,6 +143,12 @@ struct PayFortGatewayTests {
         let gateway = PayFortGateway(environment: .custom(URL(string: "https://payfort.test")!), transport: transport)   // app: no credentials
         guard case .collect(let form) = try await gateway.present(try preparation(), input: .start) else { Issue.record("no form"); return }
         #expect(form.fields.filter(\.sensitive).map(\.id) == ["card_number", "cvv"])
+        #expect(form.fieldsInDisplayOrder.map(\.id) == ["card_number", "expiry", "cvv", "card_holder_name"])
+        #expect(form.fields.filter(\.obfuscate).map(\.id) == ["cvv"])
+        #expect(form.fields.first?.mask == "{{9999}} {{9999}} {{9999}} {{9999}}{{999}}")
+        #expect(form.fields.first?.validators.contains(FieldValidator("luhn")) == true)
+        #expect(form.fields[1].validators == [FieldValidator("expirationDate")])
+        #expect(form.fields[2].validators == [FieldValidator("length", parameters: ["minLength": "3", "maxLength": "4"])])
         let step = try await gateway.present(try preparation(), input: .submit(FormValues(["card_number": "4005550000000001", "expiry": "05/30", "cvv": "123"])))
         let sent = try PayFortParameters.json(try #require(transport.requests.first?.body))
         #expect(sent.text("sdk_token") == "Dwp78q3" && sent.text("signature") == nil && sent.text("access_code") == nil)
@@ -166,7 +175,7 @@ struct PayFortGatewayTests {
     func feedback() throws {
         let phrase = PayFortCredentials(accessCode: "TestAccessCode", merchantIdentifier: "TestMerchantIdentifier",
                                         requestPhrase: "x", responsePhrase: "PASS")
-        let gateway = PayFortGateway(environment: .sandbox, credentials: phrase, transport: RecordingTransport())
+        let gateway = PayFortServer(environment: .sandbox, credentials: phrase, transport: RecordingTransport())
         let body = "amount=243&response_code=00006&merchant_identifier=TestMerchantIdentifier&access_code=TestAccessCode&language=en"
             + "&command=PURCHASE&response_message=Technical+problem&merchant_reference=merchant_reference&customer_email=test%40test.com"
             + "&return_url=http%3A%2F%2Ftest.com&currency=USD&status=00&signature=b1869e119965f0b56be7d6401964003ce9ab65ed02b6ec2110eb3f94d136bd79"
@@ -184,8 +193,41 @@ struct PayFortGatewayTests {
             }
         }
         #expect(gateway.claimedAttempt(in: IncomingNotification(body: Data(body.utf8)))?.rawValue == "merchant_reference")
-        let app = PayFortGateway(environment: .sandbox, transport: RecordingTransport())
-        #expect(throws: CheckoutError.self) { try app.verifyNotification(IncomingNotification(body: Data(body.utf8))) }
+        // The app half has no Confirm step at all: it cannot verify (it holds no phrase).
+        let app: any Checkout = PayFortGateway(environment: .sandbox, transport: RecordingTransport())
+        #expect(!(app is any CheckoutServer))
+    }
+
+    @Test("feedback that repeats a key is refused, form or JSON, before its signature is even checked")
+    func duplicateKeys() throws {
+        let gateway = gateway(RecordingTransport())
+        var parameters = PayFortParameters(strings: [("merchant_reference", "att1"), ("status", "00"), ("response_code", "13071")])
+        parameters["signature"] = .string(PayFortSignature().sign(parameters, phrase: credentials.responsePhrase))
+        let signed = "merchant_reference=att1&status=00&response_code=13071&signature=\(parameters.text("signature")!)"
+        let form = ["Content-Type": "application/x-www-form-urlencoded"]
+        #expect(try gateway.verifyNotification(IncomingNotification(headers: form, body: Data(signed.utf8))).report.status == .failed)
+        // A second `status` the signature does not cover must never be read by whoever takes the last one.
+        let error = #expect(throws: CheckoutError.self) {
+            try gateway.verifyNotification(IncomingNotification(headers: form, body: Data((signed + "&status=14").utf8)))
+        }
+        #expect(error?.code == .duplicateField && error?.field == "body.status")
+        let json = #"{"merchant_reference":"att1","status":"00","status":"14","signature":"x"}"#
+        let jsonError = #expect(throws: CheckoutError.self) {
+            try gateway.verifyNotification(IncomingNotification(headers: ["Content-Type": "application/json"], body: Data(json.utf8)))
+        }
+        #expect(jsonError?.code == .duplicateField && jsonError?.field == "body.status")
+        #expect(gateway.claimedAttempt(in: IncomingNotification(headers: form, body: Data((signed + "&status=14").utf8))) == nil)
+    }
+
+    @Test("parameters keep their order and number text, and sign nested objects in insertion order")
+    func orderedParameters() throws {
+        let body = #"{"b":1.50,"a":{"z":"1","y":""},"c":null,"d":[1,true]}"#
+        let parameters = try PayFortParameters.json(Data(body.utf8))
+        #expect(parameters.members.map(\.key) == ["b", "a", "c", "d"])
+        #expect(parameters.text("b") == "1.50")
+        #expect(String(decoding: parameters.jsonData(), as: UTF8.self) == body)
+        #expect(PayFortSignature().stringToSign(parameters, phrase: "P") == "Pa={z=1, y=}b=1.50d=[1, true]P")
+        #expect(throws: CheckoutError.self) { try PayFortParameters.json(Data("[1]".utf8)) }
     }
 
     @Test("CHECK_STATUS: a signed query; the transaction's status is the answer")
@@ -207,12 +249,12 @@ struct PayFortGatewayTests {
 
     @Test("statuses: success, failure, uncertain, and unknown codes that are never success")
     func statuses() {
-        #expect(PayFortGateway.status("14") == .paid)
-        #expect(PayFortGateway.status("02") == .authorized)
-        #expect(PayFortGateway.status("13") == .failed && PayFortGateway.status("03") == .failed)
-        for uncertain in ["15", "19", "20"] { #expect(PayFortGateway.status(uncertain) == .pending) }
-        #expect(!PayFortGateway.status("77").isKnown && !PayFortGateway.status("77").isFinal)
-        let table = PayFortGateway(environment: .sandbox, transport: RecordingTransport()).decisionTable
+        #expect(PayFortServer.status("14") == .paid)
+        #expect(PayFortServer.status("02") == .authorized)
+        #expect(PayFortServer.status("13") == .failed && PayFortServer.status("03") == .failed)
+        for uncertain in ["15", "19", "20"] { #expect(PayFortServer.status(uncertain) == .pending) }
+        #expect(!PayFortServer.status("77").isKnown && !PayFortServer.status("77").isFinal)
+        let table = gateway(RecordingTransport()).decisionTable
         #expect(table.decision(for: "13006") == .retryNext)
         #expect(table.decision(for: "13071") == .doNotRetry && table.decision(for: "13064") == .doNotRetry)
         #expect(table.decision(for: "15006") == .doNotRetry)

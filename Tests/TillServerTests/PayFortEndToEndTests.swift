@@ -4,7 +4,8 @@ import FoundationNetworking
 #endif
 import Testing
 import Till
-import TillPayFort
+import TillGatewayKit
+import TillPayFortServer
 import TillSandbox
 @testable import TillServer
 
@@ -18,7 +19,7 @@ struct CardCustomer: CheckoutPresenter {
         FormValues(["card_number": card, "expiry": "12/30", "cvv": "123", "card_holder_name": "Test Customer"])
     }
 
-    func launch(_ wallet: WalletLaunch) async throws {}
+    func launch(_ wallet: WalletLaunch) async throws -> SDKResult? { nil }
 
     func open(_ url: URL, handoff: Handoff) async throws {
         if let back = try await SandboxBrowser.completeThreeDSecure(at: url, approve: threeDS == "approve") { returns.handle(back) }
@@ -57,12 +58,6 @@ struct PayFortEndToEndTests {
         let sandbox = try await Sandbox.start(payFort: emulator)
         let base = sandbox.payFortBaseURL
         let apiKey = "e2e-api-key-\(UUID().uuidString)"
-        let module = GatewayModule(name: "payfort", capabilities: PayFortGateway(environment: .sandbox, transport: URLSessionTransport()).capabilities) { gateway, c in
-            PayFortGateway(id: gateway.id, environment: .custom(base),
-                           credentials: PayFortCredentials(accessCode: c["access_code"]!, merchantIdentifier: c["merchant_identifier"]!,
-                                                           requestPhrase: c["request_phrase"]!, responsePhrase: c["response_phrase"]!),
-                           transport: URLSessionTransport())
-        }
         var environment = ["KEY": apiKey]
         let names = ["access_code", "merchant_identifier", "request_phrase", "response_phrase"]
         for (id, account) in zip(gateways, accounts) {
@@ -75,11 +70,13 @@ struct PayFortEndToEndTests {
                 id: "e2e", apiKey: CredentialReference(env: "KEY"),
                 gateways: gateways.map { id in
                     GatewayConfiguration(id: id, module: "payfort",
-                                         credentials: Dictionary(uniqueKeysWithValues: names.map { ($0, CredentialReference(env: "\(id.rawValue)_\($0)")) }))
+                                         credentials: Dictionary(uniqueKeysWithValues: names.map { ($0, CredentialReference(env: "\(id.rawValue)_\($0)")) }),
+                                         settings: ["base_url": base.absoluteString])
                 },
                 routing: RoutingConfiguration(fallback: gateways))],
             server: ServerSettings(listen: "127.0.0.1:0", storage: "sqlite:unused", publicURL: "http://127.0.0.1"))
-        let state = try ServerState(configuration: configuration, modules: [module], environment: environment)
+        // The merchant server builds each PayFort account's server half with the module's own plugin.
+        let state = try ServerState(configuration: configuration, plugins: [PayFortPlugin.plugin], environment: environment)
         let store = try await StoreKind.sqlite.open()
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let app = try buildApplication(state: state, store: store) { continuation.yield($0) }

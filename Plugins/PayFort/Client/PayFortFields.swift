@@ -1,18 +1,23 @@
 import Foundation
-import Till
+import TillGatewayKit
 
 /// The seed's field rules for the mobile SDK operation request (FORT Mobile SDK 3.4, §6.7.1):
-/// maximum length and the special characters allowed besides letters and digits.
+/// maximum length and the special characters allowed besides letters and digits; the card form the
+/// app shows, and the checks on what the customer typed.
 public enum PayFortFields {
     /// One field's rule.
     public struct Rule: Sendable {
+        /// The most characters the field may hold.
         public var maxLength: Int
         /// Allowed besides ASCII letters and digits.
         public var special: String
+        /// ASCII letters only.
         public var lettersOnly = false
+        /// ASCII digits only.
         public var digitsOnly = false
     }
 
+    /// The rule of each operation request field, by PayFort's name.
     public static let rules: [String: Rule] = [
         "command": Rule(maxLength: 20, special: "", lettersOnly: true),
         "merchant_reference": Rule(maxLength: 40, special: "-_."),
@@ -40,6 +45,7 @@ public enum PayFortFields {
         "merchant_identifier": Rule(maxLength: 20, special: ""),
     ]
 
+    /// The card brands the operation request's `payment_option` may name.
     public static let paymentOptions: Set<String> = ["VISA", "MASTERCARD", "AMEX", "MADA", "MEEZA"]
 
     /// Checks one value against its rule; the issue's field is `prefix + name`.
@@ -97,6 +103,23 @@ public enum PayFortFields {
         return issues
     }
 
+    /// The card form the app shows: card number, expiry, security code and (optional) holder name,
+    /// in display order, with a display mask for the card number, the security code obfuscated while
+    /// typed, and validators for the checks ``card(_:now:)`` applies.
+    public static let cardForm = FormSpec(fields: [
+        FormField(id: "card_number", labelKey: "till.field.cardNumber", kind: .cardNumber, maxLength: 19, sensitive: true,
+                  mask: "{{9999}} {{9999}} {{9999}} {{9999}}{{999}}",
+                  validators: [FieldValidator("length", parameters: ["minLength": "13", "maxLength": "19"]), FieldValidator("luhn")],
+                  displayOrder: 1),
+        FormField(id: "expiry", labelKey: "till.field.expiry", kind: .expiryDate, maxLength: 5,
+                  validators: [FieldValidator("expirationDate")], displayOrder: 2),
+        FormField(id: "cvv", labelKey: "till.field.cvv", kind: .securityCode, maxLength: 4, sensitive: true,
+                  validators: [FieldValidator("length", parameters: ["minLength": "3", "maxLength": "4"])], obfuscate: true,
+                  displayOrder: 3),
+        FormField(id: "card_holder_name", labelKey: "till.field.cardHolder", kind: .text, required: false, maxLength: 50,
+                  validators: [FieldValidator("length", parameters: ["maxLength": "50"])], displayOrder: 4),
+    ])
+
     /// Card fields the customer typed: card number (13–19 digits, Luhn), expiry (`MM/YY` or `YYMM`,
     /// not in the past), security code (3–4 digits), holder name. Returns the normalised values
     /// (`expiry_date` as `YYMM`) or every problem, never echoing the number or the code.
@@ -133,5 +156,6 @@ public enum PayFortFields {
 }
 
 extension Character {
+    /// `0` to `9` only (not other scripts' digits).
     var isASCIIDigit: Bool { isASCII && isNumber }
 }

@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import Till
+import TillGatewayKit
 
 /// PayFort's SHA signature: `hex(SHA(phrase + concat(sorted key=value) + phrase))`.
 ///
@@ -11,18 +11,24 @@ import Till
 /// - Requests are signed with the SHA request phrase; responses and notifications are verified with
 ///   the SHA response phrase, over the URL-decoded values as received.
 public struct PayFortSignature: Sendable, Hashable {
-    public enum Algorithm: String, Sendable, Hashable, Codable { case sha256, sha512 }
+    /// The SHA variant the merchant chose in PayFort's back office.
+    public enum Algorithm: String, Sendable, Hashable, Codable {
+        /// SHA-256 (the default).
+        case sha256
+        /// SHA-512.
+        case sha512
+    }
 
+    /// The SHA variant used.
     public var algorithm: Algorithm
+
+    /// A signer with `algorithm`.
     public init(_ algorithm: Algorithm = .sha256) { self.algorithm = algorithm }
 
     /// The exact string that is hashed: what `till sign payfort` prints when a gateway says "signature mismatch".
     public func stringToSign(_ parameters: PayFortParameters, phrase: String) -> String {
-        let body = parameters.pairs
-            .filter { $0.0 != "signature" && !$0.1.isEmpty }
-            .sorted { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) }
-            .map { "\($0.0)=\($0.1.signingText)" }
-            .joined()
+        let body = CanonicalString(pairs: parameters.members.map { ($0.key, $0.value.payFortSigningText) })
+            .render(order: .sortedByKey, pairSeparator: "", keyValueSeparator: "=", omitEmptyValues: true, excluding: ["signature"])
         return phrase + body + phrase
     }
 
@@ -30,8 +36,8 @@ public struct PayFortSignature: Sendable, Hashable {
     public func sign(_ parameters: PayFortParameters, phrase: String) -> String {
         let data = Data(stringToSign(parameters, phrase: phrase).utf8)
         switch algorithm {
-        case .sha256: return SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
-        case .sha512: return SHA512.hash(data: data).map { String(format: "%02x", $0) }.joined()
+        case .sha256: return Hex.encode(SHA256.hash(data: data))
+        case .sha512: return Hex.encode(SHA512.hash(data: data))
         }
     }
 
@@ -43,11 +49,7 @@ public struct PayFortSignature: Sendable, Hashable {
             throw CheckoutError(.missingField, category: .verification, field: "signature", message: "the parameters carry no signature",
                                 gateway: "payfort")
         }
-        let expected = Array(sign(parameters, phrase: phrase).utf8)
-        let actual = Array(given.lowercased().utf8)
-        var difference: UInt8 = expected.count == actual.count ? 0 : 1
-        for (a, b) in zip(expected, actual) { difference |= a ^ b }
-        guard difference == 0 else {
+        guard ConstantTime.equals(sign(parameters, phrase: phrase), given.lowercased()) else {
             throw CheckoutError(.signatureMismatch, field: "signature", message: "the signature does not match the parameters",
                                 gateway: "payfort", gatewayCode: "00008")
         }

@@ -1,0 +1,111 @@
+import Foundation
+import TillGatewayKit
+import TillPayFort
+
+/// The `payfort` gateway module, as the merchant server, the command-line tool and the tests use it.
+///
+/// Credentials: `access_code`, `merchant_identifier`, `request_phrase`, `response_phrase`.
+/// Settings: `environment` (`sandbox` | `production`; `sandbox` when not set), `base_url` (any other
+/// base URL, such as the local sandbox; it wins over `environment`), `sha` (`sha256` | `sha512`),
+/// `language` (`en` | `ar`). A bad value is refused naming `settings.<name>`, a missing credential
+/// naming `credentials.<name>`.
+public enum PayFortPlugin {
+    /// The module's description: builds ``PayFortServer`` (with credentials) and `PayFortGateway`
+    /// (settings only), and debugs signatures for `till sign payfort` and `till verify payfort`.
+    public static let plugin = GatewayPlugin(
+        module: "payfort",
+        capabilities: PayFortGateway.capabilities,
+        makeServer: { context in try server(context) },
+        makeClient: { context in try client(context) },
+        debugger: debugger)
+
+    /// The server half of one configured gateway, from its settings and credentials.
+    static func server(_ context: GatewayPluginContext) throws(CheckoutError) -> PayFortServer {
+        let settings = context.settings
+        let environment = try environment(settings)
+        let sha = try settings.choice("sha", ["sha256", "sha512"], default: "sha256") ?? "sha256"
+        let algorithm = PayFortSignature.Algorithm(rawValue: sha) ?? .sha256
+        let language = try language(settings)
+        let credentials = PayFortCredentials(
+            accessCode: try settings.secret("access_code"), merchantIdentifier: try settings.secret("merchant_identifier"),
+            requestPhrase: try settings.secret("request_phrase"), responsePhrase: try settings.secret("response_phrase"),
+            algorithm: algorithm)
+        return PayFortServer(id: context.id, environment: environment, credentials: credentials, language: language,
+                             transport: context.transport)
+    }
+
+    /// The app half of one configured gateway, from its settings only.
+    static func client(_ context: GatewayPluginContext) throws(CheckoutError) -> PayFortGateway {
+        PayFortGateway(id: context.id, environment: try environment(context.settings), language: try language(context.settings),
+                       transport: context.transport)
+    }
+
+    /// `base_url` when set (a custom environment), else `environment`.
+    static func environment(_ settings: ModuleSettings) throws(CheckoutError) -> PayFortEnvironment {
+        if let url = try settings.url("base_url") { return .custom(url) }
+        switch try settings.choice("environment", ["sandbox", "production"], default: "sandbox") {
+        case "production": return .production
+        default: return .sandbox
+        }
+    }
+
+    static func language(_ settings: ModuleSettings) throws(CheckoutError) -> String {
+        try settings.choice("language", ["en", "ar"], default: "en") ?? "en"
+    }
+
+    // MARK: Signature debugger
+
+    /// `till sign payfort` and `till verify payfort`.
+    static let debugger = SignatureDebugger(
+        signSummary: "SHA-256 (or SHA-512) over phrase + sorted key=value pairs + phrase.",
+        signOptions: [
+            .init("phrase", help: "The SHA request phrase (to sign a request) or response phrase (to check a response).", required: true),
+            .init("sha512", help: "SHA-512 instead of SHA-256.", isFlag: true),
+            .init("params", help: "A JSON object of the parameters (`-` for standard input). A `signature` key is ignored.", required: true),
+        ],
+        verifyOptions: [
+            .init("phrase", help: "The phrase the signer used (the response phrase for PayFort's responses and notifications).",
+                  required: true),
+            .init("sha512", help: "SHA-512 instead of SHA-256.", isFlag: true),
+            .init("params", help: "A JSON object of the parameters, with `signature` (`-` for standard input).", required: true),
+        ],
+        sign: { arguments in
+            let (signer, phrase, parameters) = try debuggerInput(arguments)
+            return [signer.stringToSign(parameters, phrase: phrase), signer.sign(parameters, phrase: phrase)]
+        },
+        verify: { arguments in
+            let (signer, phrase, parameters) = try debuggerInput(arguments)
+            return verdict(signer, phrase: phrase, parameters: parameters)
+        })
+
+    /// Whether `parameters` carry the signature `phrase` gives; when not, why, with the expected
+    /// string to sign and signature.
+    static func verdict(_ signer: PayFortSignature, phrase: String, parameters: PayFortParameters) -> SignatureDebugger.Verdict {
+        do {
+            try signer.verify(parameters, phrase: phrase)
+            return SignatureDebugger.Verdict(valid: true, lines: ["valid: the signature matches"])
+        } catch {
+            return SignatureDebugger.Verdict(valid: false, lines: [
+                "invalid: \(error.message)",
+                "string to sign: \(signer.stringToSign(parameters, phrase: phrase))",
+                "expected signature: \(signer.sign(parameters, phrase: phrase))",
+            ])
+        }
+    }
+
+    /// The signer, the phrase and the parameters file the debugger's options name.
+    /// - Throws: ``CheckoutError`` naming `--phrase` or `--params`.
+    static func debuggerInput(_ arguments: DebuggerArguments) throws(CheckoutError) -> (PayFortSignature, String, PayFortParameters) {
+        let phrase = try arguments.required("phrase")
+        let path = try arguments.required("params")
+        let data = try arguments.file("params")
+        let parameters: PayFortParameters
+        do {
+            parameters = try PayFortParameters.json(data, field: "params")
+        } catch {
+            let at = error.code == .duplicateField ? (error.field.map { "\($0): " } ?? "") : ""
+            throw CheckoutError(error.code, field: "--params", message: "\(path): \(at)\(error.message)")
+        }
+        return (PayFortSignature(arguments.flag("sha512") ? .sha512 : .sha256), phrase, parameters)
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+import Testing
+import Till
+import TillGatewayKit
+@testable import TillPayFort
+@testable import TillPayFortServer
+import TillTesting
+
+@Suite("PayFort plugin: settings, credentials and the signature debugger")
+struct PayFortPluginTests {
+    static let goodCredentials = ["access_code": "AC", "merchant_identifier": "MID", "request_phrase": "rq", "response_phrase": "rs"]
+
+    func context(_ settings: [String: String], credentials: [String: String] = goodCredentials) -> GatewayPluginContext {
+        GatewayPluginContext(id: "payfort-riyadh", settings: ModuleSettings(module: "payfort", settings: settings, credentials: credentials),
+                             transport: RecordingTransport())
+    }
+
+    @Test("the module is described once, with the app half's capabilities")
+    func description() {
+        #expect(PayFortPlugin.plugin.module == "payfort")
+        #expect(PayFortPlugin.plugin.capabilities == PayFortGateway.capabilities)
+        #expect(PayFortPlugin.plugin.debugger != nil)
+    }
+
+    @Test("the server half is built from settings and credentials; the app half from settings only")
+    func builds() throws {
+        let server = try #require(try PayFortPlugin.plugin.makeServer(context(["sha": "sha512", "language": "ar"])) as? PayFortServer)
+        #expect(server.gateway == "payfort-riyadh" && server.environment == .sandbox && server.language == "ar")
+        let custom = try #require(try PayFortPlugin.plugin.makeServer(
+            context(["base_url": "http://127.0.0.1:9000", "environment": "production"])) as? PayFortServer)
+        #expect(custom.environment == .custom(URL(string: "http://127.0.0.1:9000")!))
+        let production = try #require(try PayFortPlugin.plugin.makeServer(context(["environment": "production"])) as? PayFortServer)
+        #expect(production.environment == .production)
+
+        // SHA-512 is used with the response phrase.
+        var feedback = PayFortParameters(strings: [("merchant_reference", "att1"), ("status", "14"), ("response_code", "14000")])
+        feedback["signature"] = .string(PayFortSignature(.sha512).sign(feedback, phrase: "rs"))
+        let notification = IncomingNotification(headers: ["Content-Type": "application/json"], body: feedback.jsonData())
+        #expect(try server.verifyNotification(notification).report.status == .paid)
+
+        let app = try #require(try PayFortPlugin.plugin.makeClient(context(["environment": "production", "language": "ar"], credentials: [:]))
+            as? PayFortGateway)
+        #expect(app.gateway == "payfort-riyadh" && app.environment == .production && app.language == "ar")
+    }
+
+    @Test("a bad setting or a missing credential is refused, naming it", arguments: [
+        (["environment": "staging"], goodCredentials, "settings.environment"),
+        (["sha": "md5"], goodCredentials, "settings.sha"),
+        (["language": "fr"], goodCredentials, "settings.language"),
+        (["base_url": "ftp://sandbox.example"], goodCredentials, "settings.base_url"),
+        (["base_url": "not a url"], goodCredentials, "settings.base_url"),
+        ([:], goodCredentials.filter { $0.key != "request_phrase" }, "credentials.request_phrase"),
+        ([:], goodCredentials.merging(["access_code": ""]) { _, empty in empty }, "credentials.access_code"),
+    ])
+    func refuses(settings: [String: String], credentials: [String: String], field: String) {
+        let error = #expect(throws: CheckoutError.self) { try PayFortPlugin.plugin.makeServer(context(settings, credentials: credentials)) }
+        #expect(error?.field == field)
+        #expect(error?.category == .configuration)
+        if field.hasPrefix("credentials.") {
+            #expect(error?.code == .missingSecret)
+        } else {
+            #expect(error?.code == .misconfigured)
+            // The app half reads the same settings (but not `sha`) and refuses them the same way.
+            if field != "settings.sha" {
+                #expect(throws: CheckoutError.self) { try PayFortPlugin.plugin.makeClient(context(settings, credentials: [:])) }
+            }
+        }
+    }
+
+    /// Writes `text` to a temporary file and returns its path.
+    func file(_ text: String) throws -> String {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("payfort-\(UUID().uuidString).json")
+        try Data(text.utf8).write(to: url)
+        return url.path
+    }
+
+    @Test("the debugger signs, verifies the round trip, and explains an invalid signature")
+    func debugger() throws {
+        let debugger = try #require(PayFortPlugin.plugin.debugger)
+        #expect(debugger.signOptions.map(\.name) == ["phrase", "sha512", "params"])
+        #expect(debugger.verifyOptions.filter(\.required).map(\.name) == ["phrase", "params"])
+        let params = #"{"merchant_identifier":"MID","access_code":"AC","amount":1000,"signature":"ignored","apple_header":{"b":"2","a":"1"}}"#
+        let path = try file(params)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let lines = try debugger.sign(DebuggerArguments(["phrase": ["PASS"], "params": [path]]))
+        #expect(lines.count == 2)
+        #expect(lines[0] == "PASSaccess_code=ACamount=1000apple_header={b=2, a=1}merchant_identifier=MIDPASS")
+        let signature = lines[1]
+        #expect(signature.count == 64)
+        let sha512 = try debugger.sign(DebuggerArguments(["phrase": ["PASS"], "params": [path], "sha512": ["true"]]))
+        #expect(sha512[0] == lines[0] && sha512[1].count == 128)
+
+        let signed = try file(params.replacingOccurrences(of: "ignored", with: signature.uppercased()))
+        defer { try? FileManager.default.removeItem(atPath: signed) }
+        let valid = try debugger.verify(DebuggerArguments(["phrase": ["PASS"], "params": [signed]]))
+        #expect(valid.valid && valid.lines == ["valid: the signature matches"])
+
+        let tampered = try file(params.replacingOccurrences(of: "ignored", with: signature).replacingOccurrences(of: "1000", with: "1001"))
+        defer { try? FileManager.default.removeItem(atPath: tampered) }
+        let invalid = try debugger.verify(DebuggerArguments(["phrase": ["PASS"], "params": [tampered]]))
+        #expect(!invalid.valid)
+        #expect(invalid.lines.count == 3)
+        #expect(invalid.lines.first == "invalid: the signature does not match the parameters")
+        #expect(invalid.lines[1] == "string to sign: PASSaccess_code=ACamount=1001apple_header={b=2, a=1}merchant_identifier=MIDPASS")
+        #expect(invalid.lines[2].hasPrefix("expected signature: ") && !invalid.lines[2].hasSuffix(signature))
+
+        let unsigned = try debugger.verify(DebuggerArguments(["phrase": ["PASS"], "params": [try file(#"{"a":"1"}"#)]]))
+        #expect(!unsigned.valid && unsigned.lines.first == "invalid: the parameters carry no signature")
+    }
+
+    @Test("the debugger names the option at fault")
+    func debuggerErrors() throws {
+        let debugger = try #require(PayFortPlugin.plugin.debugger)
+        let missing = #expect(throws: CheckoutError.self) { try debugger.sign(DebuggerArguments(["params": ["-"]])) }
+        #expect(missing?.field == "--phrase")
+        let unreadable = #expect(throws: CheckoutError.self) {
+            try debugger.sign(DebuggerArguments(["phrase": ["P"], "params": ["/nonexistent/params.json"]]))
+        }
+        #expect(unreadable?.field == "--params")
+        let duplicate = try file(#"{"a":"1","a":"2"}"#)
+        defer { try? FileManager.default.removeItem(atPath: duplicate) }
+        let twice = #expect(throws: CheckoutError.self) { try debugger.sign(DebuggerArguments(["phrase": ["P"], "params": [duplicate]])) }
+        #expect(twice?.field == "--params" && twice?.code == .duplicateField)
+        #expect(twice?.message.contains("params.a") == true)
+    }
+}
