@@ -1,5 +1,5 @@
 import Foundation
-import Till
+import TillGatewayKit
 
 /// Citcon's runtime environments (the SDK's `CPayENVMode`). Access tokens belong to one of them.
 public enum CitconEnvironment: Sendable, Hashable {
@@ -41,64 +41,11 @@ public enum CitconEnvironment: Sendable, Hashable {
         return false
     }
 
+    /// The URL of `path` under the API base (`charges` → `…/v1/charges`).
     func endpoint(_ path: String) -> URL {
         var base = baseURL.absoluteString
         if !base.hasSuffix("/") { base += "/" }
         return URL(string: base + path) ?? baseURL.appendingPathComponent(path)
-    }
-}
-
-/// The merchant's Citcon secrets. Server side only: an app never holds them.
-public struct CitconCredentials: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
-    /// The merchant API key: authenticates `POST /v1/access-tokens`.
-    public var apiKey: String
-    /// The API secret: checks the IPN `sign`.
-    public var apiSecret: String
-
-    public init(apiKey: String, apiSecret: String) {
-        self.apiKey = apiKey
-        self.apiSecret = apiSecret
-    }
-
-    public var description: String { "CitconCredentials(<redacted>)" }
-    public var debugDescription: String { description }
-}
-
-/// How Till fills the parts of a charge that are the merchant's choice.
-public struct CitconSettings: Sendable, Hashable {
-    /// UnionPay mode: `"00"` production (default), `"01"` development.
-    public var unionpayMode: String
-    /// Ask for 3-D Secure on card payments. Needs the customer's names, phone, e-mail and billing address.
-    public var request3DSecure: Bool
-    /// How long a charge stays payable (`payment.expiry`). `nil` leaves it to Citcon.
-    public var chargeLifetime: Duration?
-    /// Minimum time left on a client token handed to an app.
-    public var clientTokenMinimumLifetime: Duration
-
-    public init(unionpayMode: String = "00", request3DSecure: Bool = false, chargeLifetime: Duration? = .seconds(1_800),
-                clientTokenMinimumLifetime: Duration = .seconds(900)) {
-        self.unionpayMode = unionpayMode
-        self.request3DSecure = request3DSecure
-        self.chargeLifetime = chargeLifetime
-        self.clientTokenMinimumLifetime = clientTokenMinimumLifetime
-    }
-}
-
-/// Order details Till cannot read from a ``PaymentIntent``: the goods, shipping, billing address and
-/// installments. The server supplies them per attempt through ``CitconGateway/init(id:environment:credentials:settings:transport:orderDetails:)``.
-public struct CitconOrderDetails: Sendable, Hashable {
-    public var goods: CitconChargeRequest.Goods?
-    public var billingAddress: CitconChargeRequest.Address?
-    public var installments: CitconChargeRequest.Installments?
-    /// `payment.indicator`.
-    public var indicator: String?
-
-    public init(goods: CitconChargeRequest.Goods? = nil, billingAddress: CitconChargeRequest.Address? = nil,
-                installments: CitconChargeRequest.Installments? = nil, indicator: String? = nil) {
-        self.goods = goods
-        self.billingAddress = billingAddress
-        self.installments = installments
-        self.indicator = indicator
     }
 }
 

@@ -1,5 +1,5 @@
 import Foundation
-import Till
+import TillGatewayKit
 
 /// A charge's status as the app sees it through its client token. Informational: the server's
 /// confirmation (IPN or inquiry) is what counts.
@@ -12,6 +12,7 @@ public struct CitconTransactionStatus: Sendable, Hashable {
     public var rawStatus: String
     /// The raw status in Till's terms (see ``CitconGateway/status(_:)``).
     public var status: PaymentStatus
+    /// The charge's amount, when Citcon gave it with a known currency.
     public var amount: Money?
 }
 

@@ -1,9 +1,14 @@
 import Crypto
 import Foundation
-import Till
+import TillCitcon
+import TillGatewayKit
 
-/// The fields of an IPN as Citcon sent them: names in the order received, values verbatim (JSON
-/// integers in plain decimal, other numbers as Swift prints them, `null` as empty). Parsed from a JSON object or a form-encoded body.
+/// The fields of an IPN as Citcon sent them: names in the order received, values verbatim. Parsed
+/// from a JSON object or a form-encoded body; a field sent twice is refused, never guessed.
+///
+/// JSON values are read as text the way they always have been: strings verbatim, integers in plain
+/// decimal, other numbers as Swift prints them, `true`/`false`, and `null` as empty. Nested objects
+/// and arrays are kept as "not a plain value" (Citcon never signs them).
 public struct CitconIPNFields: Sendable, Hashable {
     /// Field names in the order they were received.
     public private(set) var names: [String]
@@ -24,7 +29,7 @@ public struct CitconIPNFields: Sendable, Hashable {
     /// Whether the body carried `name` at all.
     public func contains(_ name: String) -> Bool { values[name] != nil }
 
-    /// Fields built in code (tests, the `till sign` command).
+    /// Fields built in code (tests, the signature debugger). A repeated name keeps its first value.
     public init(_ pairs: [(String, String)]) {
         names = []
         values = [:]
@@ -42,66 +47,65 @@ public struct CitconIPNFields: Sendable, Hashable {
     /// Parses a body as the gateway sent it: JSON when the media type says so (or the body starts
     /// with `{`), form-encoded otherwise.
     /// - Throws: ``CheckoutError`` `malformed_body` (field `body`) for an unreadable body, or
-    ///   `invalid_field` naming a field that appears twice.
+    ///   `duplicate_field` naming a field that appears twice (`status`; `payment.method` inside a
+    ///   JSON object).
     public static func parse(_ body: Data, mediaType: String? = nil) throws(CheckoutError) -> CitconIPNFields {
         let trimmedFirst = body.first { ![UInt8(ascii: " "), UInt8(ascii: "\n"), UInt8(ascii: "\r"), UInt8(ascii: "\t")].contains($0) }
-        if mediaType == "application/json" || (mediaType != "application/x-www-form-urlencoded" && trimmedFirst == UInt8(ascii: "{")) {
-            return try json(body)
+        do throws(CheckoutError) {
+            if mediaType == "application/json" || (mediaType != "application/x-www-form-urlencoded" && trimmedFirst == UInt8(ascii: "{")) {
+                return try json(body)
+            }
+            return try form(body)
+        } catch where error.code == .duplicateField {
+            // The kit names `body.<name>`; an IPN's errors name its fields as Citcon does.
+            var renamed = error
+            if let field = error.field, field.hasPrefix(bodyField + ".") { renamed.field = String(field.dropFirst(bodyField.count + 1)) }
+            throw renamed
         }
-        return try form(body)
     }
+
+    /// The name of the body in errors.
+    private static let bodyField = "body"
 
     static func json(_ body: Data) throws(CheckoutError) -> CitconIPNFields {
-        let object: [String: JSONField]
-        do {
-            object = try JSONDecoder().decode([String: JSONField].self, from: body)
-        } catch {
-            throw CheckoutError(.malformedBody, category: .invalidInput, field: "body", message: "not a JSON object of fields")
-        }
-        // JSON objects are unordered; keep the names sorted so the order is at least stable.
-        let names = object.keys.sorted()
-        return CitconIPNFields(names: names, values: object.mapValues { $0.value })
-    }
-
-    static func form(_ body: Data) throws(CheckoutError) -> CitconIPNFields {
-        guard let text = String(data: body, encoding: .utf8) else {
-            throw CheckoutError(.malformedBody, category: .invalidInput, field: "body", message: "the body is not UTF-8")
+        guard let members = try OrderedJSON.parse(body, field: bodyField).objectMembers else {
+            throw CheckoutError(.malformedBody, field: bodyField, message: "not a JSON object of fields")
         }
         var names: [String] = []
         var values: [String: Value] = [:]
-        for pair in text.split(separator: "&", omittingEmptySubsequences: true) {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard let name = decode(parts[0]), let value = decode(parts.count > 1 ? parts[1] : "") , !name.isEmpty else {
-                throw CheckoutError(.malformedBody, category: .invalidInput, field: "body", message: "not a form-encoded body")
-            }
-            guard values[name] == nil else {
-                throw CheckoutError(.invalidField, category: .invalidInput, field: name,
-                                    message: "appears twice; an IPN carries each field once")
-            }
-            names.append(name)
-            values[name] = .text(value)
-        }
-        guard !names.isEmpty else {
-            throw CheckoutError(.malformedBody, category: .invalidInput, field: "body", message: "the body is empty")
+        for member in members {
+            names.append(member.key)
+            values[member.key] = value(of: member.value)
         }
         return CitconIPNFields(names: names, values: values)
     }
 
-    private static func decode(_ part: Substring) -> String? {
-        String(part).replacingOccurrences(of: "+", with: " ").removingPercentEncoding
+    /// A JSON value as the IPN's text.
+    private static func value(of json: OrderedJSON) -> Value {
+        switch json {
+        case .string(let text): .text(text)
+        case .number(let text): .text(numberText(text))
+        case .bool(let flag): .text(flag ? "true" : "false")
+        case .null: .text("")
+        case .object, .array: .nested
+        }
     }
 
-    /// One JSON value of an IPN.
-    private struct JSONField: Decodable {
-        var value: Value
-        init(from decoder: any Decoder) throws {
-            let container = try decoder.singleValueContainer()
-            if let scalar = try? container.decode(CitconScalar.self) {
-                value = .text(scalar.text)
-            } else {
-                value = .nested
-            }
+    /// A JSON number as IPNs have always been read: an integer that fits 64 bits in plain decimal
+    /// (`1999`, `1.0` → `1`), any other number as Swift prints the `Double` (`19.99`).
+    static func numberText(_ text: String) -> String {
+        if let integer = Int64(text) { return String(integer) }
+        guard let double = Double(text) else { return text }
+        if double.rounded(.towardZero) == double, let integer = Int64(exactly: double) { return String(integer) }
+        return String(double)
+    }
+
+    static func form(_ body: Data) throws(CheckoutError) -> CitconIPNFields {
+        let fields = try FormFields.decode(body, field: bodyField)
+        guard !fields.pairs.isEmpty else {
+            throw CheckoutError(.malformedBody, field: bodyField, message: "the body is empty")
         }
+        return CitconIPNFields(names: fields.names, values: Dictionary(uniqueKeysWithValues: fields.pairs.map { ($0.name, .text($0.value)) }))
     }
 }
 
@@ -155,7 +159,7 @@ public enum CitconSignature {
 
     /// The lower-case hex `sign` for `ipn`.
     public static func sign(_ ipn: CitconIPNFields, secret: String) throws(CheckoutError) -> String {
-        hex(SHA256.hash(data: Data(try stringToSign(ipn, secret: secret).utf8)))
+        Hex.encode(SHA256.hash(data: Data(try stringToSign(ipn, secret: secret).utf8)))
     }
 
     /// Checks `sign`, and that the fields Till relies on are among the signed ones.
@@ -172,27 +176,9 @@ public enum CitconSignature {
                                 message: "does not cover \(required); Till reads only signed fields")
         }
         let expected = try sign(ipn, secret: secret)
-        guard constantTimeEqual(Array(expected.utf8), Array(sent.lowercased().utf8)) else {
+        guard ConstantTime.equals(expected, sent.lowercased()) else {
             throw CheckoutError(.signatureMismatch, field: "sign", message: "the sign does not match the signed fields and the API secret")
         }
         return Set(names + ["fields"])
-    }
-
-    static func hex(_ digest: SHA256.Digest) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(64)
-        for byte in digest {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0f)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    private static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        var difference: UInt8 = 0
-        for index in a.indices { difference |= a[index] ^ b[index] }
-        return difference == 0
     }
 }
