@@ -12,8 +12,12 @@ let package = Package(
         .library(name: "TillTesting", targets: ["TillTesting"]),
         .library(name: "TillServer", targets: ["TillServer"]),
         .library(name: "TillGatewayKit", targets: ["TillGatewayKit"]),
+        // A gateway module is two libraries: the app half an app links, and the server half that holds
+        // credentials (the merchant server links it; an app never does).
         .library(name: "TillPayFort", targets: ["TillPayFort"]),
+        .library(name: "TillPayFortServer", targets: ["TillPayFortServer"]),
         .library(name: "TillCitcon", targets: ["TillCitcon"]),
+        .library(name: "TillCitconServer", targets: ["TillCitconServer"]),
         .library(name: "TillSandbox", targets: ["TillSandbox"]),
         .executable(name: "till", targets: ["till"]),
     ],
@@ -36,7 +40,7 @@ let package = Package(
         ),
         .target(
             name: "TillTesting",
-            dependencies: ["Till", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["Till", "TillGatewayKit", .product(name: "Crypto", package: "swift-crypto")]
         ),
         // What gateway modules share: codecs, canonical strings, constant-time compare, the typed HTTP
         // client, settings parsing, the plugin description. Core plus swift-crypto only.
@@ -47,13 +51,23 @@ let package = Package(
         // Gateway modules: Till plus what signing needs; nothing server-only (apps link them).
         .target(
             name: "TillPayFort",
-            dependencies: ["Till", .product(name: "Crypto", package: "swift-crypto")],
-            path: "Plugins/PayFort"
+            dependencies: ["Till", "TillGatewayKit", .product(name: "Crypto", package: "swift-crypto")],
+            path: "Plugins/PayFort/Client"
+        ),
+        .target(
+            name: "TillPayFortServer",
+            dependencies: ["Till", "TillGatewayKit", "TillPayFort", .product(name: "Crypto", package: "swift-crypto")],
+            path: "Plugins/PayFort/Server"
         ),
         .target(
             name: "TillCitcon",
-            dependencies: ["Till", .product(name: "Crypto", package: "swift-crypto")],
-            path: "Plugins/Citcon"
+            dependencies: ["Till", "TillGatewayKit", .product(name: "Crypto", package: "swift-crypto")],
+            path: "Plugins/Citcon/Client"
+        ),
+        .target(
+            name: "TillCitconServer",
+            dependencies: ["Till", "TillGatewayKit", "TillCitcon", .product(name: "Crypto", package: "swift-crypto")],
+            path: "Plugins/Citcon/Server"
         ),
         // Local emulators of the gateways, written from their documentation, independent of the plugins.
         .target(
@@ -69,6 +83,7 @@ let package = Package(
             name: "TillServer",
             dependencies: [
                 "Till",
+                "TillGatewayKit",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -85,8 +100,11 @@ let package = Package(
                 "Till",
                 "TillTesting",
                 "TillServer",
+                "TillGatewayKit",
                 "TillPayFort",
+                "TillPayFortServer",
                 "TillCitcon",
+                "TillCitconServer",
                 "TillSandbox",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -100,26 +118,40 @@ let package = Package(
         ),
         .testTarget(name: "TillTestingTests", dependencies: ["Till", "TillTesting"]),
         .testTarget(name: "TillGatewayKitTests", dependencies: ["Till", "TillGatewayKit"]),
+        // Proves docs/implementing-a-gateway.md: a toy gateway added by following only that page.
+        .testTarget(
+            name: "ToyGatewayTests",
+            dependencies: [
+                "Till", "TillGatewayKit", "TillServer", "TillSandbox",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            exclude: ["Fixtures"]
+        ),
         .testTarget(
             name: "TillPayFortTests",
-            dependencies: ["Till", "TillPayFort", "TillTesting", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["Till", "TillGatewayKit", "TillPayFort", "TillPayFortServer", "TillTesting",
+                           .product(name: "Crypto", package: "swift-crypto")],
             exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "TillCitconTests",
-            dependencies: ["Till", "TillCitcon", "TillTesting", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["Till", "TillGatewayKit", "TillCitcon", "TillCitconServer", "TillTesting",
+                           .product(name: "Crypto", package: "swift-crypto")],
             exclude: ["Fixtures"]
         ),
         .testTarget(name: "TillSandboxTests", dependencies: ["Till", "TillSandbox"], exclude: ["Fixtures"]),
         .testTarget(
             name: "TillServerTests",
             dependencies: [
-                "Till", "TillTesting", "TillServer", "TillPayFort", "TillCitcon", "TillSandbox",
+                "Till", "TillGatewayKit", "TillTesting", "TillServer", "TillPayFort", "TillPayFortServer", "TillCitcon",
+                "TillCitconServer", "TillSandbox",
                 // Built so the crash-safety test can run the real `till server` process.
                 "till",
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
-            ]
+            ],
+            exclude: ["Fixtures"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -61,16 +61,27 @@ public struct Sandbox: Sendable {
     /// - Throws: ``SandboxError/couldNotStart(_:)`` when the server cannot listen.
     public static func start(payFort: PayFortEmulator, citcon: CitconEmulator? = nil, host: String = "127.0.0.1", port: Int = 0,
                              logger: Logger = Logger(label: "till.sandbox")) async throws(SandboxError) -> RunningSandbox {
+        try await start(emulators: [payFort] + (citcon.map { [$0] } ?? []), host: host, port: port, logger: logger)
+    }
+
+    /// Starts the sandbox server hosting `emulators`, each under its own ``SandboxEmulator/name``, and
+    /// returns once it listens.
+    /// - Throws: ``SandboxError/couldNotStart(_:)`` when the server cannot listen or two emulators
+    ///   share a name.
+    public static func start(emulators: [any SandboxEmulator], host: String = "127.0.0.1", port: Int = 0,
+                             logger: Logger = Logger(label: "till.sandbox")) async throws(SandboxError) -> RunningSandbox {
+        let names = emulators.map(\.name)
+        guard Set(names).count == names.count else { throw .couldNotStart("two emulators share a name: \(names)") }
         let address = SandboxAddress()
         let release = HoldRelease()
         let (router, connections) = LoopbackServer.makeRouter()
         router.get("/healthz") { _, _ in Self.json(.object([.init(key: "status", value: .string("ok"))])) }
-        PayFortRoutes.register(on: router, emulator: payFort, address: address, release: release)
-        if let citcon { CitconRoutes.register(on: router, emulator: citcon, address: address, release: release) }
+        let mount = SandboxMount(router: router, handle: SandboxHandle(address: address, release: release))
+        for emulator in emulators { emulator.mount(mount) }
         let server = try await LoopbackServer.start(router: router, connections: connections, host: host, port: port,
                                                     logger: logger)
         await address.set(server.baseURL)
-        return RunningSandbox(baseURL: server.baseURL, server: server, release: release)
+        return RunningSandbox(baseURL: server.baseURL, server: server, release: release, emulators: emulators)
     }
 
     static func json(_ value: JSONValue, status: HTTPResponse.Status = .ok) -> Response {
@@ -99,6 +110,18 @@ public struct RunningSandbox: Sendable {
     public let baseURL: URL
     let server: LoopbackServer
     let release: HoldRelease
+    /// The emulators it hosts.
+    public let emulators: [any SandboxEmulator]
+
+    /// The gateway module's `base_url` for `emulator` in this sandbox.
+    public func baseURL(of emulator: any SandboxEmulator) -> URL { emulator.moduleBaseURL(in: baseURL) }
+
+    /// Every hosted emulator's accounts, as a merchant server would configure them.
+    public func accounts() async -> [SandboxAccount] {
+        var all: [SandboxAccount] = []
+        for emulator in emulators { all += await emulator.sandboxAccounts(in: baseURL) }
+        return all
+    }
 
     /// Where the PayFort emulator lives (`{baseURL}/payfort`); its API is
     /// `{payFortBaseURL}/FortAPI/paymentApi`.
@@ -117,12 +140,12 @@ public struct RunningSandbox: Sendable {
 }
 
 /// The request context of the sandbox's routes: Hummingbird's basics plus a handle on the connection.
-struct SandboxRequestContext: RequestContext {
-    var coreContext: CoreRequestContextStorage
+public struct SandboxRequestContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
     /// The connection the request came on.
     let connection: Connection
 
-    init(source: ApplicationRequestContextSource) {
+    public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         let channel = source.channel
         connection = Connection(
@@ -131,8 +154,8 @@ struct SandboxRequestContext: RequestContext {
             whenClosed: { callback in channel.closeFuture.whenComplete { _ in callback() } })
     }
 
-    /// Closes the request's connection without an answer.
-    func closeConnection() {
+    /// Closes the request's connection without an answer (a gateway that drops the connection).
+    public func closeConnection() {
         connection.close()
     }
 }

@@ -40,10 +40,13 @@ public struct SandboxCitconCustomer: CheckoutPresenter {
     /// Citcon collects nothing in the app: a form is closed.
     public func collect(_ form: FormSpec) async throws -> FormValues? { nil }
 
-    public func launch(_ wallet: WalletLaunch) async throws {
+    /// The sandbox's wallet simulator sends the customer back through the return URL, as the wallet
+    /// apps' own return does, so there is no in-process result: `nil`.
+    public func launch(_ wallet: WalletLaunch) async throws -> SDKResult? {
         trace("app     launches the \(wallet.wallet) wallet with [\(wallet.parameters.keys.sorted().joined(separator: ", "))]")
         let (sandbox, method, choice) = (self.sandbox, self.method, self.choice.rawValue)
         try await act { try await SandboxBrowser.payInCitconWallet(sandbox: sandbox, method: method.rawValue, content: wallet.parameters, outcome: choice) }
+        return nil
     }
 
     public func open(_ url: URL, handoff: Handoff) async throws {

@@ -145,7 +145,7 @@ struct BenchCommand: AsyncParsableCommand {
 }
 
 /// A gateway that answers instantly: paid.
-struct InstantGateway: Checkout {
+struct InstantGateway: CheckoutGateway {
     let gateway: GatewayID
     let capabilities: GatewayCapabilities
 
@@ -164,7 +164,7 @@ struct InstantGateway: Checkout {
 
 /// Prepares on the instant gateway and reports it paid.
 struct InstantRunner: AttemptRunner {
-    func run(_ context: AttemptContext, on gateway: any Checkout) async -> AttemptOutcome {
+    func run(_ context: AttemptContext, on gateway: any CheckoutGateway) async -> AttemptOutcome {
         do {
             let preparation = try await gateway.prepare(context)
             return .report(StatusReport(gateway: gateway.gateway, attempt: preparation.attempt, status: .paid, amount: preparation.amount))

@@ -95,7 +95,7 @@ struct ServerBench: AsyncParsableCommand {
                 gateways: [GatewayConfiguration(id: "fake", module: "fake",
                                                 credentials: ["notification_secret": CredentialReference(env: "BENCH_SECRET")])])],
             server: ServerSettings(listen: "127.0.0.1:0", storage: url))
-        let state = try ServerState(configuration: configuration, modules: Modules.all,
+        let state = try ServerState(configuration: configuration, plugins: Gateways.plugins,
                                     environment: ["BENCH_API_KEY": apiKey, "BENCH_SECRET": secret])
         let store = try openStore(url)
         try await store.migrate()

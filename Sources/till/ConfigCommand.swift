@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Till
+import TillServer
 
 struct ConfigCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -16,7 +17,7 @@ struct ConfigCommand: ParsableCommand {
         var file: String
 
         func run() throws {
-            switch ConfigurationLoader.load(contentsOf: URL(fileURLWithPath: file), modules: Modules.capabilities) {
+            switch ConfigurationLoader.load(contentsOf: URL(fileURLWithPath: file), modules: Gateways.capabilities) {
             case .success(let configuration):
                 let gateways = configuration.merchants.map(\.gateways.count).reduce(0, +)
                 let rules = configuration.merchants.map(\.routing.rules.count).reduce(0, +)
@@ -32,7 +33,7 @@ struct ConfigCommand: ParsableCommand {
 
 /// Loads a configuration or exits, printing every problem.
 func loadConfiguration(_ file: String) throws -> TillConfiguration {
-    switch ConfigurationLoader.load(contentsOf: URL(fileURLWithPath: file), modules: Modules.capabilities) {
+    switch ConfigurationLoader.load(contentsOf: URL(fileURLWithPath: file), modules: Gateways.capabilities) {
     case .success(let configuration): return configuration
     case .failure(let error):
         for issue in error.issues { printError("\(file): \(issue)") }

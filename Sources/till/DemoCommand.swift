@@ -5,8 +5,7 @@ import FoundationNetworking
 #endif
 import Logging
 import Till
-import TillCitcon
-import TillPayFort
+import TillGatewayKit
 import TillSandbox
 import TillServer
 
@@ -49,49 +48,49 @@ struct DemoCommand: AsyncParsableCommand {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
 
-        // 1. The sandbox: two PayFort merchant accounts.
-        let gatewayIDs: [GatewayID] = ["payfort-riyadh", "payfort-dubai"]
-        let accounts = gatewayIDs.enumerated().map { index, id in
-            PayFortMerchant(accessCode: "DemoAccess\(index + 1)", merchantIdentifier: "DemoMerchant\(index + 1)",
-                            requestPhrase: "\(id)-request-phrase", responsePhrase: "\(id)-response-phrase")
+        // 1. The sandbox: two PayFort merchant accounts and a Citcon account.
+        let accountsOfPayFort = (1...2).map { index in
+            PayFortMerchant(accessCode: "DemoAccess\(index)", merchantIdentifier: "DemoMerchant\(index)",
+                            requestPhrase: "payfort-\(index)-request-phrase", responsePhrase: "payfort-\(index)-response-phrase")
         }
-        let emulator = PayFortEmulator(merchants: accounts, notificationRetry: (10, .milliseconds(100)), logger: logger)
-        let citconAccount = CitconEmulator.Merchant(apiKey: "demo-citcon-api-key", apiSecret: "demo-citcon-api-secret")
-        let citcon = CitconEmulator(merchants: [citconAccount], ipnRetryInterval: .milliseconds(100), logger: logger)
-        let sandbox = try await Sandbox.start(payFort: emulator, citcon: citcon, logger: logger)
-        say("▶ sandbox      \(sandbox.payFortBaseURL)  (PayFort, 2 merchant accounts)")
-        say("▶ sandbox      \(sandbox.citconBaseURL)  (Citcon UPI, 1 merchant account)")
+        let emulator = PayFortEmulator(merchants: accountsOfPayFort, notificationRetry: (10, .milliseconds(100)), logger: logger)
+        let citcon = CitconEmulator(merchants: [.init(apiKey: "demo-citcon-api-key", apiSecret: "demo-citcon-api-secret")],
+                                    ipnRetryInterval: .milliseconds(100), logger: logger)
+        let sandbox = try await Sandbox.start(emulators: [emulator, citcon], logger: logger)
 
-        // 2. The merchant server, configured like a real one: secrets from its environment.
+        // 2. The merchant server, configured like a real one from the sandbox's accounts: one gateway per
+        //    account, secrets from its environment, each module built by its own plugin.
         var environment = ["DEMO_API_KEY": "demo-app-key-\(UUID().uuidString)"]
         var gateways: [GatewayConfiguration] = []
-        for (id, account) in zip(gatewayIDs, accounts) {
-            let prefix = id.rawValue.uppercased().replacingOccurrences(of: "-", with: "_")
-            environment["\(prefix)_ACCESS_CODE"] = account.accessCode
-            environment["\(prefix)_MERCHANT_ID"] = account.merchantIdentifier
-            environment["\(prefix)_REQUEST_PHRASE"] = account.requestPhrase
-            environment["\(prefix)_RESPONSE_PHRASE"] = account.responsePhrase
-            gateways.append(GatewayConfiguration(
-                id: id, module: "payfort",
-                credentials: ["access_code": .init(env: "\(prefix)_ACCESS_CODE"), "merchant_identifier": .init(env: "\(prefix)_MERCHANT_ID"),
-                              "request_phrase": .init(env: "\(prefix)_REQUEST_PHRASE"), "response_phrase": .init(env: "\(prefix)_RESPONSE_PHRASE")],
-                settings: ["base_url": sandbox.payFortBaseURL.absoluteString]))
+        var appGateways: [any Checkout] = []   // the app: built from non-secret settings only
+        let accounts = await sandbox.accounts()
+        for account in accounts {
+            let sameModule = accounts.filter { $0.module == account.module }
+            let id = GatewayID(rawValue: sameModule.count == 1 ? account.module
+                               : "\(account.module)-\(1 + (sameModule.firstIndex(of: account) ?? 0))")
+            var credentials: [String: CredentialReference] = [:]
+            for (name, value) in account.credentials {
+                let variable = "DEMO_\(id.rawValue)_\(name)".uppercased().replacingOccurrences(of: "-", with: "_")
+                environment[variable] = value
+                credentials[name] = CredentialReference(env: variable)
+            }
+            gateways.append(GatewayConfiguration(id: id, module: account.module, credentials: credentials, settings: account.settings))
+            guard let plugin = Gateways.plugin(account.module) else { throw CheckoutError(.misconfigured, message: "no \(account.module) module") }
+            appGateways.append(try plugin.makeClient(GatewayPluginContext(
+                id: id, settings: ModuleSettings(module: account.module, settings: account.settings, credentials: [:]),
+                transport: URLSessionTransport())))
+            say("▶ sandbox      \(id): \(account.settings["base_url"] ?? "")")
         }
-        environment["CITCON_API_KEY"] = citconAccount.apiKey
-        environment["CITCON_API_SECRET"] = citconAccount.apiSecret
-        gateways.append(GatewayConfiguration(
-            id: "citcon", module: "citcon",
-            credentials: ["api_key": .init(env: "CITCON_API_KEY"), "api_secret": .init(env: "CITCON_API_SECRET")],
-            settings: ["base_url": sandbox.citconBaseURL.absoluteString]))
+        let payFortIDs = gateways.filter { $0.module == "payfort" }.map(\.id)
         // Citcon learns where to post its IPN from each charge, so the server's public URL is its own.
         guard let port = LoopbackPort.reserve() else { throw CheckoutError(.misconfigured, message: "no free loopback port") }
         let configuration = TillConfiguration(
             merchants: [MerchantConfiguration(id: "demo-shop", apiKey: .init(env: "DEMO_API_KEY"), gateways: gateways,
-                                              routing: RoutingConfiguration(fallback: gatewayIDs + ["citcon"]),
+                                              routing: RoutingConfiguration(fallback: gateways.map(\.id)),
                                               retry: RetryPolicy(maxAttempts: 3))],
             server: ServerSettings(listen: "127.0.0.1:\(port)", storage: "sqlite:\(folder.appendingPathComponent("till.sqlite").path)",
                                    publicURL: "http://127.0.0.1:\(port)"))
-        let state = try ServerState(configuration: configuration, modules: Modules.all, environment: environment)
+        let state = try ServerState(configuration: configuration, plugins: Gateways.plugins, environment: environment)
         let store = try openStore(configuration.server!.storage)
         try await store.migrate()
         let (ports, portSink) = AsyncStream<Int>.makeStream()
@@ -99,7 +98,7 @@ struct DemoCommand: AsyncParsableCommand {
         let server = Task { try await app.runService() }
         var portIterator = ports.makeAsyncIterator()
         let serverURL = URL(string: "http://127.0.0.1:\(await portIterator.next() ?? 0)")!
-        for (id, account) in zip(gatewayIDs, accounts) {
+        for (id, account) in zip(payFortIDs, accountsOfPayFort) {
             await emulator.setNotificationURL(serverURL.appendingPathComponent("v1/notifications/\(id.rawValue)"),
                                               merchantIdentifier: account.merchantIdentifier)
         }
@@ -109,8 +108,6 @@ struct DemoCommand: AsyncParsableCommand {
         //    types test cards or pays in a wallet.
         let returns = try ReturnURLHandler(routes: [.customScheme("tilldemo"), .universalLink(host: "demo.till.example", path: "/till/return")])
         let backend = HTTPMerchantBackend(baseURL: serverURL, apiKey: environment["DEMO_API_KEY"]!, transport: URLSessionTransport())
-        let appGateways: [any Checkout] = gatewayIDs.map { PayFortGateway(id: $0, environment: .custom(sandbox.payFortBaseURL), transport: URLSessionTransport()) }
-            + [CitconGateway(environment: .custom(sandbox.citconBaseURL), transport: URLSessionTransport())]   // the app: no secrets
         let total = 11
         let sar = try Currency(code: "SAR")
 
@@ -162,9 +159,9 @@ struct DemoCommand: AsyncParsableCommand {
             let intent = PaymentIntent(merchantReference: "demo-\(index)-\(UUID().uuidString.prefix(6).lowercased())",
                                        amount: try Money(decimal: amount, currency: try Currency(code: "USD")), country: try CountryCode("US"),
                                        method: method, customer: Customer(email: "customer@example.com"), description: "Demo order \(index)")
-            say("  app     pays \(intent.amount) with \(method); returns through \(checkout.returnRoute(for: method))")
+            say("  app     pays \(intent.amount) with \(method); offers every return route, the gateway picks one")
             let result = try await checkout.pay(intent)
-            say("  server  citcon charge \(result.preparation.gatewayReference ?? "-"); the app saw \(result.clientOutcome.kind.rawValue)"
+            say("  server  citcon charge \(result.preparation.gatewayReference ?? "-"), back through \(result.preparation.returnURL.map { "\($0.scheme ?? "")://\($0.host ?? "")\($0.path)" } ?? "-"); the app saw \(result.clientOutcome.kind.rawValue)"
                 + (result.clientOutcome.gatewayCode.map { " (code \($0))" } ?? "") + "; the server says \(result.status)")
             try await after?(result)
             let charged = await citcon.ledger.filter { $0.reference == result.preparation.attempt.rawValue && $0.operation == .charge }.count
@@ -183,7 +180,7 @@ struct DemoCommand: AsyncParsableCommand {
         rows.append(try await checkout("Soft decline (technical problem) cascades to the next gateway", index: 4, card: "4005550000000001",
                                        amount: "42.00", expect: .paid) {
             await emulator.injectFault(.technicalProblem, matching: "PURCHASE")
-            say("  sandbox PayFort Riyadh will answer the next purchase with 13006 (technical problem)")
+            say("  sandbox the first PayFort account will answer the next purchase with 13006 (technical problem)")
         })
         rows.append(try await checkout("Hard decline does not cascade", index: 5, card: "4000000000000002", amount: "99.00", expect: .failed))
 
@@ -267,7 +264,7 @@ struct DemoCustomer: CheckoutPresenter {
         return FormValues(["card_number": card, "expiry": "12/30", "cvv": "123", "card_holder_name": "Demo Customer"])
     }
 
-    func launch(_ wallet: WalletLaunch) async throws {}
+    func launch(_ wallet: WalletLaunch) async throws -> SDKResult? { nil }
 
     func open(_ url: URL, handoff: Handoff) async throws {
         say("  app     opens the \(handoff.rawValue) page \(url.path)")

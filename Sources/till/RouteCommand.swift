@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Till
+import TillServer
 
 struct RouteCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -43,7 +44,7 @@ struct RouteCommand: ParsableCommand {
             printError("payment: \(issue.field == "$" ? "" : issue.field + ": ")\(issue.message)")
             throw ExitCode.failure
         }
-        let router = try GatewayRouter(merchant: merchantConfig, modules: Modules.capabilities)
+        let router = try GatewayRouter(merchant: merchantConfig, modules: Gateways.capabilities)
         var generator = SeededGenerator(seed: seed)
         let decision = router.route(intent, using: &generator, explain: true)
 

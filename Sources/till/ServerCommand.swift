@@ -31,7 +31,7 @@ struct ServerCommand: AsyncParsableCommand {
         configuration.server = settings
         let state: ServerState
         do {
-            state = try ServerState(configuration: configuration, modules: Modules.all)
+            state = try ServerState(configuration: configuration, plugins: Gateways.plugins)
         } catch let error as StartupError {
             printError(error.description)
             throw ExitCode.failure

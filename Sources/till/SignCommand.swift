@@ -1,85 +1,32 @@
 import ArgumentParser
 import Foundation
 import Till
-import TillCitcon
-import TillPayFort
+import TillGatewayKit
 
-/// Reads a JSON object of parameters, keeping key order (PayFort signs nested objects in order).
-func readPayFortParameters(_ file: String) throws -> PayFortParameters {
-    guard let data = file == "-" ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: file) else {
-        printError("cannot read \(file)")
-        throw ExitCode.failure
-    }
-    do {
-        return try PayFortParameters.json(data)
-    } catch {
-        printError("\(file): \(error.message)")
-        throw ExitCode.failure
-    }
-}
-
-/// Reads an IPN body as Citcon sent it (JSON or form-encoded).
-func readCitconIPN(_ file: String) throws -> CitconIPNFields {
-    guard let data = file == "-" ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: file) else {
-        printError("cannot read \(file)")
-        throw ExitCode.failure
-    }
-    do {
-        return try CitconIPNFields.parse(data)
-    } catch {
-        printError("\(file): \(error.field.map { "\($0): " } ?? "")\(error.message)")
-        throw ExitCode.failure
-    }
-}
-
+/// `till sign <module> [--option value …]` and `till verify <module> …`: each gateway module brings its
+/// own signature debugger and options (``SignatureDebugger``), so the tool knows no gateway by name.
 struct SignCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sign",
         abstract: "Print the exact string a gateway signs, then the signature (last line).",
-        subcommands: [PayFort.self, Citcon.self])
+        discussion: "Modules: " + Gateways.plugins.compactMap { plugin in
+            plugin.debugger.map { "\n  \(plugin.module): \($0.signSummary)\n    " + DebuggerOptions.usage($0.signOptions) }
+        }.joined())
 
-    struct Citcon: ParsableCommand {
-        static let configuration = CommandConfiguration(
-            commandName: "citcon",
-            abstract: "Citcon IPN: SHA-256 over the fields listed in `fields` (and `fields`), sorted, k=v&…, then &secret=.")
+    @Argument(help: "The gateway module (payfort, citcon, …).")
+    var module: String
 
-        @Option(help: "The merchant's Citcon API secret.")
-        var secret: String
+    @Argument(parsing: .captureForPassthrough, help: "The module's options (see the list above).")
+    var options: [String] = []
 
-        @Option(help: "The IPN body as sent, JSON or form-encoded (`-` for standard input). A `sign` field is ignored.")
-        var body: String
-
-        func run() throws {
-            let fields = try readCitconIPN(body)
-            do {
-                print(try CitconSignature.stringToSign(fields, secret: secret))
-                print(try CitconSignature.sign(fields, secret: secret))
-            } catch {
-                printError("cannot sign: \(error)")
-                throw ExitCode.failure
-            }
-        }
-    }
-
-    struct PayFort: ParsableCommand {
-        static let configuration = CommandConfiguration(
-            commandName: "payfort",
-            abstract: "PayFort: SHA-256 (or SHA-512) over phrase + sorted key=value pairs + phrase.")
-
-        @Option(help: "The SHA request phrase (to sign a request) or response phrase (to check a response).")
-        var phrase: String
-
-        @Flag(help: "SHA-512 instead of SHA-256.")
-        var sha512 = false
-
-        @Option(help: "A JSON object of the parameters (`-` for standard input). A `signature` key is ignored.")
-        var params: String
-
-        func run() throws {
-            let parameters = try readPayFortParameters(params)
-            let signer = PayFortSignature(sha512 ? .sha512 : .sha256)
-            print(signer.stringToSign(parameters, phrase: phrase))
-            print(signer.sign(parameters, phrase: phrase))
+    func run() throws {
+        let debugger = try DebuggerOptions.debugger(module)
+        let arguments = try DebuggerOptions.parse(options, allowed: debugger.signOptions, module: module)
+        do {
+            for line in try debugger.sign(arguments) { print(line) }
+        } catch let error as CheckoutError {
+            printError("cannot sign: \(error.field.map { "\($0): " } ?? "")\(error.message)")
+            throw ExitCode.failure
         }
     }
 }
@@ -88,57 +35,89 @@ struct VerifyCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify",
         abstract: "Check a gateway's signature; exit 0 when it is valid, non-zero with the reason when not.",
-        subcommands: [PayFort.self, Citcon.self])
+        discussion: "Modules: " + Gateways.plugins.compactMap { plugin in
+            plugin.debugger.map { "\n  \(plugin.module): " + DebuggerOptions.usage($0.verifyOptions) }
+        }.joined())
 
-    struct Citcon: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "citcon", abstract: "Citcon: checks an IPN's `sign`.")
+    @Argument(help: "The gateway module (payfort, citcon, …).")
+    var module: String
 
-        @Option(help: "The merchant's Citcon API secret.")
-        var secret: String
+    @Argument(parsing: .captureForPassthrough, help: "The module's options (see the list above).")
+    var options: [String] = []
 
-        @Option(help: "The IPN body exactly as Citcon sent it, JSON or form-encoded (`-` for standard input).")
-        var body: String
-
-        func run() throws {
-            let fields = try readCitconIPN(body)
-            do {
-                try CitconSignature.verify(fields, secret: secret)
-                print("valid: the sign matches and covers \(CitconSignature.requiredSignedFields.joined(separator: ", "))")
-            } catch {
-                print("invalid: \(error.field.map { "\($0): " } ?? "")\(error.message)")
-                if let expected = try? CitconSignature.stringToSign(fields, secret: secret) {
-                    print("string to sign: \(expected)")
-                    print("expected sign: \((try? CitconSignature.sign(fields, secret: secret)) ?? "?")")
-                }
-                throw ExitCode.failure
-            }
+    func run() throws {
+        let debugger = try DebuggerOptions.debugger(module)
+        let arguments = try DebuggerOptions.parse(options, allowed: debugger.verifyOptions, module: module)
+        let verdict: SignatureDebugger.Verdict
+        do {
+            verdict = try debugger.verify(arguments)
+        } catch let error as CheckoutError {
+            printError("cannot verify: \(error.field.map { "\($0): " } ?? "")\(error.message)")
+            throw ExitCode.failure
         }
+        for line in verdict.lines { print(line) }
+        if !verdict.valid { throw ExitCode.failure }
+    }
+}
+
+/// Parses `--name value` options against a debugger's declared options.
+enum DebuggerOptions {
+    static func debugger(_ module: String) throws -> SignatureDebugger {
+        guard let plugin = Gateways.plugin(module) else {
+            printError("unknown gateway module \"\(module)\" (known: \(Gateways.plugins.map(\.module).joined(separator: ", ")))")
+            throw ExitCode.validationFailure
+        }
+        guard let debugger = plugin.debugger else {
+            printError("the \(module) module has no signature debugger")
+            throw ExitCode.validationFailure
+        }
+        return debugger
     }
 
-    struct PayFort: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "payfort", abstract: "PayFort: checks the `signature` parameter.")
+    static func usage(_ options: [SignatureDebugger.Option]) -> String {
+        options.map { option in
+            let shape = option.isFlag ? "--\(option.name)" : "--\(option.name) VALUE"
+            return (option.required ? shape : "[\(shape)]") + (option.repeatable ? " …" : "")
+        }.joined(separator: " ")
+    }
 
-        @Option(help: "The phrase the signer used (the response phrase for PayFort's responses and notifications).")
-        var phrase: String
-
-        @Flag(help: "SHA-512 instead of SHA-256.")
-        var sha512 = false
-
-        @Option(help: "A JSON object of the parameters, with `signature` (`-` for standard input).")
-        var params: String
-
-        func run() throws {
-            let parameters = try readPayFortParameters(params)
-            let signer = PayFortSignature(sha512 ? .sha512 : .sha256)
-            do {
-                try signer.verify(parameters, phrase: phrase)
-                print("valid: the signature matches")
-            } catch {
-                print("invalid: \(error.message)")
-                print("string to sign: \(signer.stringToSign(parameters, phrase: phrase))")
-                print("expected signature: \(signer.sign(parameters, phrase: phrase))")
-                throw ExitCode.failure
+    /// `--name value`, `--name=value` and `--flag`; unknown, missing and repeated (unless repeatable)
+    /// options are refused, naming the option.
+    static func parse(_ words: [String], allowed: [SignatureDebugger.Option], module: String) throws -> DebuggerArguments {
+        let byName = Dictionary(allowed.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        var values: [String: [String]] = [:]
+        var index = 0
+        func fail(_ message: String) throws -> Never {
+            printError("\(module): \(message)\nusage: \(usage(allowed))")
+            throw ExitCode.validationFailure
+        }
+        while index < words.count {
+            let word = words[index]
+            guard word.hasPrefix("--") else { try fail("unexpected argument \"\(word)\"") }
+            var name = String(word.dropFirst(2))
+            var inline: String?
+            if let equals = name.firstIndex(of: "=") {
+                inline = String(name[name.index(after: equals)...])
+                name = String(name[..<equals])
+            }
+            guard let option = byName[name] else { try fail("unknown option --\(name)") }
+            if values[name] != nil && !option.repeatable { try fail("--\(name) given twice") }
+            if option.isFlag {
+                guard inline == nil else { try fail("--\(name) takes no value") }
+                values[name, default: []].append("true")
+                index += 1
+                continue
+            }
+            if let inline {
+                values[name, default: []].append(inline)
+                index += 1
+            } else {
+                guard index + 1 < words.count else { try fail("--\(name) needs a value") }
+                values[name, default: []].append(words[index + 1])
+                index += 2
             }
         }
+        for option in allowed where option.required && values[option.name] == nil { try fail("--\(option.name) is required") }
+        return DebuggerArguments(values)
     }
 }

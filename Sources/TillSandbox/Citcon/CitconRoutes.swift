@@ -100,3 +100,26 @@ enum CitconRoutes {
         .object([.init(key: "error", value: .string(message))])
     }
 }
+
+extension CitconEmulator: SandboxEmulator {
+    /// `citcon`: the API under `/citcon/v1`, H5 pages and wallets under `/citcon`, admin under `/admin/citcon`.
+    public nonisolated var name: String { "citcon" }
+
+    public nonisolated func mount(_ mount: SandboxMount) {
+        CitconRoutes.register(on: mount.router, emulator: self, address: mount.address, release: mount.release)
+    }
+
+    /// The module's `base_url` is the API root, `{sandbox}/citcon/v1`.
+    public nonisolated func moduleBaseURL(in sandbox: URL) -> URL {
+        sandbox.appendingPathComponent("citcon").appendingPathComponent("v1")
+    }
+
+    /// One account per merchant, for the `citcon` module.
+    public func sandboxAccounts(in sandbox: URL) async -> [SandboxAccount] {
+        merchants.map { merchant in
+            SandboxAccount(module: "citcon", settings: ["base_url": moduleBaseURL(in: sandbox).absoluteString],
+                           credentials: ["api_key": merchant.apiKey, "api_secret": merchant.apiSecret],
+                           summary: "api key \"\(merchant.apiKey)\", api secret \"\(merchant.apiSecret)\"; IPNs go to each charge's urls.ipn")
+        }
+    }
+}

@@ -88,3 +88,26 @@ enum PayFortRoutes {
         .object([.init(key: "error", value: .string(message))])
     }
 }
+
+extension PayFortEmulator: SandboxEmulator {
+    /// `payfort`: the API at `/payfort/FortAPI/paymentApi`, admin routes under `/admin/payfort`.
+    public nonisolated var name: String { "payfort" }
+
+    public nonisolated func mount(_ mount: SandboxMount) {
+        PayFortRoutes.register(on: mount.router, emulator: self, address: mount.address, release: mount.release)
+    }
+
+    /// One account per merchant, for the `payfort` module.
+    public func sandboxAccounts(in sandbox: URL) async -> [SandboxAccount] {
+        merchants.map { merchant in
+            SandboxAccount(
+                module: "payfort",
+                settings: ["base_url": moduleBaseURL(in: sandbox).absoluteString, "sha": merchant.sha512 ? "sha512" : "sha256"],
+                credentials: ["access_code": merchant.accessCode, "merchant_identifier": merchant.merchantIdentifier,
+                              "request_phrase": merchant.requestPhrase, "response_phrase": merchant.responsePhrase],
+                summary: "access_code \(merchant.accessCode), merchant_identifier \(merchant.merchantIdentifier), "
+                    + "request phrase \"\(merchant.requestPhrase)\", response phrase \"\(merchant.responsePhrase)\", "
+                    + (merchant.sha512 ? "SHA-512" : "SHA-256"))
+        }
+    }
+}

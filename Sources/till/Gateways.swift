@@ -1,0 +1,39 @@
+import Foundation
+import Till
+import TillCitconServer
+import TillGatewayKit
+import TillPayFortServer
+import TillSandbox
+import TillTesting
+
+/// The gateway modules and emulators this build of the tool knows. Adding a gateway adds one line to
+/// each list; nothing else in the tool changes (docs/implementing-a-gateway.md).
+enum Gateways {
+    /// Every gateway module, by its server half's description.
+    static let plugins: [GatewayPlugin] = [
+        FakeGateway.plugin,
+        PayFortPlugin.plugin,
+        CitconPlugin.plugin,
+    ]
+
+    /// Every gateway emulator `till sandbox` hosts, each with its built-in sandbox account.
+    /// - Parameters:
+    ///   - retryInterval: time between a gateway's notification retries.
+    ///   - notificationURL: where gateways that take a fixed notification URL post (others learn it per payment).
+    static func sandboxEmulators(retryInterval: Duration, notificationURL: URL?) -> [any SandboxEmulator] {
+        [
+            PayFortEmulator(merchants: [PayFortMerchant(accessCode: "TillSandboxAccess1", merchantIdentifier: "TillSandbox1",
+                                                        requestPhrase: "sandbox-request-phrase", responsePhrase: "sandbox-response-phrase",
+                                                        notificationURL: notificationURL)],
+                            notificationRetry: (10, retryInterval)),
+            CitconEmulator(merchants: [.init(apiKey: "till-sandbox-citcon-key", apiSecret: "till-sandbox-citcon-secret")],
+                           ipnRetryInterval: retryInterval),
+        ]
+    }
+
+    static func plugin(_ module: String) -> GatewayPlugin? { plugins.first { $0.module == module } }
+
+    static var capabilities: [String: GatewayCapabilities] {
+        Dictionary(plugins.map { ($0.module, $0.capabilities) }, uniquingKeysWith: { first, _ in first })
+    }
+}
