@@ -255,7 +255,7 @@ public struct FakeGateway: CheckoutGateway {
     /// the attempt, never the number itself.
     func seal(_ number: String, attempt: AttemptReference) -> String {
         HMAC<SHA256>.authenticationCode(for: Data("\(attempt.rawValue):\(number)".utf8), using: secret)
-            .map { String(format: "%02x", $0) }.joined()
+            .withUnsafeBytes { Hex.encode($0) }
     }
 
     // MARK: Submit (server)
@@ -400,7 +400,7 @@ public struct FakeGateway: CheckoutGateway {
         guard let signature = notification.headers["x-fake-signature"] else {
             throw CheckoutError(.signatureMismatch, field: "x-fake-signature", message: "unsigned notification", gateway: gateway)
         }
-        guard let given = Data(hex: signature),
+        guard let given = Hex.decode(signature),
               HMAC<SHA256>.isValidAuthenticationCode(given, authenticating: notification.body, using: secret)
         else {
             throw CheckoutError(.signatureMismatch, field: "x-fake-signature", message: "signature does not match the body", gateway: gateway)
@@ -451,7 +451,7 @@ public struct FakeGateway: CheckoutGateway {
         encoder.outputFormatting = .sortedKeys
         let data = (try? encoder.encode(body)) ?? Data()
         let mac = HMAC<SHA256>.authenticationCode(for: data, using: secret)
-        return IncomingNotification(headers: ["content-type": "application/json", "x-fake-signature": Data(mac).hexString],
+        return IncomingNotification(headers: ["content-type": "application/json", "x-fake-signature": Hex.encode(mac)],
                                     body: data)
     }
 
@@ -475,33 +475,6 @@ public struct FakeGateway: CheckoutGateway {
         case .never, .deferred:
             break
         }
-    }
-}
-
-extension Data {
-    /// Lower-case hex.
-    var hexString: String { map { String(format: "%02x", $0) }.joined() }
-
-    /// Parses hex (either case); nil for odd length or non-hex characters.
-    init?(hex: String) {
-        let bytes = Array(hex.utf8)
-        guard bytes.count % 2 == 0 else { return nil }
-        var out = Data(capacity: bytes.count / 2)
-        func nibble(_ b: UInt8) -> UInt8? {
-            switch b {
-            case 48...57: b - 48
-            case 65...70: b - 55
-            case 97...102: b - 87
-            default: nil
-            }
-        }
-        var i = 0
-        while i < bytes.count {
-            guard let hi = nibble(bytes[i]), let lo = nibble(bytes[i + 1]) else { return nil }
-            out.append(hi << 4 | lo)
-            i += 2
-        }
-        self = out
     }
 }
 

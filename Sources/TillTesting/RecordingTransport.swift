@@ -11,7 +11,7 @@ import Till
 /// // … exercise the gateway module …
 /// try transport.verify()   // throws if a request was unexpected or an expectation unused
 /// ```
-public final class RecordingTransport: HTTPTransport, @unchecked Sendable {
+public final class RecordingTransport: HTTPTransport, Sendable {
     /// One scripted exchange.
     public struct Expectation: Sendable {
         public var method: TransportRequest.Method
@@ -21,11 +21,13 @@ public final class RecordingTransport: HTTPTransport, @unchecked Sendable {
         public var times: Int?
     }
 
-    private let lock = NSLock()
-    private var expectations: [Expectation] = []
-    private var used: [Int] = []
-    private var recorded: [TransportRequest] = []
-    private var unexpected: [TransportRequest] = []
+    private struct State {
+        var expectations: [Expectation] = []
+        var used: [Int] = []
+        var recorded: [TransportRequest] = []
+        var unexpected: [TransportRequest] = []
+    }
+    private let state = Locked(State())
 
     public init() {}
 
@@ -40,29 +42,29 @@ public final class RecordingTransport: HTTPTransport, @unchecked Sendable {
     }
 
     private func add(_ expectation: Expectation) {
-        lock.lock(); defer { lock.unlock() }
-        expectations.append(expectation)
-        used.append(0)
+        state.withLock { state in
+            state.expectations.append(expectation)
+            state.used.append(0)
+        }
     }
 
     /// Every request sent, in order.
-    public var requests: [TransportRequest] { lock.lock(); defer { lock.unlock() }; return recorded }
+    public var requests: [TransportRequest] { state.withLock { $0.recorded } }
     /// Requests no expectation matched.
-    public var unexpectedRequests: [TransportRequest] { lock.lock(); defer { lock.unlock() }; return unexpected }
+    public var unexpectedRequests: [TransportRequest] { state.withLock { $0.unexpected } }
 
     public func send(_ request: TransportRequest) async throws(TransportError) -> TransportResponse {
-        let reply: Result<TransportResponse, TransportError>? = {
-            lock.lock(); defer { lock.unlock() }
-            recorded.append(request)
-            for (index, expectation) in expectations.enumerated()
+        let reply: Result<TransportResponse, TransportError>? = state.withLock { state in
+            state.recorded.append(request)
+            for (index, expectation) in state.expectations.enumerated()
             where expectation.method == request.method && expectation.path == request.url.path
-                && (expectation.times.map { used[index] < $0 } ?? true) {
-                used[index] += 1
+                && (expectation.times.map { state.used[index] < $0 } ?? true) {
+                state.used[index] += 1
                 return expectation.reply
             }
-            unexpected.append(request)
+            state.unexpected.append(request)
             return nil
-        }()
+        }
         guard let reply else {
             throw TransportError(.other, "unexpected request \(request.method.rawValue) \(request.url.path)")
         }
@@ -71,11 +73,11 @@ public final class RecordingTransport: HTTPTransport, @unchecked Sendable {
 
     /// Fails when a request was unexpected or an expectation with a count was not used up.
     public func verify() throws {
-        lock.lock(); defer { lock.unlock() }
-        var problems: [String] = unexpected.map { "unexpected request \($0.method.rawValue) \($0.url.path)" }
-        for (index, expectation) in expectations.enumerated() {
-            if let times = expectation.times, used[index] < times {
-                problems.append("expected \(expectation.method.rawValue) \(expectation.path) \(times)×, got \(used[index])×")
+        let state = state.withLock { $0 }
+        var problems: [String] = state.unexpected.map { "unexpected request \($0.method.rawValue) \($0.url.path)" }
+        for (index, expectation) in state.expectations.enumerated() {
+            if let times = expectation.times, state.used[index] < times {
+                problems.append("expected \(expectation.method.rawValue) \(expectation.path) \(times)×, got \(state.used[index])×")
             }
         }
         if !problems.isEmpty { throw VerificationFailure(problems: problems) }

@@ -1,11 +1,10 @@
 import Foundation
 
 /// Collects problems found while decoding a configuration, so that one pass reports them all.
-final class IssueCollector: @unchecked Sendable {
-    private let lock = NSLock()
-    private var collected: [ValidationIssue] = []
-    func add(_ issue: ValidationIssue) { lock.lock(); collected.append(issue); lock.unlock() }
-    var issues: [ValidationIssue] { lock.lock(); defer { lock.unlock() }; return collected }
+final class IssueCollector: Sendable {
+    private let collected = Locked<[ValidationIssue]>([])
+    func add(_ issue: ValidationIssue) { collected.withLock { $0.append(issue) } }
+    var issues: [ValidationIssue] { collected.withLock { $0 } }
 }
 
 extension CodingUserInfoKey {

@@ -6,6 +6,7 @@ import Logging
 import Metrics
 import NIOCore
 import Till
+import TillGatewayKit
 
 /// Where a crash-safety test wants the server to die while handling a notification.
 public enum CrashPoint: String, Sendable {
@@ -131,7 +132,7 @@ struct API: Sendable {
             throw APIError(status: .badRequest, code: "invalid_field", message: "1 to 255 characters", field: "Idempotency-Key")
         }
         let canonical = try Self.canonicalJSON(intent)
-        let hash = SHA256.hash(data: canonical).map { String(format: "%02x", $0) }.joined()
+        let hash = Hex.encode(SHA256.hash(data: canonical))
         let outcome = try await store.create(intent, merchant: merchant.configuration.id, id: "pay_" + UUID().uuidString.lowercased()
                                                  .replacingOccurrences(of: "-", with: ""), idempotencyKey: key, requestHash: hash)
         switch outcome {
@@ -549,10 +550,9 @@ extension Duration {
 }
 
 /// A set of keys with work under way.
-final class InFlight: @unchecked Sendable {
-    private let lock = NSLock()
-    private var keys: Set<AttemptReference> = []
+struct InFlight: Sendable {
+    private let keys = Locked<Set<AttemptReference>>([])
     /// True if the caller may start (nothing under way for `key`).
-    func begin(_ key: AttemptReference) -> Bool { lock.lock(); defer { lock.unlock() }; return keys.insert(key).inserted }
-    func end(_ key: AttemptReference) { lock.lock(); keys.remove(key); lock.unlock() }
+    func begin(_ key: AttemptReference) -> Bool { keys.withLock { $0.insert(key).inserted } }
+    func end(_ key: AttemptReference) { keys.withLock { _ = $0.remove(key) } }
 }
