@@ -11,12 +11,9 @@ public struct MerchantRuntime: Sendable {
     public let router: GatewayRouter
     public let health: HealthMonitor
     public let gateways: [GatewayID: any CheckoutServer]
-
-    /// The gateway's decision table with the merchant's overrides.
-    func decisionTable(for gateway: GatewayID) -> DecisionTable {
-        (gateways[gateway]?.decisionTable ?? DecisionTable())
-            .overriding(with: configuration.retry.decisionOverrides[gateway.rawValue] ?? [:])
-    }
+    /// The one attempt policy: the merchant's retry settings and each gateway's decision table with the
+    /// merchant's overrides.
+    public let policy: AttemptPolicy
 }
 
 /// Why the server refuses to start.
@@ -36,11 +33,14 @@ public struct ServerState: Sendable {
     /// files), and builds each gateway's server half with its module's ``GatewayPlugin``. Refuses,
     /// listing every problem by its path (never a secret's value), when anything is missing.
     ///
-    /// - Parameter transport: how a gateway sends its requests; by default URLSession with logging and
-    ///   redaction under `till.gateway.<id>`.
+    /// - Parameters:
+    ///   - transport: how a gateway sends its requests; by default URLSession with logging and
+    ///     redaction under `till.gateway.<id>`.
+    ///   - clock: the health monitors' clock (circuit periods).
     public init(configuration: TillConfiguration, plugins: [GatewayPlugin],
                 environment: [String: String] = ProcessInfo.processInfo.environment,
-                transport: @Sendable (GatewayID) -> any HTTPTransport = ServerState.defaultTransport) throws {
+                transport: @Sendable (GatewayID) -> any HTTPTransport = ServerState.defaultTransport,
+                clock: any TillClock = SystemClock()) throws {
         let catalog = Dictionary(plugins.map { ($0.module, $0) }, uniquingKeysWith: { first, _ in first })
         let issues = configuration.validate(modules: catalog.mapValues(\.capabilities))
         guard issues.isEmpty else { throw StartupError(problems: issues.map(\.description)) }
@@ -87,8 +87,10 @@ public struct ServerState: Sendable {
             }
             do {
                 let router = try GatewayRouter(merchant: merchant, modules: catalog.mapValues(\.capabilities))
+                let policy = AttemptPolicy(merchant: merchant, moduleTables: gateways.mapValues(\.decisionTable))
                 merchants.append(MerchantRuntime(configuration: merchant, apiKey: apiKey, router: router,
-                                                 health: HealthMonitor(settings: merchant.health), gateways: gateways))
+                                                 health: HealthMonitor(settings: merchant.health, clock: clock), gateways: gateways,
+                                                 policy: policy))
             } catch {
                 problems += error.issues.map(\.description)
             }
@@ -112,7 +114,8 @@ public struct ServerState: Sendable {
         return found
     }
 
-    func merchant(id: String) -> MerchantRuntime? { merchants.first { $0.configuration.id == id } }
+    /// The merchant with `id`.
+    public func merchant(id: String) -> MerchantRuntime? { merchants.first { $0.configuration.id == id } }
 }
 
 

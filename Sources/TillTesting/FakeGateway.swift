@@ -182,7 +182,7 @@ public struct FakeGateway: CheckoutGateway {
     ///   - secret: the notification signing secret shared with the merchant server.
     public init(id: GatewayID = "fake", script: [FakeBehavior] = [], defaultBehavior: FakeBehavior = .approve,
                 capabilities: GatewayCapabilities = GatewayCapabilities(
-                    methods: [.card, .wechatPay, .alipay], actions: [.sale, .authorize]),
+                    methods: [.card, .wechatPay, .alipay], actions: [.sale, .authorize], attemptLifetimeSeconds: 900),
                 decisionTable: DecisionTable = DecisionTable(["soft": .retryNext, "3ds_required": .stepUp]),
                 secret: String = "fake-notification-secret",
                 notificationTiming: FakeNotificationTiming = .immediate, flow: FakeFlow = .card,
@@ -423,13 +423,13 @@ public struct FakeGateway: CheckoutGateway {
 
     public func inquire(_ query: InquiryQuery) async throws -> StatusReport {
         guard let record = await ledger.record(query.attempt) else {
-            throw CheckoutError(.invalidField, field: "attempt", message: "no such attempt at the gateway", gateway: gateway)
+            throw CheckoutError(.attemptNotFound, field: "attempt", message: "no such attempt at the gateway", gateway: gateway)
         }
         if await ledger.inquiryShouldFail(query.attempt) {
             throw TransportError(.timedOut, "inquiry timed out").checkoutError(gateway: gateway)
         }
         if record.behavior == .delayedCharge, record.status == .pending {
-            throw CheckoutError(.invalidField, field: "attempt", message: "no such attempt at the gateway (yet)", gateway: gateway)
+            throw CheckoutError(.attemptNotFound, field: "attempt", message: "no such attempt at the gateway (yet)", gateway: gateway)
         }
         return report(for: query.attempt, record)
     }

@@ -56,7 +56,7 @@ public actor InMemoryMerchantBackend: MerchantBackend {
             throw CheckoutError(.invalidTransition, field: "attempt", message: "this attempt was already submitted")
         }
         let result = try await gateway.submit(submission, context: context)
-        if let report = result.report, report.attempt == attempt { _ = apply(report) }
+        if let report = result.report, report.attempt == attempt { _ = apply(report, source: .answer) }
         return result.next
     }
 
@@ -88,10 +88,13 @@ public actor InMemoryMerchantBackend: MerchantBackend {
             receipts.append(.duplicate)
             return verified.acknowledgement
         }
-        switch apply(report) {
-        case .advance: receipts.append(.applied(report.status))
-        case .unchanged: receipts.append(.duplicate)
-        case .rejected(let reason): receipts.append(.stale(reason))
+        switch apply(report, source: .notification) {
+        case .apply: receipts.append(.applied(report.status))
+        case .duplicate: receipts.append(.duplicate)
+        case .refuse(let reason): receipts.append(.stale(reason))
+        case .confirmByInquiry(let reason):
+            receipts.append(.stale(reason))
+            Task { _ = try? await self.inquire(report.attempt) }
         }
         return verified.acknowledgement
     }
@@ -100,15 +103,16 @@ public actor InMemoryMerchantBackend: MerchantBackend {
     @discardableResult
     public func inquire(_ attempt: AttemptReference) async throws -> StatusReport? {
         let report = try await gateway.inquire(InquiryQuery(attempt: attempt))
-        _ = apply(report)
+        _ = apply(report, source: .inquiry)
         return reports[attempt]
     }
 
-    private func apply(_ report: StatusReport) -> PaymentStatus.Transition {
+    /// The server's rule set (``AttemptPolicy/verdict(for:on:amount:source:)``), not a copy of it.
+    private func apply(_ report: StatusReport, source: AttemptPolicy.ReportSource) -> AttemptPolicy.Verdict {
         // Only attempts this backend prepared can change; a report about anything else is refused.
-        guard let current = reports[report.attempt] else { return .rejected(reason: "unknown attempt") }
-        let transition = current.status.transition(to: report.status)
-        if transition == .advance { reports[report.attempt] = report }
-        return transition
+        guard let current = reports[report.attempt], let context = contexts[report.attempt] else { return .refuse("unknown attempt") }
+        let verdict = AttemptPolicy.verdict(for: report, on: current.status, amount: context.intent.amount, source: source)
+        if verdict == .apply { reports[report.attempt] = report }
+        return verdict
     }
 }

@@ -57,6 +57,8 @@ final class ServerHarness: @unchecked Sendable {
     private let task: Task<Void, any Error>
 
     static let secret = "harness-notification-secret"
+    /// The amount of ``intentJSON(_:minor:method:)``'s default payment, 25.00 USD.
+    static let amount = Money(minorUnits: 2500, currency: Currency.lookup("USD")!)
 
     init(_ kind: StoreKind, gateways ids: [GatewayID] = ["fake"], maxAttempts: Int = 3, maxBodyBytes: Int = 16_384,
          metrics: (any MetricsFactory)? = nil, flow: FakeFlow = .card) async throws {

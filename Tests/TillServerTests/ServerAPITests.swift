@@ -148,7 +148,7 @@ struct ServerAPITests {
         let h = try await ServerHarness(kind)
         defer { Task { await h.stop() } }
         let (id, attempt, gateway) = try await h.createAndPrepare()
-        let paid = h.gateway(gateway).signedNotification(for: StatusReport(gateway: gateway, attempt: attempt, status: .paid, eventID: "evt-dup"))
+        let paid = h.gateway(gateway).signedNotification(for: StatusReport(gateway: gateway, attempt: attempt, status: .paid, amount: ServerHarness.amount, eventID: "evt-dup"))
         let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
             for _ in 0..<16 { group.addTask { try await h.notify(paid, gateway: gateway).status } }
             return try await group.reduce(into: [Int]()) { $0.append($1) }
@@ -260,7 +260,7 @@ struct ServerAPITests {
         let h = try await ServerHarness(.sqlite, metrics: metrics)
         defer { Task { await h.stop() } }
         let (_, attempt, gateway) = try await h.createAndPrepare()
-        let good = h.gateway(gateway).signedNotification(for: StatusReport(gateway: gateway, attempt: attempt, status: .paid, eventID: "m1"))
+        let good = h.gateway(gateway).signedNotification(for: StatusReport(gateway: gateway, attempt: attempt, status: .paid, amount: ServerHarness.amount, eventID: "m1"))
         var bad = good
         bad.headers["x-fake-signature"] = "00"
         #expect(try await h.notify(good, gateway: gateway).status == 200)
@@ -279,9 +279,15 @@ struct ServerAPITests {
         let (id, attempt, gateway) = try await h.createAndPrepare()
         #expect(gateway == "first")
         // Genuinely signed by "second" (same secret in this harness), naming first's attempt.
-        let other = h.gateway("second").signedNotification(for: StatusReport(gateway: "second", attempt: attempt, status: .paid, eventID: "cross"))
-        #expect(try await h.notify(other, gateway: "second").status == 404)
+        let other = h.gateway("second").signedNotification(for: StatusReport(gateway: "second", attempt: attempt, status: .paid,
+                                                                             amount: ServerHarness.amount, eventID: "cross"))
+        // Verified, but about no attempt of this merchant on that gateway: quarantined (acknowledged so the
+        // gateway stops retrying), visible through the API, applied to nothing.
+        #expect(try await h.notify(other, gateway: "second").status == 200)
         #expect(try await h.status(of: id) == "pending")
+        let quarantine = try await h.send("GET", "v1/quarantine")
+        let kept = try #require(try JSONSerialization.jsonObject(with: quarantine.body) as? [[String: Any]])
+        #expect(kept.contains { $0["attempt"] as? String == attempt.rawValue && $0["eventID"] as? String == "cross" })
     }
 
     @Test("a stuck attempt is settled on demand by inquiry", arguments: StoreKind.available)

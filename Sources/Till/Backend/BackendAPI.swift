@@ -11,8 +11,14 @@ public struct PrepareRequest: Codable, Sendable {
     public var returnURLs: [URL]?
     /// A single return URL (older apps). Taken as `returnURLs: [returnURL]` when `returnURLs` is absent.
     public var returnURL: URL?
+    /// The customer chose to try again (after a decline they were handed off for, or a cancel): the
+    /// only way another attempt starts after a hand-off. Recorded on the attempt.
+    public var customerRequested: Bool?
 
-    public init(returnURLs: [URL]) { self.returnURLs = returnURLs }
+    public init(returnURLs: [URL], customerRequested: Bool = false) {
+        self.returnURLs = returnURLs
+        self.customerRequested = customerRequested ? true : nil
+    }
     public init(returnURL: URL? = nil) { self.returnURL = returnURL }
 
     /// The offered URLs, whichever field carried them.
@@ -66,11 +72,17 @@ public struct AttemptView: Codable, Sendable, Hashable {
     public var clientOutcome: ClientOutcome?
     /// True once the app submitted this attempt's payload (a submit is accepted once per attempt).
     public var submitted: Bool?
+    /// True once the customer was handed off during this attempt (no automatic next attempt after it).
+    public var handedOff: Bool?
+    /// True when the customer asked for this attempt (tried again after a decline or a cancel).
+    public var customerRequested: Bool?
 
     public init(reference: AttemptReference, sequence: Int, gateway: GatewayID, status: PaymentStatus,
                 gatewayReference: String? = nil, gatewayCode: String? = nil, clientOutcome: ClientOutcome? = nil,
-                submitted: Bool? = nil) {
+                submitted: Bool? = nil, handedOff: Bool? = nil, customerRequested: Bool? = nil) {
         self.submitted = submitted
+        self.handedOff = handedOff
+        self.customerRequested = customerRequested
         self.reference = reference
         self.sequence = sequence
         self.gateway = gateway

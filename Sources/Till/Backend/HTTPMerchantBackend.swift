@@ -25,9 +25,14 @@ public struct HTTPMerchantBackend: MerchantBackend {
     }
 
     public func prepare(_ intent: PaymentIntent, returnURLs: [URL]) async throws -> Preparation {
+        try await prepare(intent, returnURLs: returnURLs, customerRequested: false)
+    }
+
+    public func prepare(_ intent: PaymentIntent, returnURLs: [URL], customerRequested: Bool) async throws -> Preparation {
         let payment: PaymentView = try await call(.post, "v1/payments", body: intent,
                                                   headers: ["Idempotency-Key": "intent-\(intent.merchantReference)"])
-        return try await call(.post, "v1/payments/\(payment.id)/attempts", body: PrepareRequest(returnURLs: returnURLs))
+        return try await call(.post, "v1/payments/\(payment.id)/attempts",
+                              body: PrepareRequest(returnURLs: returnURLs, customerRequested: customerRequested))
     }
 
     /// `POST /v1/attempts/{reference}/submit`: the server calls the gateway with the payload and

@@ -8,6 +8,10 @@ public protocol MerchantBackend: Sendable {
     /// route the app registered (all with the attempt's state); the chosen gateway picks the one that
     /// fits, and the preparation's ``Preparation/returnURL`` names it.
     func prepare(_ intent: PaymentIntent, returnURLs: [URL]) async throws -> Preparation
+    /// Prepare for an attempt the customer asked for (they chose to try again after a decline they were
+    /// handed off for, or a cancel): the only way the server starts another attempt after a hand-off.
+    /// By default the same as an ordinary prepare (the server then refuses what only the customer may ask).
+    func prepare(_ intent: PaymentIntent, returnURLs: [URL], customerRequested: Bool) async throws -> Preparation
     /// **Submit**: hands what the app collected to the server, which calls the gateway with it, and
     /// returns the app's next step. Refused by default (a backend for gateways without a submit step).
     func submit(_ submission: Submission, for attempt: AttemptReference) async throws -> NextStep
@@ -29,6 +33,10 @@ extension MerchantBackend {
 
     public func submit(_ submission: Submission, for attempt: AttemptReference) async throws -> NextStep {
         throw CheckoutError(.unsupportedAction, field: "submission", message: "this merchant backend has no submit step")
+    }
+
+    public func prepare(_ intent: PaymentIntent, returnURLs: [URL], customerRequested: Bool) async throws -> Preparation {
+        try await prepare(intent, returnURLs: returnURLs)
     }
 
     /// Prepare with a single return URL (or none).
@@ -114,11 +122,26 @@ public struct AppCheckout: Sendable {
     ///   backend or presenter. A decline or a cancel is not thrown: it is the result's outcome.
     public func pay(_ intent: PaymentIntent) async throws -> CheckoutResult {
         _ = try intent.validated()
-        var result = try await attempt(intent)
-        while result.attempts < maxAttempts, result.status.isNegative, !result.customerMayHaveAuthenticated {
+        return try await run(intent, firstAttemptRequestedByCustomer: false)
+    }
+
+    /// The customer chose to try again after a checkout that ended declined or cancelled after they were
+    /// handed off (a wallet, 3-D Secure): the server starts another attempt only on such an explicit
+    /// request, and records it on the attempt. Nothing else differs from ``pay(_:)``.
+    public func retry(_ intent: PaymentIntent) async throws -> CheckoutResult {
+        _ = try intent.validated()
+        return try await run(intent, firstAttemptRequestedByCustomer: true)
+    }
+
+    private func run(_ intent: PaymentIntent, firstAttemptRequestedByCustomer: Bool) async throws -> CheckoutResult {
+        var result = try await attempt(intent, customerRequested: firstAttemptRequestedByCustomer)
+        // The one attempt policy: ask again only after a definite failure the customer was never handed
+        // off for; the server decides the rest (decision table, budget, attempts left).
+        while AttemptPolicy().appMayAskAgain(after: result.status, handedOff: result.customerMayHaveAuthenticated,
+                                             attemptsMade: result.attempts, maxAttempts: maxAttempts) {
             let made = result.attempts
             do {
-                result = try await attempt(intent)
+                result = try await attempt(intent, customerRequested: false)
                 result.attempts = made + 1
             } catch let error as CheckoutError where error.category == .invalidInput {
                 break   // the server allows no further attempt (not retryable, exhausted, no gateway left)
@@ -128,11 +151,11 @@ public struct AppCheckout: Sendable {
     }
 
     /// One attempt: Prepare (server) → Present → [Submit (server)] → Return → Confirm (server).
-    private func attempt(_ intent: PaymentIntent) async throws -> CheckoutResult {
+    private func attempt(_ intent: PaymentIntent, customerRequested: Bool) async throws -> CheckoutResult {
         // Every route is offered; the gateway the server picks chooses the one that fits.
         var expected = try returns.expectReturnOnAnyRoute()
         defer { returns.cancel(expected) }
-        let preparation = try await backend.prepare(intent, returnURLs: expected.urls)
+        let preparation = try await backend.prepare(intent, returnURLs: expected.urls, customerRequested: customerRequested)
         if let chosen = preparation.returnURL { expected = try returns.restrict(expected, to: chosen) }
         guard let gateway = gateways[preparation.gateway] else {
             throw CheckoutError(.misconfigured, field: "gateway",
@@ -147,7 +170,10 @@ public struct AppCheckout: Sendable {
             // A hand-off that already happened stays counted: no automatic cascade after it.
             outcome = ClientOutcome(.unknown, gatewayCode: error.gatewayCode, message: error.message)
         }
-        try? await backend.report(outcome, for: preparation.attempt)
+        // The server keeps the hand-off: after one, it never starts another attempt by itself.
+        var reported = outcome
+        reported.handedOff = handedOff ? true : nil
+        try? await backend.report(reported, for: preparation.attempt)
         var early: StatusReport?
         if handedOff {
             // The customer is back from the wallet or page (or the wait ran out): the gateway knows by

@@ -137,9 +137,14 @@ public struct GatewayCapabilities: Hashable, Sendable, Codable {
     public var supportsInquiry: Bool
     /// Whether the gateway sends server-to-server notifications.
     public var supportsNotifications: Bool
+    /// The gateway's documented lifetime of an attempt, in seconds: past it, an attempt the gateway says
+    /// it never saw can never be charged, and the reconciler expires it. `nil`: never expired that way.
+    public var attemptLifetimeSeconds: Int?
 
     public init(methods: Set<PaymentMethod>, currencies: Set<Currency>? = nil, countries: Set<CountryCode>? = nil,
-                actions: Set<PaymentAction> = [.sale], supportsInquiry: Bool = true, supportsNotifications: Bool = true) {
+                actions: Set<PaymentAction> = [.sale], supportsInquiry: Bool = true, supportsNotifications: Bool = true,
+                attemptLifetimeSeconds: Int? = nil) {
+        self.attemptLifetimeSeconds = attemptLifetimeSeconds
         self.methods = methods
         self.currencies = currencies
         self.countries = countries
@@ -608,11 +613,15 @@ public struct ClientOutcome: Sendable, Hashable, Codable {
     public var gatewayCode: String?
     /// A safe message.
     public var message: String?
+    /// Set by the app when it reports the outcome: the customer was handed to a wallet, 3-D Secure or a
+    /// redirect during the attempt. The server then never starts another attempt by itself.
+    public var handedOff: Bool?
 
-    public init(_ kind: Kind, gatewayCode: String? = nil, message: String? = nil) {
+    public init(_ kind: Kind, gatewayCode: String? = nil, message: String? = nil, handedOff: Bool? = nil) {
         self.kind = kind
         self.gatewayCode = gatewayCode
         self.message = message
+        self.handedOff = handedOff
     }
 }
 

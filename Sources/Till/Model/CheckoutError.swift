@@ -74,6 +74,9 @@ public struct CheckoutError: Error, Hashable, Sendable, Codable, CustomStringCon
         public static let returnTimedOut: Code = "return_timed_out"
         public static let returnCancelled: Code = "return_cancelled"
         public static let invalidTransition: Code = "invalid_transition"
+        /// An inquiry's answer: the gateway has no such attempt (yet). By itself it proves nothing until the
+        /// attempt's documented lifetime has passed (``GatewayCapabilities/attemptLifetimeSeconds``).
+        public static let attemptNotFound: Code = "attempt_not_found"
 
         /// The category an error with this code falls in unless stated otherwise.
         public var defaultCategory: Category {

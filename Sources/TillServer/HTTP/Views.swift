@@ -12,6 +12,6 @@ extension AttemptView {
     init(_ attempt: StoredAttempt) {
         self.init(reference: attempt.reference, sequence: attempt.sequence, gateway: attempt.gateway, status: attempt.status,
                   gatewayReference: attempt.gatewayReference, gatewayCode: attempt.gatewayCode, clientOutcome: attempt.clientOutcome,
-                  submitted: attempt.submittedAt != nil)
+                  submitted: attempt.submittedAt != nil, handedOff: attempt.handedOff, customerRequested: attempt.customerRequested)
     }
 }

@@ -29,6 +29,13 @@ public struct StoredAttempt: Sendable, Hashable, Codable {
     public var returnURL: URL?
     /// When the app's submit was accepted (at most one per attempt).
     public var submittedAt: Date?
+    /// The customer was handed off (wallet, 3-D Secure, redirect): no automatic next attempt after it.
+    public var handedOff: Bool = false
+    /// The attempt was started because the customer chose to try again.
+    public var customerRequested: Bool = false
+    /// Inquiries the reconciler made, and when the next one is due (`nil`: as soon as it is old enough).
+    public var inquiryCount: Int = 0
+    public var nextInquiryAt: Date?
     public var createdAt: Date
     public var updatedAt: Date
 }
@@ -50,10 +57,16 @@ public enum ApplyOutcome: Sendable, Hashable {
     case applied(attempt: PaymentStatus, payment: PaymentStatus)
     /// This event was seen before (same gateway and event id), or the status is unchanged.
     case duplicate
-    /// Stored, not applied: it would have moved the attempt backwards.
+    /// Stored, not applied: it would have moved the attempt backwards, or broke the money rule.
     case stale(String)
+    /// Stored, not applied: only the server's own inquiry may make this move (a notification that would
+    /// turn a failed attempt paid). The caller inquires.
+    case needsInquiry(String)
     /// No such attempt.
     case unknownAttempt
+    /// A verified notification for an attempt this merchant does not have: kept in the quarantine
+    /// (``PaymentStore/quarantined(merchant:limit:)``), acknowledged, applied to nothing.
+    case quarantined
 }
 
 /// A notification exactly as it arrived, stored before it is acknowledged.
@@ -99,7 +112,8 @@ public protocol PaymentStore: Sendable {
     /// exactly `expected` (their references and statuses) — a compare-and-set, checked under the
     /// payment's lock. Fails with ``StoreError/conflict`` when anything changed in between (another
     /// prepare, or a late notification for an earlier attempt).
-    func addAttempt(_ reference: AttemptReference, payment: String, gateway: GatewayID, expected: [StoredAttempt]) async throws
+    func addAttempt(_ reference: AttemptReference, payment: String, gateway: GatewayID, expected: [StoredAttempt],
+                    customerRequested: Bool) async throws
 
     /// Records what Prepare returned (the gateway's reference, the chosen return URL) and moves the
     /// attempt to `pending`.
@@ -109,17 +123,41 @@ public protocol PaymentStore: Sendable {
     /// it was already submitted or is no longer pending (so a payload is never sent to the gateway twice).
     func markSubmitted(_ reference: AttemptReference) async throws -> Bool
 
-    /// Records a client-side outcome. Never changes a status.
+    /// Records a client-side outcome. Never changes a status; a hand-off it reports is kept
+    /// (``markHandedOff(_:)``).
     func recordClientOutcome(_ outcome: ClientOutcome, attempt: AttemptReference) async throws
 
+    /// Records that the attempt handed the customer off (a wallet, 3-D Secure, a redirect). Never undone.
+    func markHandedOff(_ reference: AttemptReference) async throws
+
     /// In one transaction: stores the raw notification (deduplicated by attempt, gateway and event id) and
-    /// applies its report forward-only to the attempt and the payment. The attempt must belong to
-    /// `merchant` and have been made on `notification.gateway`, or nothing happens (`unknownAttempt`):
-    /// a notification authenticated with one merchant's gateway secret can never touch another's payment.
+    /// applies its report by ``AttemptPolicy/verdict(for:on:amount:source:)`` (source `notification`) to
+    /// the attempt and the payment. The attempt must belong to `merchant` and have been made on
+    /// `notification.gateway`; otherwise the notification goes to the quarantine (`quarantined`) and
+    /// touches nothing: a notification authenticated with one merchant's gateway secret can never touch
+    /// another's payment.
     func ingest(_ notification: RawNotification, report: StatusReport, merchant: String) async throws -> ApplyOutcome
 
-    /// Applies a report obtained by inquiry, forward-only.
-    func apply(_ report: StatusReport) async throws -> ApplyOutcome
+    /// Applies a report the server obtained itself (an inquiry, a gateway's answer) by the attempt policy.
+    func apply(_ report: StatusReport, source: AttemptPolicy.ReportSource) async throws -> ApplyOutcome
+
+    /// The merchant's quarantined notifications, newest first.
+    func quarantined(merchant: String, limit: Int) async throws -> [QuarantinedNotification]
+
+    /// Open attempts (created or pending) made before `createdBefore` whose next inquiry is due at `now`,
+    /// oldest first, at most `limit`.
+    func dueAttempts(createdBefore: Date, now: Date, limit: Int) async throws -> [DueAttempt]
+
+    /// Claims a due attempt for one inquiry: sets its next inquiry to `next` and counts it, only if its
+    /// schedule is still `expected` (another server instance may have claimed it). True when this
+    /// caller claimed it.
+    func claimInquiry(_ reference: AttemptReference, expected: Date?, next: Date) async throws -> Bool
+
+    /// Appends to the reconciliation log.
+    func logReconciliation(_ entry: ReconciliationEntry) async throws
+
+    /// The reconciliation log, newest first.
+    func reconciliationLog(limit: Int) async throws -> [ReconciliationEntry]
 
     /// Releases connections.
     func close() async throws
@@ -127,6 +165,68 @@ public protocol PaymentStore: Sendable {
     /// Benchmark support: creates `count` payments for `merchant`, each with one pending attempt on
     /// `gateway`, in one transaction. Returns the attempt references.
     func seedPendingAttempts(count: Int, merchant: String, gateway: GatewayID, amount: Money) async throws -> [AttemptReference]
+}
+
+extension PaymentStore {
+    /// Adds an attempt the server started by itself (not at the customer's request).
+    public func addAttempt(_ reference: AttemptReference, payment: String, gateway: GatewayID, expected: [StoredAttempt]) async throws {
+        try await addAttempt(reference, payment: payment, gateway: gateway, expected: expected, customerRequested: false)
+    }
+
+    /// Applies a report obtained by the server's own inquiry.
+    public func apply(_ report: StatusReport) async throws -> ApplyOutcome {
+        try await apply(report, source: .inquiry)
+    }
+}
+
+/// A verified notification for an attempt its merchant does not have, kept for an operator.
+public struct QuarantinedNotification: Sendable, Hashable, Codable {
+    public var gateway: GatewayID
+    public var attempt: AttemptReference
+    public var eventID: String
+    public var reportedStatus: PaymentStatus
+    public var headers: [String: String]
+    public var body: Data
+    public var receivedAt: Date
+}
+
+/// An open attempt whose inquiry is due.
+public struct DueAttempt: Sendable, Hashable {
+    public var reference: AttemptReference
+    public var paymentID: String
+    public var merchantID: String
+    public var gateway: GatewayID
+    public var status: PaymentStatus
+    public var gatewayReference: String?
+    public var amount: Money
+    public var createdAt: Date
+    public var inquiryCount: Int
+    public var nextInquiryAt: Date?
+}
+
+/// One thing the reconciler did, and why.
+public struct ReconciliationEntry: Sendable, Hashable, Codable {
+    public var merchantID: String
+    public var attempt: AttemptReference
+    public var gateway: GatewayID
+    /// `settled`, `expired`, `unchanged`, `inquiry_failed`, `skipped_budget`.
+    public var action: String
+    public var reason: String
+    public var statusBefore: PaymentStatus
+    public var statusAfter: PaymentStatus
+    public var at: Date
+
+    public init(merchantID: String, attempt: AttemptReference, gateway: GatewayID, action: String, reason: String,
+                statusBefore: PaymentStatus, statusAfter: PaymentStatus, at: Date = Date()) {
+        self.merchantID = merchantID
+        self.attempt = attempt
+        self.gateway = gateway
+        self.action = action
+        self.reason = reason
+        self.statusBefore = statusBefore
+        self.statusAfter = statusAfter
+        self.at = at
+    }
 }
 
 /// Store failures the server maps to HTTP answers.
@@ -149,17 +249,18 @@ enum StoreRules {
         var paymentStatus: PaymentStatus?
     }
 
-    static func apply(_ report: StatusReport, attempt: StoredAttempt, payment: StoredPayment) -> Effect {
-        // A "paid" or "authorized" for another amount or currency is kept, never applied.
-        if let amount = report.amount, amount != payment.intent.amount, report.status == .paid || report.status == .authorized {
-            return Effect(outcome: .stale("amount mismatch: the gateway reports \(amount), the payment is \(payment.intent.amount)"))
-        }
-        switch attempt.status.transition(to: report.status) {
-        case .unchanged:
+    static func apply(_ report: StatusReport, attempt: StoredAttempt, payment: StoredPayment,
+                      source: AttemptPolicy.ReportSource) -> Effect {
+        // The one rule set: forward only, amounts that match, refunds only of moved money, failed → paid
+        // only by the server's own inquiry.
+        switch AttemptPolicy.verdict(for: report, on: attempt.status, amount: payment.intent.amount, source: source) {
+        case .duplicate:
             return Effect(outcome: .duplicate)
-        case .rejected(let reason):
+        case .refuse(let reason):
             return Effect(outcome: .stale(reason))
-        case .advance:
+        case .confirmByInquiry(let reason):
+            return Effect(outcome: .needsInquiry(reason))
+        case .apply:
             let statuses = payment.attempts.map { $0.reference == attempt.reference ? report.status : $0.status }
             let paymentStatus = derivedStatus(current: payment.status, attempts: statuses)
             return Effect(outcome: .applied(attempt: report.status, payment: paymentStatus ?? payment.status),

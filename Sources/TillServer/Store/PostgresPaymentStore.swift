@@ -124,7 +124,8 @@ public final class PostgresPaymentStore: PaymentStore {
         return found
     }
 
-    public func addAttempt(_ reference: AttemptReference, payment: String, gateway: GatewayID, expected: [StoredAttempt]) async throws {
+    public func addAttempt(_ reference: AttemptReference, payment: String, gateway: GatewayID, expected: [StoredAttempt],
+                           customerRequested: Bool) async throws {
         do {
             try await transaction { connection in
                 try await self.lock(connection, payment: payment)
@@ -134,8 +135,9 @@ public final class PostgresPaymentStore: PaymentStore {
                 }
                 let now = Date().storedMillis
                 try await connection.query("""
-                    INSERT INTO till_attempts (reference, payment_id, sequence, gateway, status, created_at, updated_at)
-                    VALUES (\(reference.rawValue), \(payment), \(expected.count + 1), \(gateway.rawValue), \(PaymentStatus.created.rawValue), \(now), \(now))
+                    INSERT INTO till_attempts (reference, payment_id, sequence, gateway, status, customer_requested, created_at, updated_at)
+                    VALUES (\(reference.rawValue), \(payment), \(expected.count + 1), \(gateway.rawValue), \(PaymentStatus.created.rawValue),
+                            \(customerRequested ? 1 : 0), \(now), \(now))
                     """, logger: self.logger)
                 try await self.refreshPaymentStatus(connection, payment: payment)
             }
@@ -172,10 +174,107 @@ public final class PostgresPaymentStore: PaymentStore {
 
     public func recordClientOutcome(_ outcome: ClientOutcome, attempt: AttemptReference) async throws {
         let json = try SQLitePaymentStore.encode(outcome)
+        let handedOff = outcome.handedOff == true ? 1 : 0
         _ = try await client.withConnection { connection in
             try await connection.query("""
-                UPDATE till_attempts SET client_outcome = \(json), updated_at = \(Date().storedMillis) WHERE reference = \(attempt.rawValue)
+                UPDATE till_attempts SET client_outcome = \(json), handed_off = GREATEST(handed_off, \(handedOff)),
+                updated_at = \(Date().storedMillis) WHERE reference = \(attempt.rawValue)
                 """, logger: self.logger)
+        }
+    }
+
+    public func markHandedOff(_ reference: AttemptReference) async throws {
+        _ = try await client.withConnection { connection in
+            try await connection.query("""
+                UPDATE till_attempts SET handed_off = 1, updated_at = \(Date().storedMillis) WHERE reference = \(reference.rawValue)
+                """, logger: self.logger)
+        }
+    }
+
+    public func quarantined(merchant: String, limit: Int) async throws -> [QuarantinedNotification] {
+        try await client.withConnection { connection in
+            let rows = try await connection.query("""
+                SELECT gateway, attempt_reference, event_id, reported_status, headers_json, body, received_at FROM till_quarantine
+                WHERE merchant_id = \(merchant) ORDER BY id DESC LIMIT \(limit)
+                """, logger: self.logger)
+            var out: [QuarantinedNotification] = []
+            for try await (gateway, attempt, event, status, headers, body, received) in rows.decode((String, String, String, String, String, ByteBuffer, Int64).self) {
+                out.append(QuarantinedNotification(gateway: GatewayID(rawValue: gateway), attempt: AttemptReference(rawValue: attempt),
+                                                   eventID: event, reportedStatus: PaymentStatus(rawValue: status),
+                                                   headers: (try? SQLitePaymentStore.decode([String: String].self, headers)) ?? [:],
+                                                   body: Data(buffer: body), receivedAt: Date(storedMillis: received)))
+            }
+            return out
+        }
+    }
+
+    public func dueAttempts(createdBefore: Date, now: Date, limit: Int) async throws -> [DueAttempt] {
+        try await client.withConnection { connection in
+            let rows = try await connection.query("""
+                SELECT a.reference, a.payment_id, p.merchant_id, a.gateway, a.status, a.gateway_reference, p.amount_minor, p.currency,
+                       a.created_at, a.inquiry_count, a.next_inquiry_at
+                FROM till_attempts a JOIN till_payments p ON p.id = a.payment_id
+                WHERE a.status IN ('created', 'pending') AND a.created_at < \(createdBefore.storedMillis)
+                  AND (a.next_inquiry_at IS NULL OR a.next_inquiry_at <= \(now.storedMillis))
+                ORDER BY a.created_at LIMIT \(limit)
+                """, logger: self.logger)
+            var out: [DueAttempt] = []
+            for try await (reference, payment, merchant, gateway, status, gatewayReference, minor, currency, created, count, next)
+                in rows.decode((String, String, String, String, String, String?, Int64, String, Int64, Int, Int64?).self) {
+                guard let currency = Currency.lookup(currency) else { continue }
+                out.append(DueAttempt(reference: AttemptReference(rawValue: reference), paymentID: payment, merchantID: merchant,
+                                      gateway: GatewayID(rawValue: gateway), status: PaymentStatus(rawValue: status),
+                                      gatewayReference: gatewayReference, amount: Money(minorUnits: minor, currency: currency),
+                                      createdAt: Date(storedMillis: created), inquiryCount: count,
+                                      nextInquiryAt: next.map(Date.init(storedMillis:))))
+            }
+            return out
+        }
+    }
+
+    public func claimInquiry(_ reference: AttemptReference, expected: Date?, next: Date) async throws -> Bool {
+        try await client.withConnection { connection in
+            let rows = if let expected {
+                try await connection.query("""
+                    UPDATE till_attempts SET next_inquiry_at = \(next.storedMillis), inquiry_count = inquiry_count + 1
+                    WHERE reference = \(reference.rawValue) AND next_inquiry_at = \(expected.storedMillis) RETURNING reference
+                    """, logger: self.logger)
+            } else {
+                try await connection.query("""
+                    UPDATE till_attempts SET next_inquiry_at = \(next.storedMillis), inquiry_count = inquiry_count + 1
+                    WHERE reference = \(reference.rawValue) AND next_inquiry_at IS NULL RETURNING reference
+                    """, logger: self.logger)
+            }
+            var claimed = false
+            for try await _ in rows { claimed = true }
+            return claimed
+        }
+    }
+
+    public func logReconciliation(_ entry: ReconciliationEntry) async throws {
+        _ = try await client.withConnection { connection in
+            try await connection.query("""
+                INSERT INTO till_reconciliation_log (merchant_id, attempt_reference, gateway, action, reason, status_before, status_after, at)
+                VALUES (\(entry.merchantID), \(entry.attempt.rawValue), \(entry.gateway.rawValue), \(entry.action), \(entry.reason),
+                        \(entry.statusBefore.rawValue), \(entry.statusAfter.rawValue), \(entry.at.storedMillis))
+                """, logger: self.logger)
+        }
+    }
+
+    public func reconciliationLog(limit: Int) async throws -> [ReconciliationEntry] {
+        try await client.withConnection { connection in
+            let rows = try await connection.query("""
+                SELECT merchant_id, attempt_reference, gateway, action, reason, status_before, status_after, at
+                FROM till_reconciliation_log ORDER BY id DESC LIMIT \(limit)
+                """, logger: self.logger)
+            var out: [ReconciliationEntry] = []
+            for try await (merchant, attempt, gateway, action, reason, before, after, at)
+                in rows.decode((String, String, String, String, String, String, String, Int64).self) {
+                out.append(ReconciliationEntry(merchantID: merchant, attempt: AttemptReference(rawValue: attempt), gateway: GatewayID(rawValue: gateway),
+                                               action: action, reason: reason, statusBefore: PaymentStatus(rawValue: before),
+                                               statusAfter: PaymentStatus(rawValue: after), at: Date(storedMillis: at)))
+            }
+            return out
         }
     }
 
@@ -185,8 +284,17 @@ public final class PostgresPaymentStore: PaymentStore {
             guard report.gateway == notification.gateway,
                   let payment = try await self.lockedPayment(connection, attempt: report.attempt), payment.merchantID == merchant,
                   let attempt = payment.attempts.first(where: { $0.reference == report.attempt }),
-                  attempt.gateway == notification.gateway else { return .unknownAttempt }
-            let effect = StoreRules.apply(report, attempt: attempt, payment: payment)
+                  attempt.gateway == notification.gateway else {
+                // Verified, but about no attempt of this merchant on this gateway: kept, applied to nothing.
+                try await connection.query("""
+                    INSERT INTO till_quarantine (merchant_id, gateway, attempt_reference, event_id, reported_status, headers_json, body, received_at)
+                    VALUES (\(merchant), \(notification.gateway.rawValue), \(report.attempt.rawValue), \(report.eventID),
+                            \(report.status.rawValue), \(headers), \(notification.body), \(notification.receivedAt.storedMillis))
+                    ON CONFLICT DO NOTHING
+                    """, logger: self.logger)
+                return .quarantined
+            }
+            let effect = StoreRules.apply(report, attempt: attempt, payment: payment, source: .notification)
             // The insert is the dedupe: a redelivery of a stored event inserts nothing and changes nothing.
             let inserted = try await connection.query("""
                 INSERT INTO till_notifications (gateway, event_id, attempt_reference, reported_status, outcome, headers_json, body, received_at)
@@ -202,11 +310,11 @@ public final class PostgresPaymentStore: PaymentStore {
         }
     }
 
-    public func apply(_ report: StatusReport) async throws -> ApplyOutcome {
+    public func apply(_ report: StatusReport, source: AttemptPolicy.ReportSource) async throws -> ApplyOutcome {
         try await transaction { connection -> ApplyOutcome in
             guard let payment = try await self.lockedPayment(connection, attempt: report.attempt),
                   let attempt = payment.attempts.first(where: { $0.reference == report.attempt }) else { return .unknownAttempt }
-            let effect = StoreRules.apply(report, attempt: attempt, payment: payment)
+            let effect = StoreRules.apply(report, attempt: attempt, payment: payment, source: source)
             try await self.write(effect, report: report, paymentID: payment.id, connection: connection)
             return effect.outcome
         }
@@ -354,19 +462,21 @@ public final class PostgresPaymentStore: PaymentStore {
     private func attempts(_ connection: PostgresConnection, payment id: String) async throws -> [StoredAttempt] {
         let rows = try await connection.query("""
             SELECT reference, payment_id, sequence, gateway, status, gateway_reference, gateway_code, client_outcome, return_url,
-                   submitted_at, created_at, updated_at
+                   submitted_at, handed_off, customer_requested, inquiry_count, next_inquiry_at, created_at, updated_at
             FROM till_attempts WHERE payment_id = \(id) ORDER BY sequence
             """, logger: logger)
         var attempts: [StoredAttempt] = []
         for try await (reference, paymentID, sequence, gateway, status, gatewayReference, gatewayCode, clientOutcome, returnURL, submitted,
-                       created, updated)
-            in rows.decode((String, String, Int, String, String, String?, String?, String?, String?, Int64?, Int64, Int64).self) {
+                       handedOff, customerRequested, inquiryCount, nextInquiry, created, updated)
+            in rows.decode((String, String, Int, String, String, String?, String?, String?, String?, Int64?, Int, Int, Int, Int64?,
+                            Int64, Int64).self) {
             attempts.append(StoredAttempt(
                 reference: AttemptReference(rawValue: reference), paymentID: paymentID, sequence: sequence,
                 gateway: GatewayID(rawValue: gateway), status: PaymentStatus(rawValue: status), gatewayReference: gatewayReference,
                 gatewayCode: gatewayCode, clientOutcome: clientOutcome.flatMap { try? SQLitePaymentStore.decode(ClientOutcome.self, $0) },
                 returnURL: returnURL.flatMap(URL.init(string:)), submittedAt: submitted.map(Date.init(storedMillis:)),
-                createdAt: Date(storedMillis: created), updatedAt: Date(storedMillis: updated)))
+                handedOff: handedOff != 0, customerRequested: customerRequested != 0, inquiryCount: inquiryCount,
+                nextInquiryAt: nextInquiry.map(Date.init(storedMillis:)), createdAt: Date(storedMillis: created), updatedAt: Date(storedMillis: updated)))
         }
         return attempts
     }

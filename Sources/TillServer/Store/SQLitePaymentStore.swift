@@ -82,7 +82,8 @@ public final class SQLitePaymentStore: PaymentStore {
         }
     }
 
-    public func addAttempt(_ reference: AttemptReference, payment: String, gateway: GatewayID, expected: [StoredAttempt]) async throws {
+    public func addAttempt(_ reference: AttemptReference, payment: String, gateway: GatewayID, expected: [StoredAttempt],
+                           customerRequested: Bool) async throws {
         do {
             try await pool.write { db in
                 guard let merchant = try String.fetchOne(db, sql: "SELECT merchant_id FROM till_payments WHERE id = ?", arguments: [payment]),
@@ -92,9 +93,10 @@ public final class SQLitePaymentStore: PaymentStore {
                 }
                 let now = Date().storedMillis
                 try db.execute(sql: """
-                    INSERT INTO till_attempts (reference, payment_id, sequence, gateway, status, created_at, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
-                    """, arguments: [reference.rawValue, payment, expected.count + 1, gateway.rawValue, PaymentStatus.created.rawValue, now, now])
+                    INSERT INTO till_attempts (reference, payment_id, sequence, gateway, status, customer_requested, created_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """, arguments: [reference.rawValue, payment, expected.count + 1, gateway.rawValue, PaymentStatus.created.rawValue,
+                                     customerRequested ? 1 : 0, now, now])
                 try Self.refreshPaymentStatus(db, payment: payment)
             }
         } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
@@ -128,8 +130,89 @@ public final class SQLitePaymentStore: PaymentStore {
     public func recordClientOutcome(_ outcome: ClientOutcome, attempt: AttemptReference) async throws {
         let json = try Self.encode(outcome)
         try await pool.write { db in
-            try db.execute(sql: "UPDATE till_attempts SET client_outcome = ?, updated_at = ? WHERE reference = ?",
-                           arguments: [json, Date().storedMillis, attempt.rawValue])
+            try db.execute(sql: """
+                UPDATE till_attempts SET client_outcome = ?, handed_off = MAX(handed_off, ?), updated_at = ? WHERE reference = ?
+                """, arguments: [json, outcome.handedOff == true ? 1 : 0, Date().storedMillis, attempt.rawValue])
+        }
+    }
+
+    public func markHandedOff(_ reference: AttemptReference) async throws {
+        try await pool.write { db in
+            try db.execute(sql: "UPDATE till_attempts SET handed_off = 1, updated_at = ? WHERE reference = ?",
+                           arguments: [Date().storedMillis, reference.rawValue])
+        }
+    }
+
+    public func quarantined(merchant: String, limit: Int) async throws -> [QuarantinedNotification] {
+        try await pool.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT gateway, attempt_reference, event_id, reported_status, headers_json, body, received_at FROM till_quarantine
+                WHERE merchant_id = ? ORDER BY id DESC LIMIT ?
+                """, arguments: [merchant, limit]).map { row in
+                QuarantinedNotification(gateway: GatewayID(rawValue: row["gateway"]), attempt: AttemptReference(rawValue: row["attempt_reference"]),
+                                        eventID: row["event_id"], reportedStatus: PaymentStatus(rawValue: row["reported_status"]),
+                                        headers: (try? Self.decode([String: String].self, row["headers_json"])) ?? [:],
+                                        body: row["body"], receivedAt: Date(storedMillis: row["received_at"]))
+            }
+        }
+    }
+
+    public func dueAttempts(createdBefore: Date, now: Date, limit: Int) async throws -> [DueAttempt] {
+        try await pool.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT a.reference, a.payment_id, p.merchant_id, a.gateway, a.status, a.gateway_reference, p.amount_minor, p.currency,
+                       a.created_at, a.inquiry_count, a.next_inquiry_at
+                FROM till_attempts a JOIN till_payments p ON p.id = a.payment_id
+                WHERE a.status IN ('created', 'pending') AND a.created_at < ? AND (a.next_inquiry_at IS NULL OR a.next_inquiry_at <= ?)
+                ORDER BY a.created_at LIMIT ?
+                """, arguments: [createdBefore.storedMillis, now.storedMillis, limit]).compactMap { row in
+                guard let currency = Currency.lookup(row["currency"]) else { return nil }
+                return DueAttempt(reference: AttemptReference(rawValue: row["reference"]), paymentID: row["payment_id"],
+                                  merchantID: row["merchant_id"], gateway: GatewayID(rawValue: row["gateway"]),
+                                  status: PaymentStatus(rawValue: row["status"]), gatewayReference: row["gateway_reference"],
+                                  amount: Money(minorUnits: row["amount_minor"], currency: currency),
+                                  createdAt: Date(storedMillis: row["created_at"]), inquiryCount: row["inquiry_count"],
+                                  nextInquiryAt: (row["next_inquiry_at"] as Int64?).map(Date.init(storedMillis:)))
+            }
+        }
+    }
+
+    public func claimInquiry(_ reference: AttemptReference, expected: Date?, next: Date) async throws -> Bool {
+        try await pool.write { db in
+            if let expected {
+                try db.execute(sql: """
+                    UPDATE till_attempts SET next_inquiry_at = ?, inquiry_count = inquiry_count + 1 WHERE reference = ? AND next_inquiry_at = ?
+                    """, arguments: [next.storedMillis, reference.rawValue, expected.storedMillis])
+            } else {
+                try db.execute(sql: """
+                    UPDATE till_attempts SET next_inquiry_at = ?, inquiry_count = inquiry_count + 1 WHERE reference = ? AND next_inquiry_at IS NULL
+                    """, arguments: [next.storedMillis, reference.rawValue])
+            }
+            return db.changesCount == 1
+        }
+    }
+
+    public func logReconciliation(_ entry: ReconciliationEntry) async throws {
+        try await pool.write { db in
+            try db.execute(sql: """
+                INSERT INTO till_reconciliation_log (merchant_id, attempt_reference, gateway, action, reason, status_before, status_after, at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [entry.merchantID, entry.attempt.rawValue, entry.gateway.rawValue, entry.action, entry.reason,
+                                 entry.statusBefore.rawValue, entry.statusAfter.rawValue, entry.at.storedMillis])
+        }
+    }
+
+    public func reconciliationLog(limit: Int) async throws -> [ReconciliationEntry] {
+        try await pool.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT merchant_id, attempt_reference, gateway, action, reason, status_before, status_after, at
+                FROM till_reconciliation_log ORDER BY id DESC LIMIT ?
+                """, arguments: [limit]).map { row in
+                ReconciliationEntry(merchantID: row["merchant_id"], attempt: AttemptReference(rawValue: row["attempt_reference"]),
+                                    gateway: GatewayID(rawValue: row["gateway"]), action: row["action"], reason: row["reason"],
+                                    statusBefore: PaymentStatus(rawValue: row["status_before"]),
+                                    statusAfter: PaymentStatus(rawValue: row["status_after"]), at: Date(storedMillis: row["at"]))
+            }
         }
     }
 
@@ -140,12 +223,20 @@ public final class SQLitePaymentStore: PaymentStore {
                   let attemptRow = try Row.fetchOne(db, sql: """
                       SELECT a.payment_id FROM till_attempts a JOIN till_payments p ON p.id = a.payment_id
                       WHERE a.reference = ? AND a.gateway = ? AND p.merchant_id = ?
-                      """, arguments: [report.attempt.rawValue, notification.gateway.rawValue, merchant]) else { return .unknownAttempt }
+                      """, arguments: [report.attempt.rawValue, notification.gateway.rawValue, merchant]) else {
+                // Verified, but about no attempt of this merchant on this gateway: kept, applied to nothing.
+                try db.execute(sql: """
+                    INSERT INTO till_quarantine (merchant_id, gateway, attempt_reference, event_id, reported_status, headers_json, body, received_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
+                    """, arguments: [merchant, notification.gateway.rawValue, report.attempt.rawValue, report.eventID, report.status.rawValue,
+                                     headers, notification.body, notification.receivedAt.storedMillis])
+                return .quarantined
+            }
             let seen = try Bool.fetchOne(db, sql: """
                 SELECT 1 FROM till_notifications WHERE attempt_reference = ? AND gateway = ? AND event_id = ?
                 """, arguments: [report.attempt.rawValue, notification.gateway.rawValue, report.eventID]) ?? false
             if seen { return .duplicate }
-            let outcome = try Self.apply(db, report: report, paymentID: attemptRow["payment_id"])
+            let outcome = try Self.apply(db, report: report, paymentID: attemptRow["payment_id"], source: .notification)
             try db.execute(sql: """
                 INSERT INTO till_notifications (gateway, event_id, attempt_reference, reported_status, outcome, headers_json, body, received_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -155,11 +246,11 @@ public final class SQLitePaymentStore: PaymentStore {
         }
     }
 
-    public func apply(_ report: StatusReport) async throws -> ApplyOutcome {
+    public func apply(_ report: StatusReport, source: AttemptPolicy.ReportSource) async throws -> ApplyOutcome {
         try await pool.write { db -> ApplyOutcome in
             guard let paymentID = try String.fetchOne(db, sql: "SELECT payment_id FROM till_attempts WHERE reference = ?",
                                                       arguments: [report.attempt.rawValue]) else { return .unknownAttempt }
-            return try Self.apply(db, report: report, paymentID: paymentID)
+            return try Self.apply(db, report: report, paymentID: paymentID, source: source)
         }
     }
 
@@ -206,12 +297,13 @@ public final class SQLitePaymentStore: PaymentStore {
 
     // MARK: Rows
 
-    private static func apply(_ db: Database, report: StatusReport, paymentID: String) throws -> ApplyOutcome {
+    private static func apply(_ db: Database, report: StatusReport, paymentID: String,
+                              source: AttemptPolicy.ReportSource) throws -> ApplyOutcome {
         guard let merchant = try String.fetchOne(db, sql: "SELECT merchant_id FROM till_payments WHERE id = ?", arguments: [paymentID]),
               let payment = try payment(db, id: paymentID, merchant: merchant),
               let attempt = payment.attempts.first(where: { $0.reference == report.attempt })
         else { return .unknownAttempt }
-        let effect = StoreRules.apply(report, attempt: attempt, payment: payment)
+        let effect = StoreRules.apply(report, attempt: attempt, payment: payment, source: source)
         let now = Date().storedMillis
         if let status = effect.attemptStatus {
             try db.execute(sql: """
@@ -242,7 +334,7 @@ public final class SQLitePaymentStore: PaymentStore {
             """, arguments: [id, merchant]) else { return nil }
         let attempts = try Row.fetchAll(db, sql: """
             SELECT reference, payment_id, sequence, gateway, status, gateway_reference, gateway_code, client_outcome, return_url,
-                   submitted_at, created_at, updated_at
+                   submitted_at, handed_off, customer_requested, inquiry_count, next_inquiry_at, created_at, updated_at
             FROM till_attempts WHERE payment_id = ? ORDER BY sequence
             """, arguments: [id]).map { row in
             StoredAttempt(reference: AttemptReference(rawValue: row["reference"]), paymentID: row["payment_id"],
@@ -252,6 +344,8 @@ public final class SQLitePaymentStore: PaymentStore {
                           clientOutcome: (row["client_outcome"] as String?).flatMap { try? decode(ClientOutcome.self, $0) },
                           returnURL: (row["return_url"] as String?).flatMap(URL.init(string:)),
                           submittedAt: (row["submitted_at"] as Int64?).map(Date.init(storedMillis:)),
+                          handedOff: (row["handed_off"] as Int) != 0, customerRequested: (row["customer_requested"] as Int) != 0,
+                          inquiryCount: row["inquiry_count"], nextInquiryAt: (row["next_inquiry_at"] as Int64?).map(Date.init(storedMillis:)),
                           createdAt: Date(storedMillis: row["created_at"]), updatedAt: Date(storedMillis: row["updated_at"]))
         }
         return StoredPayment(id: row["id"], merchantID: row["merchant_id"], intent: try decode(PaymentIntent.self, row["intent_json"]),
@@ -277,7 +371,9 @@ extension ApplyOutcome {
         case .applied: "applied"
         case .duplicate: "duplicate"
         case .stale: "stale"
+        case .needsInquiry: "needs_inquiry"
         case .unknownAttempt: "unknown_attempt"
+        case .quarantined: "quarantined"
         }
     }
 }

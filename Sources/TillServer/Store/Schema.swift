@@ -92,10 +92,44 @@ enum Schema {
             }
         }
         // v2: the return URL the gateway chose for an attempt (3-D Secure after a submit comes back
-        // there), and when the app's one submit was accepted.
+        // there), when the app's one submit was accepted, whether the customer was handed off (no
+        // automatic cascade after it) or asked for the attempt, the reconciler's inquiry schedule, the
+        // quarantine of verified notifications for unknown attempts, and the reconciler's log.
         let v2 = [
             "ALTER TABLE till_attempts ADD COLUMN return_url TEXT",
             "ALTER TABLE till_attempts ADD COLUMN submitted_at BIGINT",
+            "ALTER TABLE till_attempts ADD COLUMN handed_off INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE till_attempts ADD COLUMN customer_requested INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE till_attempts ADD COLUMN inquiry_count INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE till_attempts ADD COLUMN next_inquiry_at BIGINT",
+            "CREATE INDEX till_attempts_open ON till_attempts (status, created_at)",
+            """
+            CREATE TABLE till_quarantine (
+                id \(serial),
+                merchant_id TEXT NOT NULL,
+                gateway TEXT NOT NULL,
+                attempt_reference TEXT NOT NULL,
+                event_id TEXT NOT NULL,
+                reported_status TEXT NOT NULL,
+                headers_json TEXT NOT NULL,
+                body \(blob) NOT NULL,
+                received_at BIGINT NOT NULL,
+                UNIQUE (merchant_id, gateway, attempt_reference, event_id)
+            )
+            """,
+            """
+            CREATE TABLE till_reconciliation_log (
+                id \(serial),
+                merchant_id TEXT NOT NULL,
+                attempt_reference TEXT NOT NULL,
+                gateway TEXT NOT NULL,
+                action TEXT NOT NULL,
+                reason TEXT NOT NULL,
+                status_before TEXT NOT NULL,
+                status_after TEXT NOT NULL,
+                at BIGINT NOT NULL
+            )
+            """,
         ]
         return [(1, v1), (2, v2)]
     }

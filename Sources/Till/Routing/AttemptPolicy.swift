@@ -1,0 +1,214 @@
+import Foundation
+
+/// One attempt of a payment, as the attempt policy sees it.
+public struct AttemptSummary: Sendable, Hashable {
+    public var reference: AttemptReference
+    public var gateway: GatewayID
+    public var status: PaymentStatus
+    /// The gateway's code for how it ended (a decline code, or ``AttemptFailure/notSentCode``).
+    public var gatewayCode: String?
+    /// The customer was handed to someone who may authenticate them (a wallet, 3-D Secure, a redirect).
+    public var handedOff: Bool
+    /// The attempt was started because the customer chose to try again.
+    public var customerRequested: Bool
+
+    public init(reference: AttemptReference, gateway: GatewayID, status: PaymentStatus, gatewayCode: String? = nil,
+                handedOff: Bool = false, customerRequested: Bool = false) {
+        self.reference = reference
+        self.gateway = gateway
+        self.status = status
+        self.gatewayCode = gatewayCode
+        self.handedOff = handedOff
+        self.customerRequested = customerRequested
+    }
+}
+
+/// The rules every part of Till applies to attempts — the merchant server, the app's checkout loop,
+/// the in-memory backend, the cascade engine and the chaos run call this one type, so they cannot
+/// drift apart. Pure: it reads what it is given and decides.
+///
+/// - **May a new attempt start, and where?** ``nextAttempt(payment:attempts:customerRequested:elapsed:)``
+/// - **May the next gateway be tried after a failure?** ``mayTryNext(after:on:handedOff:)``
+/// - **Does a report apply?** ``verdict(for:on:amount:source:)``: forward only, amount and currency
+///   matching the attempt, refunds only of money that moved and within it, and a failed attempt becomes
+///   paid only through the server's own inquiry.
+public struct AttemptPolicy: Sendable, Hashable {
+    /// Attempts, time budget and inquiries.
+    public var retry: RetryPolicy
+    /// Each gateway's decision table with the merchant's overrides applied.
+    public var tables: [GatewayID: DecisionTable]
+
+    public init(retry: RetryPolicy = RetryPolicy(), tables: [GatewayID: DecisionTable] = [:]) {
+        self.retry = retry
+        self.tables = tables
+    }
+
+    /// The policy of `merchant`: its retry settings, and each gateway's module table with the merchant's
+    /// `decisionOverrides` on top.
+    public init(merchant: MerchantConfiguration, moduleTables: [GatewayID: DecisionTable]) {
+        var tables: [GatewayID: DecisionTable] = [:]
+        for (gateway, table) in moduleTables {
+            tables[gateway] = table.overriding(with: merchant.retry.decisionOverrides[gateway.rawValue] ?? [:])
+        }
+        self.init(retry: merchant.retry, tables: tables)
+    }
+
+    /// The decision table of `gateway` (never retry when the gateway is unknown).
+    public func table(for gateway: GatewayID) -> DecisionTable { tables[gateway] ?? DecisionTable() }
+
+    // MARK: New attempts
+
+    /// Why no new attempt may start; `code` is the API's error code.
+    public struct Refusal: Sendable, Hashable, Error {
+        public var code: String
+        public var reason: String
+        public init(_ code: String, _ reason: String) {
+            self.code = code
+            self.reason = reason
+        }
+    }
+
+    /// Whether a new attempt may start for a payment in `status` whose attempts so far are `attempts`
+    /// (in order), and which gateways it must not use.
+    ///
+    /// The rules, in order:
+    /// 1. a payment that holds money (paid, authorized, refunded) gets no new attempt (`already_paid`);
+    /// 2. nor one with an attempt still open (`attempt_in_progress`): its outcome is not known yet;
+    /// 3. at most `maxAttempts` attempts (`attempts_exhausted`);
+    /// 4. no automatic attempt after the time budget (`time_budget_spent`);
+    /// 5. after a failure on an attempt that handed the customer off (wallet, 3-D Secure, redirect), or a
+    ///    cancel, only the customer may ask for another (`needs_customer`): never automatically;
+    /// 6. otherwise the last failure decides: one that never reached its gateway may move on; a decline
+    ///    moves on only when the gateway's decision table says `retry_next` (`step_up` and
+    ///    `do_not_retry` are refused as `needs_customer` and `not_retryable`). A customer's explicit
+    ///    choice to try again overrides the table and the budget, never rules 1–3.
+    ///
+    /// - Returns: the gateways already tried (which the next attempt avoids), or the refusal.
+    public func nextAttempt(payment status: PaymentStatus, attempts: [AttemptSummary], customerRequested: Bool = false,
+                            elapsed: Duration = .zero) -> Result<Set<GatewayID>, Refusal> {
+        if status.moneyMoved || status == .authorized || status == .refunded {
+            return .failure(Refusal("already_paid", "the payment is \(status)"))
+        }
+        if let open = attempts.first(where: { !$0.status.isNegative }) {
+            return .failure(Refusal("attempt_in_progress", "attempt \(open.reference) is \(open.status); wait for its outcome"))
+        }
+        if attempts.count >= retry.maxAttempts {
+            return .failure(Refusal("attempts_exhausted", "no attempts left for this payment (\(retry.maxAttempts))"))
+        }
+        let tried = Set(attempts.map(\.gateway))
+        guard let last = attempts.last else { return .success(tried) }
+        if customerRequested { return .success(tried) }
+        if elapsed >= .milliseconds(retry.timeBudgetMillis) {
+            return .failure(Refusal("time_budget_spent", "the retry time budget (\(retry.timeBudgetMillis) ms) is spent; the customer may try again"))
+        }
+        if last.handedOff {
+            return .failure(Refusal("needs_customer",
+                                    "the last attempt handed the customer off and then failed; only the customer may choose to try again"))
+        }
+        if last.status == .cancelled {
+            return .failure(Refusal("needs_customer", "the customer cancelled; only the customer may choose to try again"))
+        }
+        if last.gatewayCode == AttemptFailure.notSentCode { return .success(tried) }
+        switch table(for: last.gateway).decision(for: last.gatewayCode) {
+        case .retryNext:
+            return .success(tried)
+        case .stepUp:
+            return .failure(Refusal("needs_customer", "the decline (\(last.gatewayCode ?? "no code")) asks the customer to step up"))
+        case .doNotRetry:
+            return .failure(Refusal("not_retryable",
+                                    "the last attempt's decline (\(last.gatewayCode ?? "no code")) may not be retried on another gateway"))
+        }
+    }
+
+    /// Whether the app asks the server for another attempt by itself after `status`: only after a
+    /// definite failure the customer was never handed off for, while attempts remain. The server
+    /// decides the rest (``nextAttempt(payment:attempts:customerRequested:elapsed:)``).
+    public func appMayAskAgain(after status: PaymentStatus, handedOff: Bool, attemptsMade: Int, maxAttempts: Int) -> Bool {
+        attemptsMade < maxAttempts && (status == .failed || status == .expired) && !handedOff
+    }
+
+    /// Whether the next gateway may be tried right after a failed call, in-process (the cascade engine):
+    /// only when the failure is known not to have charged, the customer was never handed off, and the
+    /// gateway's decision table allows it.
+    public func mayTryNext(after failure: AttemptFailure, on gateway: GatewayID, handedOff: Bool) -> Bool {
+        guard !handedOff else { return false }
+        switch failure {
+        case .neverSent: return true
+        case .declined(let code): return table(for: gateway).decision(for: code) == .retryNext
+        case .unknown: return false
+        }
+    }
+
+    // MARK: Reports
+
+    /// Where a report comes from.
+    public enum ReportSource: String, Sendable, Hashable {
+        /// A verified notification the gateway sent.
+        case notification
+        /// An inquiry the server itself made.
+        case inquiry
+        /// The gateway's answer to a call the server made (a submit, a prepare's failure).
+        case answer
+    }
+
+    /// What to do with a report.
+    public enum Verdict: Sendable, Hashable {
+        /// Apply it: the attempt moves to the report's status.
+        case apply
+        /// Nothing to do: the attempt is already there.
+        case duplicate
+        /// Keep it, do not apply it, with the reason.
+        case refuse(String)
+        /// Keep it, do not apply it, and ask the gateway (a notification that would turn a failed attempt
+        /// into a paid one: only the server's own inquiry may do that).
+        case confirmByInquiry(String)
+    }
+
+    /// Whether `report` applies to an attempt now in `current`, made for `amount`.
+    ///
+    /// - A report never moves an attempt backwards (``PaymentStatus/transition(to:)``).
+    /// - A report that says money moved or is held (`paid`, `authorized`) must carry an amount in the
+    ///   attempt's currency equal to the attempt's amount; without one it is not applied.
+    /// - A refund (`refunded`, `partially_refunded`) applies only to an attempt that moved money; its
+    ///   amount, when given, is in the attempt's currency and not above the attempt's amount, and a
+    ///   partial refund is less than all of it.
+    /// - A failed, cancelled or expired attempt becomes paid or authorized only through an inquiry the
+    ///   server made; a notification alone is kept and answered by one.
+    public static func verdict(for report: StatusReport, on current: PaymentStatus, amount: Money,
+                               source: ReportSource) -> Verdict {
+        switch current.transition(to: report.status) {
+        case .unchanged: return .duplicate
+        case .rejected(let reason): return .refuse(reason)
+        case .advance: break
+        }
+        let status = report.status
+        if status == .paid || status == .authorized {
+            guard let reported = report.amount else {
+                return .refuse("a \(status) report without an amount is not applied")
+            }
+            guard reported == amount else {
+                return .refuse("amount mismatch: the gateway reports \(reported), the attempt is \(amount)")
+            }
+            if current.isNegative && source != .inquiry {
+                return .confirmByInquiry("a \(current) attempt becomes \(status) only through the server's own inquiry")
+            }
+        }
+        if status == .refunded || status == .partiallyRefunded {
+            guard current.moneyMoved else {
+                return .refuse("a refund of an attempt that never moved money (\(current)) is not applied")
+            }
+            if let reported = report.amount {
+                guard reported.currency == amount.currency else {
+                    return .refuse("refund currency \(reported.currency.code) is not the attempt's \(amount.currency.code)")
+                }
+                guard reported.minorUnits > 0, reported.minorUnits <= amount.minorUnits else {
+                    return .refuse("refund of \(reported) is outside the attempt's \(amount)")
+                }
+                if status == .partiallyRefunded, reported.minorUnits == amount.minorUnits {
+                    return .refuse("a partial refund of the whole amount (\(reported)) is not applied")
+                }
+            }
+        }
+        return .apply
+    }
+}

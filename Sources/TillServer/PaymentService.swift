@@ -1,0 +1,460 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import Logging
+import Metrics
+import Till
+import TillGatewayKit
+
+/// Where a crash-safety test wants the server to die while handling a notification.
+public enum CrashPoint: String, Sendable {
+    /// After the notification is verified, before anything is stored.
+    case beforeStore = "before-store"
+    /// After the notification is stored and applied (committed), before the acknowledgement is sent.
+    case afterStore = "after-store"
+}
+
+/// A refused request: an HTTP status, a stable code, the field at fault and, for gateway failures, what is
+/// known about the money (``CheckoutError/Category``).
+public struct ServiceError: Error, Sendable, Hashable {
+    public var status: HTTPResponse.Status
+    public var code: String
+    public var message: String
+    public var field: String?
+    public var category: CheckoutError.Category?
+
+    static let unauthorized = ServiceError(status: .unauthorized, code: "unauthorized", message: "missing or invalid API key")
+    static func notFound(_ what: String) -> ServiceError { ServiceError(status: .notFound, code: "not_found", message: "no such \(what)") }
+
+    public init(status: HTTPResponse.Status, code: String, message: String, field: String? = nil, category: CheckoutError.Category? = nil) {
+        self.status = status
+        self.code = code
+        self.message = message
+        self.field = field
+        self.category = category
+    }
+
+    init(_ error: CheckoutError, status: HTTPResponse.Status = .badRequest) {
+        self.init(status: status, code: error.code.rawValue, message: error.message, field: error.field, category: error.category)
+    }
+}
+
+/// The merchant server's behaviour, without HTTP: create a payment, start an attempt (the attempt policy
+/// and the router decide where), submit, record what the app saw, inquire, take notifications. The HTTP
+/// application (``buildApplication(state:store:logger:metrics:crashPoint:onServerRunning:)``) is a thin
+/// adapter over it, and the chaos run drives this same type in-process, so what the chaos run proves is
+/// what production runs.
+///
+/// Stateless apart from each merchant's health monitor: every decision reads the store, so any number of
+/// instances may share one PostgreSQL (see docs/server.md).
+public struct PaymentService: Sendable {
+    public let state: ServerState
+    public let store: any PaymentStore
+    let metrics: any MetricsFactory
+    let crashPoint: CrashPoint?
+    let logger: Logger
+    /// Inquiries the server starts by itself (a rejected or unconfirmed notification) run in the
+    /// background by default; in-process drivers (the chaos run) run them inline, so a run is repeatable.
+    let inquiriesInline: Bool
+    /// Attempts with an inquiry under way, so a burst of notifications causes one inquiry.
+    let inquiries = InFlight()
+    /// Removes credentials from stored notification headers (patterns compiled once).
+    let redactor = Redactor()
+
+    public init(state: ServerState, store: any PaymentStore, logger: Logger = Logger(label: "till.server"),
+                metrics: any MetricsFactory = MetricsSystem.factory, crashPoint: CrashPoint? = nil, inquiriesInline: Bool = false) {
+        self.state = state
+        self.store = store
+        self.logger = logger
+        self.metrics = metrics
+        self.crashPoint = crashPoint
+        self.inquiriesInline = inquiriesInline
+    }
+
+    // MARK: Payments
+
+    /// Creates a payment (idempotent by `idempotencyKey`). Returns the payment and whether it was a replay.
+    public func createPayment(_ intent: PaymentIntent, merchant: MerchantRuntime, idempotencyKey key: String?,
+                              logger: Logger? = nil) async throws -> (payment: PaymentView, replayed: Bool) {
+        if let issue = intent.validate(path: "body").first { throw ServiceError(issue.error) }
+        if let key, key.isEmpty || key.count > 255 {
+            throw ServiceError(status: .badRequest, code: "invalid_field", message: "1 to 255 characters", field: "Idempotency-Key")
+        }
+        let hash = Hex.encode(SHA256.hash(data: try Self.canonicalJSON(intent)))
+        let id = "pay_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        switch try await store.create(intent, merchant: merchant.configuration.id, id: id, idempotencyKey: key, requestHash: hash) {
+        case .created(let payment):
+            Counter(label: "till_payments_created_total", dimensions: [("merchant", merchant.configuration.id)], factory: metrics).increment()
+            (logger ?? self.logger).info("payment created", metadata: ["payment": .string(payment.id)])
+            return (PaymentView(payment), false)
+        case .replayed(let payment):
+            return (PaymentView(payment), true)
+        case .idempotencyConflict:
+            throw ServiceError(status: .conflict, code: "idempotency_conflict",
+                               message: "this Idempotency-Key was used with a different request", field: "Idempotency-Key")
+        case .duplicateReference:
+            throw ServiceError(status: .conflict, code: "duplicate_reference",
+                               message: "another payment already uses this merchant reference", field: "body.merchantReference")
+        }
+    }
+
+    /// A merchant's payment.
+    public func payment(id: String, merchant: MerchantRuntime) async throws -> PaymentView {
+        guard let payment = try await store.payment(id: id, merchant: merchant.configuration.id) else { throw ServiceError.notFound("payment") }
+        return PaymentView(payment)
+    }
+
+    /// The payment an attempt belongs to (the app knows its attempt from the preparation).
+    public func payment(attempt reference: AttemptReference, merchant: MerchantRuntime) async throws -> PaymentView {
+        guard let payment = try await store.payment(attempt: reference), payment.merchantID == merchant.configuration.id else {
+            throw ServiceError.notFound("attempt")
+        }
+        return PaymentView(payment)
+    }
+
+    // MARK: Prepare
+
+    /// Starts the payment's next attempt: the attempt policy says whether one may start, the router picks
+    /// the gateway, the attempt is stored, the gateway picks its return URL, then its **Prepare** runs.
+    public func prepare(paymentID id: String, merchant: MerchantRuntime, request input: PrepareRequest,
+                        logger: Logger? = nil) async throws -> Preparation {
+        let logger = logger ?? self.logger
+        guard let payment = try await store.payment(id: id, merchant: merchant.configuration.id) else { throw ServiceError.notFound("payment") }
+        let customerRequested = input.customerRequested == true
+        let gatewayID = try chooseGateway(for: payment, merchant: merchant, customerRequested: customerRequested)
+        guard let gateway = merchant.gateways[gatewayID] else {
+            throw ServiceError(status: .serviceUnavailable, code: "misconfigured", message: "gateway \(gatewayID) is not available")
+        }
+        let reference = AttemptReference.generate()
+        do {
+            // Stored before the gateway hears of it, so no notification can arrive for an unknown attempt.
+            // Compare-and-set: only if the attempts the decision was made on are still exactly these.
+            try await store.addAttempt(reference, payment: payment.id, gateway: gatewayID, expected: payment.attempts,
+                                       customerRequested: customerRequested)
+        } catch StoreError.conflict {
+            throw ServiceError(status: .conflict, code: "attempt_in_progress",
+                               message: "the payment changed while preparing (another attempt, or a late notification); read it again")
+        }
+        let start = ContinuousClock.now
+        // A half-open circuit's probe slot, if this attempt took it: released on every outcome below.
+        let probe = merchant.health.attemptStarted(on: gatewayID)
+        do {
+            // The app offered every route it has; the chosen gateway takes the one that fits it.
+            let returnURL = try gateway.returnURL(from: input.offeredReturnURLs, for: payment.intent)
+            var preparation = try await gateway.prepare(AttemptContext(intent: payment.intent, attempt: reference,
+                                                                       returnURL: returnURL, notificationURL: notificationURL(for: gatewayID)))
+            preparation.returnURL = preparation.returnURL ?? returnURL
+            recordPrepareDuration(gatewayID, since: start)
+            merchant.health.record(gatewayID, success: true, releasingProbe: probe)
+            try await store.attemptPrepared(reference, gatewayReference: preparation.gatewayReference, returnURL: preparation.returnURL)
+            logger.info("attempt prepared", metadata: ["payment": .string(payment.id), "attempt": .string(reference.rawValue),
+                                                       "gateway": .string(gatewayID.rawValue)])
+            return preparation
+        } catch {
+            recordPrepareDuration(gatewayID, since: start)
+            let failure = error as? CheckoutError
+                ?? CheckoutError(.unknownOutcome, message: "the gateway module failed unexpectedly", gateway: gatewayID)
+            merchant.health.record(gatewayID, success: failure.category != .unavailable && failure.category != .unknownOutcome,
+                                   releasingProbe: probe)
+            try await close(reference, on: gatewayID, after: failure, stage: "prepare")
+            throw ServiceError(status: failure.category == .invalidInput ? .unprocessableContent : .badGateway,
+                               code: failure.code.rawValue, message: failure.message, field: failure.field, category: failure.category)
+        }
+    }
+
+    private func recordPrepareDuration(_ gateway: GatewayID, since start: ContinuousClock.Instant) {
+        Timer(label: "till_prepare_duration", dimensions: [("gateway", gateway.rawValue)], factory: metrics)
+            .recordNanoseconds((ContinuousClock.now - start).nanosecondsCount)
+    }
+
+    /// After a failed Prepare or Submit: an attempt known not to have charged is closed as failed (so
+    /// the next prepare may cascade, as the attempt policy allows); one that may have reached the
+    /// gateway stays open (pending) for an inquiry to settle.
+    func close(_ reference: AttemptReference, on gatewayID: GatewayID, after failure: CheckoutError, stage: String) async throws {
+        if let code = AttemptFailure(failure).recordedCode {
+            _ = try await store.apply(StatusReport(gateway: gatewayID, attempt: reference, status: .failed, gatewayCode: code,
+                                                   eventID: "\(stage):\(reference)"), source: .answer)
+        } else {
+            try await store.attemptPrepared(reference, gatewayReference: nil, returnURL: nil)
+        }
+    }
+
+    func notificationURL(for gatewayID: GatewayID) -> URL? {
+        state.settings.publicURL.flatMap { URL(string: $0)?.appendingPathComponent("v1/notifications/\(gatewayID.rawValue)") }
+    }
+
+    /// The gateway for the next attempt, or the reason there is none: ``AttemptPolicy`` decides whether an
+    /// attempt may start; the router orders the gateways; one not tried yet is taken (or, when the
+    /// customer chose to try again and every gateway was tried, the router's first).
+    func chooseGateway(for payment: StoredPayment, merchant: MerchantRuntime, customerRequested: Bool) throws -> GatewayID {
+        let elapsed = Duration.milliseconds(Int64((Date().timeIntervalSince(payment.createdAt) * 1000).rounded()))
+        let tried: Set<GatewayID>
+        switch merchant.policy.nextAttempt(payment: payment.status, attempts: payment.attempts.map(AttemptSummary.init),
+                                           customerRequested: customerRequested, elapsed: elapsed) {
+        case .failure(let refusal):
+            throw ServiceError(status: .conflict, code: refusal.code, message: refusal.reason)
+        case .success(let gateways):
+            tried = gateways
+        }
+        // The same seed per payment: every prepare of one payment sees the same order.
+        var generator = SeededGenerator(seed: UInt64(truncatingIfNeeded: payment.id.utf8.reduce(UInt64(14_695_981_039_346_656_037)) {
+            ($0 ^ UInt64($1)) &* 1_099_511_628_211 }))
+        let decision = merchant.router.route(payment.intent, health: merchant.health, using: &generator)
+        if let next = decision.candidates.first(where: { !tried.contains($0) }) { return next }
+        if customerRequested, let first = decision.candidates.first { return first }
+        throw ServiceError(status: .conflict, code: "no_gateway_left", message: "no untried gateway can take this payment")
+    }
+
+    // MARK: Submit
+
+    /// The app hands over what it collected (an encrypted payload, a card token) and the attempt's gateway
+    /// is called with it, once. Failures are classified like Prepare's: never sent or declined closes the
+    /// attempt; anything else leaves it pending for an inquiry (never a cascade). An answer that hands the
+    /// customer off (3-D Secure) is recorded as a hand-off.
+    public func submit(_ submission: Submission, attempt reference: AttemptReference, merchant: MerchantRuntime,
+                       logger: Logger? = nil) async throws -> SubmitAnswer {
+        let logger = logger ?? self.logger
+        if let issue = Self.validate(submission).first { throw ServiceError(issue.error) }
+        guard let payment = try await store.payment(attempt: reference), payment.merchantID == merchant.configuration.id,
+              let attempt = payment.attempts.first(where: { $0.reference == reference }),
+              let gateway = merchant.gateways[attempt.gateway] else {
+            throw ServiceError.notFound("attempt")
+        }
+        guard attempt.status == .pending, attempt.submittedAt == nil, try await store.markSubmitted(reference) else {
+            throw ServiceError(status: .conflict, code: "already_submitted",
+                               message: "attempt \(reference) was already submitted or is \(attempt.status); read it again")
+        }
+        let context = SubmitContext(intent: payment.intent, attempt: reference, gatewayReference: attempt.gatewayReference,
+                                    returnURL: attempt.returnURL, notificationURL: notificationURL(for: attempt.gateway))
+        let result: SubmitResult
+        do {
+            result = try await gateway.submit(submission, context: context)
+            merchant.health.record(attempt.gateway, success: true)
+        } catch {
+            let failure = error as? CheckoutError
+                ?? CheckoutError(.unknownOutcome, message: "the gateway module failed unexpectedly", gateway: attempt.gateway)
+            merchant.health.record(attempt.gateway, success: failure.category != .unavailable && failure.category != .unknownOutcome)
+            try await close(reference, on: attempt.gateway, after: failure, stage: "submit")
+            logger.info("submit failed", metadata: ["attempt": .string(reference.rawValue), "code": .string(failure.code.rawValue),
+                                                    "category": .string(failure.category.rawValue)])
+            let status: HTTPResponse.Status = switch AttemptFailure(failure) {
+            case .declined: failure.category == .invalidInput ? .unprocessableContent : .init(code: 402)
+            case .neverSent, .unknown: .badGateway
+            }
+            throw ServiceError(status: status, code: failure.code.rawValue, message: failure.message, field: failure.field,
+                               category: failure.category)
+        }
+        if result.next.customerMayAuthenticate { try await store.markHandedOff(reference) }
+        if let report = result.report {
+            guard report.attempt == reference, report.gateway == attempt.gateway else {
+                throw ServiceError(status: .badGateway, code: CheckoutError.Code.unknownOutcome.rawValue,
+                                   message: "the gateway answered about another attempt", category: .unknownOutcome)
+            }
+            _ = try await store.apply(report, source: .answer)
+        }
+        logger.info("attempt submitted", metadata: ["attempt": .string(reference.rawValue), "gateway": .string(attempt.gateway.rawValue)])
+        let after = try await store.payment(attempt: reference) ?? payment
+        return SubmitAnswer(next: result.next, payment: PaymentView(after))
+    }
+
+    /// A submission's shape: a short kind, at most 32 fields, names of at most 64 characters, values
+    /// of at most 32 KiB (an encrypted payload), no control characters in names.
+    static func validate(_ submission: Submission) -> [ValidationIssue] {
+        var issues = Validators.length(submission.kind, field: "body.kind", maxLength: 64)
+        if submission.kind.isEmpty { issues.append(ValidationIssue(field: "body.kind", code: .missingField, message: "is required")) }
+        if submission.fields.count > 32 {
+            issues.append(ValidationIssue(field: "body.fields", code: .invalidField, message: "at most 32 fields"))
+        }
+        for (name, value) in submission.fields.sorted(by: { $0.key < $1.key }) {
+            if name.isEmpty || name.count > 64 || name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+                issues.append(ValidationIssue(field: "body.fields", code: .invalidField, message: "field names are 1 to 64 printable characters"))
+            }
+            issues += Validators.length(value, field: "body.fields.\(name)", maxLength: 32_768)
+        }
+        return issues
+    }
+
+    // MARK: Inquiry and the app's report
+
+    /// Asks the attempt's gateway for its status now and applies the answer: how a stuck attempt (a
+    /// timeout during prepare, a notification that never came) is settled on demand.
+    public func inquire(attempt reference: AttemptReference, merchant: MerchantRuntime) async throws -> PaymentView {
+        guard let payment = try await store.payment(attempt: reference), payment.merchantID == merchant.configuration.id,
+              let attempt = payment.attempts.first(where: { $0.reference == reference }),
+              let gateway = merchant.gateways[attempt.gateway] else {
+            throw ServiceError.notFound("attempt")
+        }
+        if !attempt.status.isFinal {
+            do {
+                _ = try await inquireAndApply(attempt, of: payment, on: gateway)
+            } catch let error as CheckoutError {
+                throw ServiceError(status: .badGateway, code: error.code.rawValue, message: error.message, category: error.category)
+            }
+        }
+        return PaymentView(try await store.payment(attempt: reference) ?? payment)
+    }
+
+    /// One inquiry of `attempt` and the answer applied (source `inquiry`).
+    func inquireAndApply(_ attempt: StoredAttempt, of payment: StoredPayment, on gateway: any CheckoutServer) async throws -> ApplyOutcome {
+        let report = try await gateway.inquire(InquiryQuery(attempt: attempt.reference, gatewayReference: attempt.gatewayReference,
+                                                            amount: payment.intent.amount))
+        guard report.attempt == attempt.reference, report.gateway == attempt.gateway else {
+            throw CheckoutError(.unknownOutcome, message: "the gateway answered about another attempt", gateway: attempt.gateway)
+        }
+        return try await store.apply(report, source: .inquiry)
+    }
+
+    /// Records what the app saw (informational; a reported hand-off is kept for the attempt policy).
+    public func reportOutcome(_ outcome: ClientOutcome, attempt reference: AttemptReference, merchant: MerchantRuntime,
+                              logger: Logger? = nil) async throws -> PaymentView {
+        for issue in Validators.length(outcome.message, field: "body.message", maxLength: 500)
+            + Validators.length(outcome.gatewayCode, field: "body.gatewayCode", maxLength: 64) {
+            throw ServiceError(issue.error)
+        }
+        guard let before = try await store.payment(attempt: reference), before.merchantID == merchant.configuration.id else {
+            throw ServiceError.notFound("attempt")
+        }
+        try await store.recordClientOutcome(outcome, attempt: reference)
+        (logger ?? self.logger).info("client outcome recorded (informational)", metadata: [
+            "attempt": .string(reference.rawValue), "kind": .string(outcome.kind.rawValue)])
+        return PaymentView(try await store.payment(attempt: reference) ?? before)
+    }
+
+    /// The merchant's quarantined notifications (verified, for attempts it does not have).
+    public func quarantine(merchant: MerchantRuntime, limit: Int = 100) async throws -> [QuarantinedNotification] {
+        try await store.quarantined(merchant: merchant.configuration.id, limit: min(max(limit, 1), 1_000))
+    }
+
+    // MARK: Notifications
+
+    /// A gateway's notification: verified by one of the gateway's configured instances, stored (or
+    /// quarantined) and applied by the attempt policy in one transaction, and only then acknowledged in
+    /// the gateway's way. An unverifiable one changes nothing and is refused (the gateway retries); if it
+    /// names an attempt we know, that attempt is inquired about instead.
+    public func receiveNotification(gateway gatewayID: GatewayID, headers: [String: String], body: Data,
+                                    logger: Logger? = nil) async throws -> NotificationAcknowledgement {
+        let logger = logger ?? self.logger
+        let candidates: [(merchant: MerchantRuntime, gateway: any CheckoutServer)] = state.merchants.compactMap { merchant in
+            merchant.gateways[gatewayID].map { (merchant: merchant, gateway: $0) }
+        }
+        guard !candidates.isEmpty else { throw ServiceError.notFound("gateway") }
+        let incoming = IncomingNotification(headers: headers, body: body)
+        var verified: (MerchantRuntime, VerifiedNotification)?
+        var failure: CheckoutError?
+        for candidate in candidates {
+            do {
+                verified = (candidate.merchant, try candidate.gateway.verifyNotification(incoming))
+                break
+            } catch let error as CheckoutError {
+                failure = failure ?? error
+            } catch {
+                failure = failure ?? CheckoutError(.malformedBody, message: "unverifiable notification")
+            }
+        }
+        guard let (merchant, notification) = verified else {
+            Counter(label: "till_notifications_total", dimensions: [("gateway", gatewayID.rawValue), ("result", "rejected")], factory: metrics).increment()
+            logger.warning("notification rejected", metadata: ["gateway": .string(gatewayID.rawValue),
+                                                               "reason": .string(failure?.message ?? "unverifiable")])
+            if let claimed = candidates.lazy.compactMap({ $0.gateway.claimedAttempt(in: incoming) }).first {
+                await inquire(claimed, gateway: gatewayID, why: "a rejected notification named it", logger: logger)
+            }
+            let status: HTTPResponse.Status = failure?.category == .verification ? .unauthorized : .badRequest
+            throw ServiceError(status: status, code: failure?.code.rawValue ?? "unverifiable",
+                               message: failure?.message ?? "the notification could not be verified", field: failure?.field)
+        }
+        if crashPoint == .beforeStore { Self.crash() }
+        // Headers are kept for audit and re-verification, minus credentials a proxy may have added.
+        let stored = RawNotification(gateway: gatewayID, headers: redactor.redact(headers: headers), body: body)
+        let outcome = try await store.ingest(stored, report: notification.report, merchant: merchant.configuration.id)
+        if crashPoint == .afterStore { Self.crash() }
+        Counter(label: "till_notifications_total", dimensions: [("gateway", gatewayID.rawValue), ("result", "verified")], factory: metrics).increment()
+        Counter(label: "till_notification_outcomes_total", dimensions: [("gateway", gatewayID.rawValue), ("outcome", outcome.storedName)],
+                factory: metrics).increment()
+        let attempt = notification.report.attempt
+        switch outcome {
+        case .applied(let attemptStatus, let paymentStatus):
+            Counter(label: "till_payment_status_total", dimensions: [("status", paymentStatus.rawValue)], factory: metrics).increment()
+            logger.info("notification applied", metadata: [
+                "merchant": .string(merchant.configuration.id), "attempt": .string(attempt.rawValue),
+                "attempt_status": .string(attemptStatus.rawValue), "payment_status": .string(paymentStatus.rawValue)])
+        case .needsInquiry(let reason):
+            logger.notice("notification stored; the server inquires before applying it", metadata: [
+                "attempt": .string(attempt.rawValue), "reason": .string(reason)])
+            await inquire(attempt, gateway: gatewayID, why: reason, logger: logger)
+        case .quarantined:
+            logger.warning("verified notification for an unknown attempt quarantined", metadata: [
+                "merchant": .string(merchant.configuration.id), "gateway": .string(gatewayID.rawValue), "attempt": .string(attempt.rawValue)])
+        case .duplicate, .stale, .unknownAttempt:
+            logger.info("notification stored, not applied", metadata: ["attempt": .string(attempt.rawValue),
+                                                                       "outcome": .string(outcome.storedName)])
+        }
+        // Only now, with the notification durably stored, acknowledge it in the gateway's way.
+        return notification.acknowledgement
+    }
+
+    /// A gateway checking its endpoint before it sends to it: the first of its configured instances that
+    /// recognises the request answers it; nothing is stored and no status changes.
+    public func answerChallenge(gateway gatewayID: GatewayID, headers: [String: String]) throws -> NotificationAcknowledgement {
+        let incoming = IncomingNotification(headers: headers, body: Data())
+        for merchant in state.merchants {
+            if let answer = merchant.gateways[gatewayID]?.answerChallenge(incoming) { return answer }
+        }
+        throw ServiceError.notFound("endpoint verification")
+    }
+
+    /// Inquires an attempt the server has a reason to doubt (a rejected notification named it, or a
+    /// notification may only be applied after the server's own inquiry), at most once at a time per
+    /// attempt: in the background, or inline for in-process drivers.
+    func inquire(_ claimed: AttemptReference, gateway gatewayID: GatewayID, why: String, logger: Logger) async {
+        guard inquiries.begin(claimed) else { return }
+        let (store, state, inquiries) = (self.store, self.state, self.inquiries)
+        let service = self
+        let work: @Sendable () async -> Void = {
+            defer { inquiries.end(claimed) }
+            do {
+                guard let payment = try await store.payment(attempt: claimed),
+                      let attempt = payment.attempts.first(where: { $0.reference == claimed }), attempt.gateway == gatewayID,
+                      !attempt.status.isFinal || attempt.status.isNegative,
+                      let gateway = state.merchant(id: payment.merchantID)?.gateways[gatewayID],
+                      gateway.capabilities.supportsInquiry else { return }
+                let outcome = try await service.inquireAndApply(attempt, of: payment, on: gateway)
+                logger.info("inquiry the server started", metadata: ["attempt": .string(claimed.rawValue), "why": .string(why),
+                                                                     "outcome": .string(outcome.storedName)])
+            } catch {
+                logger.warning("inquiry the server started failed", metadata: [
+                    "attempt": .string(claimed.rawValue), "error": .string((error as? CheckoutError)?.code.rawValue ?? "\(type(of: error))")])
+            }
+        }
+        if inquiriesInline { await work() } else { Task { await work() } }
+    }
+
+    private static func crash() -> Never {
+        kill(getpid(), SIGKILL)
+        fatalError("unreachable")
+    }
+
+    static func canonicalJSON(_ intent: PaymentIntent) throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return try encoder.encode(intent)
+    }
+}
+
+extension AttemptSummary {
+    init(_ attempt: StoredAttempt) {
+        self.init(reference: attempt.reference, gateway: attempt.gateway, status: attempt.status, gatewayCode: attempt.gatewayCode,
+                  handedOff: attempt.handedOff, customerRequested: attempt.customerRequested)
+    }
+}
+
+extension Duration {
+    var nanosecondsCount: Int64 { components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000 }
+}
+
+/// A set of keys with work under way.
+struct InFlight: Sendable {
+    private let keys = Locked<Set<AttemptReference>>([])
+    /// True if the caller may start (nothing under way for `key`).
+    func begin(_ key: AttemptReference) -> Bool { keys.withLock { $0.insert(key).inserted } }
+    func end(_ key: AttemptReference) { keys.withLock { _ = $0.remove(key) } }
+}
