@@ -94,6 +94,11 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
+        // The chaos run: production's PaymentService on a real store, fake gateways injecting faults.
+        .target(
+            name: "TillChaos",
+            dependencies: ["Till", "TillGatewayKit", "TillTesting", "TillServer", .product(name: "Logging", package: "swift-log")]
+        ),
         .executableTarget(
             name: "till",
             dependencies: [
@@ -106,6 +111,7 @@ let package = Package(
                 "TillCitcon",
                 "TillCitconServer",
                 "TillSandbox",
+                "TillChaos",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -118,6 +124,7 @@ let package = Package(
         ),
         .testTarget(name: "TillTestingTests", dependencies: ["Till", "TillTesting"]),
         .testTarget(name: "TillGatewayKitTests", dependencies: ["Till", "TillGatewayKit"]),
+        .testTarget(name: "TillChaosTests", dependencies: ["Till", "TillTesting", "TillServer", "TillChaos"]),
         // Proves docs/implementing-a-gateway.md: a toy gateway added by following only that page.
         .testTarget(
             name: "ToyGatewayTests",

@@ -60,8 +60,12 @@ final class ServerHarness: @unchecked Sendable {
     /// The amount of ``intentJSON(_:minor:method:)``'s default payment, 25.00 USD.
     static let amount = Money(minorUnits: 2500, currency: Currency.lookup("USD")!)
 
+    /// The server's merchants, their health monitors and attempt policy.
+    let state: ServerState
+
     init(_ kind: StoreKind, gateways ids: [GatewayID] = ["fake"], maxAttempts: Int = 3, maxBodyBytes: Int = 16_384,
-         metrics: (any MetricsFactory)? = nil, flow: FakeFlow = .card) async throws {
+         metrics: (any MetricsFactory)? = nil, flow: FakeFlow = .card, health: HealthSettings = HealthSettings(),
+         clock: any TillClock = SystemClock()) async throws {
         merchant = "m-\(UUID().uuidString.prefix(8).lowercased())"
         apiKey = "key-\(UUID().uuidString)"
         // Gateways post their notifications to this server, as a real gateway would.
@@ -85,9 +89,10 @@ final class ServerHarness: @unchecked Sendable {
             merchants: [MerchantConfiguration(
                 id: merchant, apiKey: CredentialReference(env: "API_KEY"),
                 gateways: ids.map { GatewayConfiguration(id: $0, module: "fake") },
-                routing: RoutingConfiguration(fallback: ids), retry: RetryPolicy(maxAttempts: maxAttempts))],
+                routing: RoutingConfiguration(fallback: ids), retry: RetryPolicy(maxAttempts: maxAttempts), health: health)],
             server: ServerSettings(listen: "127.0.0.1:0", storage: "sqlite:injected-by-the-test", publicURL: "https://merchant.example", maxBodyBytes: maxBodyBytes))
-        let state = try ServerState(configuration: configuration, plugins: [plugin], environment: ["API_KEY": apiKey])
+        let state = try ServerState(configuration: configuration, plugins: [plugin], environment: ["API_KEY": apiKey], clock: clock)
+        self.state = state
         store = try await kind.open()
         let (stream, continuation) = AsyncStream<Int>.makeStream()
         let app = try buildApplication(state: state, store: store, metrics: metrics ?? MetricsSystem.factory) { port in

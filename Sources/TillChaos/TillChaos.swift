@@ -1,0 +1,1 @@
+// The chaos run over the production path: see ChaosRun.
