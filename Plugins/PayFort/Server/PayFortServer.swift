@@ -60,10 +60,13 @@ public struct PayFortServer: CheckoutServer {
     /// What PayFort can do: the same as `PayFortGateway.capabilities`.
     public var capabilities: GatewayCapabilities { PayFortGateway.capabilities }
 
-    /// Which declines may move to another gateway: only a technical problem on PayFort's side (`006`).
-    /// Card declines, insufficient funds, expired cards and everything else stay where they are.
+    /// Which declines may move to another gateway: only a purchase that failed with a technical problem on
+    /// PayFort's side (`13006`). An authorization's technical problem (`03006`) is not: PayFort's own
+    /// WooCommerce plugin lists it among the on-hold codes (`APS_ONHOLD_RESPONSE_CODES` in
+    /// payfort/woocommerce-payfort `lib/class-aps-constants.php`), so a hold may exist and trying another
+    /// gateway could authorise twice. Card declines, insufficient funds and everything else stay too.
     public var decisionTable: DecisionTable {
-        DecisionTable(["13006": .retryNext, "03006": .retryNext, "20064": .stepUp])
+        DecisionTable(["13006": .retryNext, "20064": .stepUp])
     }
 
     // MARK: Prepare
