@@ -71,7 +71,7 @@ final class ServerHarness: @unchecked Sendable {
         // Gateways post their notifications to this server, as a real gateway would.
         let address = Mailbox()
         let gateways = ids.map { id in
-            FakeGateway(id: id, decisionTable: DecisionTable(["soft": .retryNext]), secret: Self.secret, flow: flow) { notification in
+            FakeGateway(id: id, decisionTable: DecisionTable(["soft": .retryNext, "3ds_required": .stepUp]), secret: Self.secret, flow: flow) { notification in
                 guard let base = await address.url else { return }
                 var request = URLRequest(url: base.appendingPathComponent("v1/notifications/\(id.rawValue)"))
                 request.httpMethod = "POST"
