@@ -32,6 +32,8 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.0.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.80.0"),
+        // Server-only: the reconciler runs beside the HTTP server in one service group.
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.8.0"),
     ],
     targets: [
         .target(
@@ -92,6 +94,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         // The chaos run: production's PaymentService on a real store, fake gateways injecting faults.

@@ -284,7 +284,9 @@ public struct PaymentService: Sendable {
               let gateway = merchant.gateways[attempt.gateway] else {
             throw ServiceError.notFound("attempt")
         }
-        if !attempt.status.isFinal {
+        // Open attempts, and ended ones that moved no money (a late charge after an expiry or a decline is
+        // only ever applied through this inquiry, never lost).
+        if !attempt.status.isFinal || attempt.status.isNegative {
             do {
                 _ = try await inquireAndApply(attempt, of: payment, on: gateway)
             } catch let error as CheckoutError {

@@ -37,7 +37,14 @@ struct ServerCommand: AsyncParsableCommand {
             throw ExitCode.failure
         }
         let store = try openStore(settings.storage)
-        try await store.migrate()
+        // A database that cannot be reached is a failed start, said once, not a silent wait.
+        do {
+            try await withTimeout(.seconds(30)) { try await store.migrate() }
+        } catch {
+            printError("till server: cannot prepare the store at \(withoutPassword(settings.storage)): "
+                       + (error is TimeoutError ? "no connection within 30 s" : String(describing: type(of: error))))
+            throw ExitCode.failure
+        }
         // Test-only fault injection for the crash-safety test; release builds ignore it.
         var crashPoint: CrashPoint?
         if let point = ProcessInfo.processInfo.environment["TILL_CRASH_POINT"] {
@@ -53,7 +60,34 @@ struct ServerCommand: AsyncParsableCommand {
             // Unbuffered, so a supervising process sees the line at once.
             FileHandle.standardOutput.write(Data("till server listening on http://\(host):\(port)\n".utf8))
         }
-        try await app.runService()
+        // The reconciler runs beside the HTTP server, in one service group (graceful shutdown on SIGTERM/SIGINT).
+        let reconciler = settings.reconciliation.enabled
+            ? Reconciler(state: state, store: store, settings: settings.reconciliation, logger: Logger(label: "till.reconciler"))
+            : nil
+        try await runServer(app, reconciler: reconciler)
         try await store.close()
     }
+}
+
+/// `body` did not finish within the time given.
+struct TimeoutError: Error {}
+
+/// Runs `body`, or throws ``TimeoutError`` once `limit` passes (the body is cancelled).
+func withTimeout<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    try await withThrowingTaskGroup(of: T.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(for: limit)
+            throw TimeoutError()
+        }
+        defer { group.cancelAll() }
+        return try await group.next()!
+    }
+}
+
+/// A storage URL fit to print: a password in it is replaced by `***`.
+func withoutPassword(_ storage: String) -> String {
+    guard var components = URLComponents(string: storage), components.password != nil else { return storage }
+    components.password = "***"
+    return components.string ?? "(storage URL)"
 }

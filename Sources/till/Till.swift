@@ -7,6 +7,6 @@ struct TillCommand: AsyncParsableCommand {
         abstract: "Till: one checkout API over many payment gateways.",
         subcommands: [CurrenciesCommand.self, DemoCommand.self, ConfigCommand.self, RouteCommand.self,
                       BenchCommand.self, ChaosCommand.self, ServerCommand.self, SignCommand.self, VerifyCommand.self,
-                      SandboxCommand.self]
+                      SandboxCommand.self, ReconcileCommand.self, QuarantineCommand.self]
     )
 }

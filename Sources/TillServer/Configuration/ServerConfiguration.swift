@@ -52,23 +52,27 @@ public struct ServerSettings: Sendable, Hashable, Codable {
     public var publicURL: String?
     /// Request bodies larger than this are refused with 413.
     public var maxBodyBytes: Int
+    /// The reconciler that settles attempts nobody settled (``Reconciler``); defaults when absent.
+    public var reconciliation: ReconciliationSettings
 
     public init(listen: String = "127.0.0.1:8080", storage: String = "sqlite:till.sqlite", publicURL: String? = nil,
-                maxBodyBytes: Int = 65_536) {
+                maxBodyBytes: Int = 65_536, reconciliation: ReconciliationSettings = ReconciliationSettings()) {
         self.listen = listen
         self.storage = storage
         self.publicURL = publicURL
         self.maxBodyBytes = maxBodyBytes
+        self.reconciliation = reconciliation
     }
 
     public init(from decoder: any Decoder) throws {
-        try decoder.reportUnknownKeys(allowed: ["listen", "storage", "publicURL", "maxBodyBytes"])
+        try decoder.reportUnknownKeys(allowed: ["listen", "storage", "publicURL", "maxBodyBytes", "reconciliation"])
         let c = try decoder.container(keyedBy: CodingKeys.self)
         let d = ServerSettings()
         listen = try c.decodeIfPresent(String.self, forKey: .listen) ?? d.listen
         storage = try c.decodeIfPresent(String.self, forKey: .storage) ?? d.storage
         publicURL = try c.decodeIfPresent(String.self, forKey: .publicURL)
         maxBodyBytes = try c.decodeIfPresent(Int.self, forKey: .maxBodyBytes) ?? d.maxBodyBytes
+        reconciliation = try c.decodeIfPresent(ReconciliationSettings.self, forKey: .reconciliation) ?? d.reconciliation
     }
 
     /// The listen address split into host and port.
@@ -92,6 +96,7 @@ public struct ServerSettings: Sendable, Hashable, Codable {
         if !(1_024...10_485_760).contains(maxBodyBytes) {
             issues.append(.init(field: "\(path).maxBodyBytes", code: .invalidField, message: "1024 to 10485760"))
         }
+        issues += reconciliation.validate(path: "\(path).reconciliation")
         return issues
     }
 }
