@@ -1,13 +1,19 @@
 import ArgumentParser
 import Foundation
-import Till
-import TillTesting
+import TillChaos
 
 struct ChaosCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "chaos",
-        abstract: "Drive checkouts through the router against faulty fake gateways and count double charges and lost payments.",
-        discussion: "The last line is a JSON object. doubleCharges and lostPayments must be 0; the command exits non-zero otherwise.")
+        abstract: "Drive checkouts through the merchant server's own logic on a real store, against faulty fake gateways, and count double charges, lost and stuck payments.",
+        discussion: """
+            The app's checkout loop runs against the server's payment service in-process, on SQLite (a temporary \
+            file) or PostgreSQL; fake gateways inject faults and keep a ledger of what they charged. At the end the \
+            gateways settle what they hold, the production reconciler runs, and every payment is counted against \
+            the ledgers. The last line is a JSON object starting with checkouts, doubleCharges, lostPayments, \
+            stuckPayments, store and seconds. The command exits non-zero when a payment was charged twice, charged \
+            but not paid, marked paid without a charge, or left open.
+            """)
 
     @Option(help: "Number of checkouts.")
     var checkouts = 1_000
@@ -15,27 +21,38 @@ struct ChaosCommand: AsyncParsableCommand {
     @Option(help: "Seed: the same seed replays the same run.")
     var seed: UInt64 = 1
 
-    @Option(name: .customLong("fault-rate"), help: "Probability (0...1) of each injected fault.")
-    var faultRate = 0.2
+    @Option(name: .customLong("fault-rate"), help: "Probability (0...1) of a fault at each step.")
+    var faultRate = 0.3
+
+    @Option(help: "sqlite (a temporary file), sqlite:PATH (kept), or a postgres:// URL.")
+    var store = "sqlite"
 
     func validate() throws {
         guard checkouts > 0 else { throw ValidationError("--checkouts must be positive") }
         guard (0...1).contains(faultRate) else { throw ValidationError("--fault-rate must be between 0 and 1") }
+        guard store == "sqlite" || store.hasPrefix("sqlite:") || store.hasPrefix("postgres://") || store.hasPrefix("postgresql://") else {
+            throw ValidationError("--store must be sqlite, sqlite:PATH or a postgres:// URL")
+        }
     }
 
     func run() async throws {
-        let start = ContinuousClock.now
-        let report = try await ChaosRun.run(.init(checkouts: checkouts, seed: seed, faultRate: faultRate))
-        let elapsed = ContinuousClock.now - start
-        print("chaos: \(report.checkouts) checkouts, \(report.attempts) attempts, seed \(seed), fault rate \(faultRate), \(elapsed.formatted(.units(allowed: [.seconds, .milliseconds], width: .abbreviated)))")
-        print("  paid \(report.succeeded), failed \(report.failed) (\(report.askedCustomer) handed back to the customer), unresolved \(report.unresolved)")
-        print("  settled after the cascade by notifications or inquiry: \(report.settledByReconciliation)")
-        print("  notifications: \(report.notificationsApplied) applied, \(report.notificationsDuplicate) duplicates ignored, \(report.notificationsStale) stale ignored")
+        let report = try await ChaosRun.run(.init(checkouts: checkouts, seed: seed, faultRate: faultRate, store: store))
+        print("chaos: \(report.checkouts) checkouts on \(report.store), seed \(seed), fault rate \(faultRate), \(String(format: "%.1f", report.seconds)) s")
+        print("  payments: \(report.paid) paid, \(report.failed) failed; \(report.attempts) attempts, \(report.charges) charged")
+        print("  notifications: \(report.notificationsApplied) applied, \(report.notificationsDuplicate) duplicate, "
+              + "\(report.notificationsStale) stale, \(report.notificationsNeedingInquiry) needing an inquiry, "
+              + "\(report.notificationsQuarantined) quarantined, \(report.notificationsRejected) rejected")
+        print("  reconciliation: \(report.reconciled) settled or expired in \(report.reconciliationPasses) pass(es) "
+              + "(\(report.reconciliationActions.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")))")
+        print("  faults: " + report.faults.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+        if !report.appErrors.isEmpty {
+            print("  the app ended with: " + report.appErrors.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+        }
+        for error in report.internalErrors.prefix(20) { print("  INTERNAL ERROR \(error)") }
+        print("  double charges \(report.doubleCharges), lost payments \(report.lostPayments), stuck payments \(report.stuckPayments), "
+              + "paid without a charge \(report.unchargedPaid)")
         for violation in report.violations { print("  VIOLATION \(violation)") }
-        struct Line: Encodable { let checkouts, succeeded, failed, unresolved, doubleCharges, lostPayments, attempts: Int }
-        try printJSONLine(Line(
-            checkouts: report.checkouts, succeeded: report.succeeded, failed: report.failed, unresolved: report.unresolved,
-            doubleCharges: report.doubleCharges, lostPayments: report.lostPayments, attempts: report.attempts))
-        if report.doubleCharges > 0 || report.lostPayments > 0 || report.falseSuccesses > 0 { throw ExitCode.failure }
+        print(report.jsonLine)
+        if !report.isClean { throw ExitCode.failure }
     }
 }

@@ -1,1 +1,0 @@
-// The chaos run over the production path: see ChaosRun.
