@@ -229,9 +229,11 @@ struct Courier: Sendable {
             world.recordInternalError(error)
             return
         }
-        if world.fault() {
+        if envelope.redeliveries < 5, world.fault() {
             world.count(.ackLost, checkout: nil)
-            world.sendLater(envelope)
+            var again = envelope
+            again.redeliveries += 1
+            world.sendLater(again)
         }
     }
 

@@ -9,6 +9,9 @@ struct Envelope: Sendable {
     var notification: IncomingNotification
     /// Signed with a secret that is not the gateway's: the server must refuse it.
     var forged = false
+    /// How often the gateway has delivered it again after a lost acknowledgement (it gives up after 5,
+    /// as gateways do).
+    var redeliveries = 0
 }
 
 /// What the chaos run's gateways, app and customer share: three ``FakeGateway``s per gateway id (one per

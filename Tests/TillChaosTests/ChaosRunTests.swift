@@ -55,6 +55,14 @@ struct ChaosRunTests {
         #expect(other.untimed != first.untimed)
     }
 
+    @Test("heavier faults, up to a fault at every step: still no double charge, no lost or stuck payment",
+          arguments: [(UInt64(11), 0.6), (12, 1.0)])
+    func heavy(seed: UInt64, faultRate: Double) async throws {
+        let report = try await ChaosRun.run(.init(checkouts: 150, seed: seed, faultRate: faultRate))
+        Self.expectClean(report)
+        #expect(report.attempts >= 150)
+    }
+
     @Test("no faults: every checkout is paid once")
     func noFaults() async throws {
         let report = try await ChaosRun.run(.init(checkouts: 60, seed: 3, faultRate: 0))
