@@ -38,6 +38,29 @@ struct ChaosServerHalf: CheckoutServer {
     func returnURL(from offered: [URL], for intent: PaymentIntent) throws -> URL? { try anyFake.returnURL(from: offered, for: intent) }
 }
 
+/// The app half of one chaos gateway for one flow: the fake's own, except that the customer acts in a
+/// vendor SDK the moment the app is told to launch it, before the app races the SDK's answer against the
+/// return URL, so which of the two arrives first never changes what happened.
+struct ChaosAppHalf: Checkout {
+    let fake: FakeGateway
+    let customer: ChaosCustomer
+
+    var gateway: GatewayID { fake.gateway }
+    var capabilities: GatewayCapabilities { fake.capabilities }
+
+    func present(_ preparation: Preparation, input: PresentInput) async throws -> NextStep {
+        let step = try await fake.present(preparation, input: input)
+        if case .launchWallet(let launch) = step, launch.wallet == FakeGateway.sdkName {
+            try await customer.actInSDK(on: preparation.attempt, fake: fake)
+        }
+        return step
+    }
+
+    func interpretReturn(_ event: ReturnEvent, for preparation: Preparation) -> ClientOutcome {
+        fake.interpretReturn(event, for: preparation)
+    }
+}
+
 extension ChaosWorld {
     /// The `fake` module as the merchant server loads it: its server halves are this world's gateways.
     var plugin: GatewayPlugin {
@@ -47,29 +70,47 @@ extension ChaosWorld {
     }
 
     /// The app halves an app presenting `flow` embeds, one per gateway: the fakes of that flow.
-    func appHalves(for flow: ChaosFlow) -> [any Checkout] {
-        Self.gatewayIDs.map { fakes[$0]![flow.fakeFlow]! }
+    func appHalves(for flow: ChaosFlow, customer: ChaosCustomer) -> [any Checkout] {
+        Self.gatewayIDs.map { ChaosAppHalf(fake: fakes[$0]![flow.fakeFlow]!, customer: customer) }
     }
 }
 
 /// The customer, played against the fakes: fills card forms with a test card, and in a wallet or a
-/// vendor SDK pays, cancels, or pays and never comes back, as drawn. Acts at once (before the app starts
-/// waiting for the return), so a run does not depend on timing.
+/// vendor SDK pays, cancels, or pays and never comes back, as drawn (the choices of `SimulatedCustomer`).
+/// The customer acts before the app starts waiting for the return, and one who never comes back is
+/// reported at once as the return that timed out, so a run never depends on timing.
 struct ChaosCustomer: CheckoutPresenter {
     let world: ChaosWorld
     let returns: ReturnURLHandler
     /// A Luhn-valid test card.
     static let card = FormValues(["card_number": "4111111111111111", "expiry": "12/30", "cvv": "123"])
 
+    static func neverCameBack() -> CheckoutError {
+        CheckoutError(.returnTimedOut, message: "the customer did not come back")
+    }
+
+    /// The customer pays or cancels on the wallet page (or pays and never comes back).
     func open(_ url: URL, handoff: Handoff) async throws {
         guard let value = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first(where: { $0.name == "attempt" })?.value,
               let fake = world.fake(for: AttemptReference(rawValue: value)) else { return }
         let choice = world.customerChoice(handOff: true)
         let (_, back) = try await fake.customerActs(on: AttemptReference(rawValue: value), result: choice == .cancel ? .cancelled : .paid,
                                                     code: choice == .cancel ? "cancel" : nil)
+        guard choice != .vanish, let back else { throw Self.neverCameBack() }
+        returns.handle(back)
+    }
+
+    /// The customer acts in the vendor SDK: pays, cancels, or pays and closes the app. The SDK then
+    /// opens the return URL too (the app takes whichever of its answer and the URL comes first).
+    func actInSDK(on reference: AttemptReference, fake: FakeGateway) async throws {
+        let choice = world.customerChoice(handOff: true)
+        let (_, back) = try await fake.customerActs(on: reference, result: choice == .cancel ? .cancelled : .paid,
+                                                    code: choice == .cancel ? "cancel" : nil)
+        world.recordSDKChoice(choice, for: reference)
         if choice != .vanish, let back { returns.handle(back) }
     }
 
+    /// What the vendor SDK reports in-process, for the choice the customer made in it.
     func launch(_ wallet: WalletLaunch) async throws -> SDKResult? {
         guard let value = wallet.parameters["attempt"] else { return nil }
         let reference = AttemptReference(rawValue: value)
@@ -77,11 +118,14 @@ struct ChaosCustomer: CheckoutPresenter {
             if let url = URL(string: "https://wallet.fake.invalid/pay?attempt=\(value)") { try await open(url, handoff: .walletApp) }
             return nil
         }
-        let choice = world.customerChoice(handOff: true)
-        _ = try await fake.customerActs(on: reference, result: choice == .cancel ? .cancelled : .paid, code: choice == .cancel ? "cancel" : nil)
-        switch choice {
+        var choice = world.takeSDKChoice(for: reference)
+        if choice == nil {
+            try await actInSDK(on: reference, fake: fake)
+            choice = world.takeSDKChoice(for: reference)
+        }
+        switch choice ?? .pay {
         case .cancel: return SDKResult(code: "-2", parameters: ["message": "cancelled in the SDK"])
-        case .vanish: return nil   // the SDK never calls back; the app waits for a return that never comes
+        case .vanish: throw Self.neverCameBack()
         case .pay, .closeForm: return SDKResult(code: "0")
         }
     }

@@ -358,9 +358,9 @@ final class ChaosDriver {
     /// The app's checkout, as an app runs it: pay; when the app says nothing was sent, the customer taps
     /// pay again; after a declined or cancelled hand-off, the customer may choose to try again.
     func pay(_ intent: PaymentIntent, flow: ChaosFlow) async {
-        let app = AppCheckout(backend: backend, gateways: world.appHalves(for: flow), returns: returns,
-                              presenter: ChaosCustomer(world: world, returns: returns),
-                              returnTimeout: .milliseconds(30), confirmationTimeout: .milliseconds(5),
+        let customer = ChaosCustomer(world: world, returns: returns)
+        let app = AppCheckout(backend: backend, gateways: world.appHalves(for: flow, customer: customer), returns: returns,
+                              presenter: customer, returnTimeout: .milliseconds(50), confirmationTimeout: .milliseconds(5),
                               confirmationInterval: .milliseconds(5), maxAttempts: 3)
         var result: CheckoutResult?
         for round in 1...3 {

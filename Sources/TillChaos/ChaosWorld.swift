@@ -23,6 +23,8 @@ struct Envelope: Sendable {
 final class ChaosWorld: Sendable {
     /// One attempt as the run scripted it.
     struct Attempt: Sendable {
+        /// The attempt's place among all the run's attempts.
+        var index: Int
         var checkout: Int
         var gateway: GatewayID
         var flow: ChaosFlow
@@ -47,6 +49,8 @@ final class ChaosWorld: Sendable {
         var afterSettle: [Envelope] = []
         /// Merchant reference → payment id.
         var payments: [String: String] = [:]
+        /// What the customer chose in a vendor SDK, until the SDK reports it.
+        var sdkChoices: [AttemptReference: CustomerChoice] = [:]
         var internalErrors: [String] = []
     }
 
@@ -118,15 +122,15 @@ final class ChaosWorld: Sendable {
     /// Scripts a new attempt on `gateway` for the current checkout: draws its plan and returns the fake
     /// that plays it (the one for the checkout's app flow), with the plan queued on it.
     func beginAttempt(_ reference: AttemptReference, on gateway: GatewayID) async -> FakeGateway {
-        let (attempt, faults) = state.withLock { state -> (Attempt, [ChaosFault]) in
+        let attempt = state.withLock { state -> Attempt in
             let (plan, faults) = Self.plan(for: state.flow, rate: rate, dice: &state.dice)
-            let attempt = Attempt(checkout: state.checkout, gateway: gateway, flow: state.flow, plan: plan)
+            let attempt = Attempt(index: state.order.count, checkout: state.checkout, gateway: gateway, flow: state.flow, plan: plan)
             state.attempts[reference] = attempt
             state.order.append(reference)
             state.byCheckout[state.checkout, default: []].append(reference)
-            return (attempt, faults)
+            for fault in faults { state.faults[fault, default: 0] += 1 }
+            return attempt
         }
-        state.withLock { state in for fault in faults { state.faults[fault, default: 0] += 1 } }
         let fake = fakes[gateway]![attempt.flow.fakeFlow]!
         await fake.ledger.enqueue([attempt.plan])
         return fake
@@ -217,6 +221,15 @@ final class ChaosWorld: Sendable {
         return vanish ? .vanish : .cancel
     }
 
+    func recordSDKChoice(_ choice: CustomerChoice, for reference: AttemptReference) {
+        state.withLock { $0.sdkChoices[reference] = choice }
+    }
+
+    /// The customer's choice in the SDK for `reference`, once.
+    func takeSDKChoice(for reference: AttemptReference) -> CustomerChoice? {
+        state.withLock { $0.sdkChoices.removeValue(forKey: reference) }
+    }
+
     // MARK: Payments
 
     func recordPayment(reference: String, id: String) { state.withLock { $0.payments[reference] = id } }
@@ -244,15 +257,22 @@ final class ChaosWorld: Sendable {
     func sendAfterSettling(_ envelope: Envelope) { state.withLock { $0.afterSettle.append(envelope) } }
 
     /// Takes everything due at a drain: the gateways' outboxes, then what was queued for later (and, at
-    /// the end, what waited for the settlement), in a fixed order for the caller to shuffle.
+    /// the end, what waited for the settlement), in a fixed order for the caller to shuffle. The outboxes
+    /// are ordered by attempt (which gateway holds an attempt's notification depends on routing, which
+    /// depends on the server's random payment ids; the order must not).
     func takeLate(includingAfterSettle: Bool) async -> [Envelope] {
-        var envelopes: [Envelope] = []
+        var held: [(key: Int, body: [UInt8], envelope: Envelope)] = []
         for id in Self.gatewayIDs {
             for flow in [FakeFlow.card, .submit, .sdk] {
-                envelopes += await fakes[id]![flow]!.drainOutbox().map { Envelope(gateway: id, notification: $0) }
+                for notification in await fakes[id]![flow]!.drainOutbox() {
+                    let claimed = fakes[id]![flow]!.claimedAttempt(in: notification)
+                    held.append((claimed.flatMap { attempt($0)?.index } ?? -1, Array(notification.body),
+                                 Envelope(gateway: id, notification: notification)))
+                }
             }
         }
-        return envelopes + state.withLock { state in
+        held.sort { $0.key != $1.key ? $0.key < $1.key : $0.body.lexicographicallyPrecedes($1.body) }
+        return held.map(\.envelope) + state.withLock { state in
             defer {
                 state.late.removeAll()
                 if includingAfterSettle { state.afterSettle.removeAll() }
