@@ -204,6 +204,84 @@ struct ModelStepsTests {
         returns.cancel(narrowed)
     }
 
+    // MARK: A form the device posts straight to the gateway (PayFort's custom merchant page)
+
+    /// A card gateway whose page takes a form from the device and answers on the return URL with a
+    /// token: the app half posts, reads the token off the return, and completes.
+    struct PostsForm: Checkout {
+        let fake: FakeGateway
+        var gateway: GatewayID { fake.gateway }
+        var capabilities: GatewayCapabilities { fake.capabilities }
+        func present(_ preparation: Preparation, input: PresentInput) async throws -> NextStep {
+            switch input {
+            case .start:
+                return .collect(FormSpec(fields: [FormField(id: "card_number", labelKey: "k", kind: .cardNumber, sensitive: true)]))
+            case .submit(let values):
+                return .postForm(FormPost(url: URL(string: "https://gateway.example/page")!, fields: [
+                    .init("return_url", preparation.returnURL?.absoluteString ?? ""), .init("card_number", values["card_number"] ?? ""),
+                ]))
+            case .returned(let url):
+                let token = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == "token_name" }?.value
+                return .completed(ClientOutcome(token == "tok_1" ? .succeeded : .failed, gatewayCode: token))
+            }
+        }
+        func interpretReturn(_ event: ReturnEvent, for preparation: Preparation) -> ClientOutcome { ClientOutcome(.unknown) }
+    }
+
+    /// The gateway's page, as the device sees it: takes the posted form and sends the customer back.
+    struct Poster: CheckoutPresenter {
+        let returns: ReturnURLHandler
+        let posted: Locked<[FormPost]>
+        func open(_ url: URL, handoff: Handoff) async throws {}
+        func launch(_ wallet: WalletLaunch) async throws -> SDKResult? { nil }
+        func collect(_ form: FormSpec) async throws -> FormValues? { FormValues(["card_number": "4111111111111111"]) }
+        func post(_ form: FormPost) async throws {
+            posted.withLock { $0.append(form) }
+            guard var back = form["return_url"].flatMap({ URLComponents(string: $0) }) else { return }
+            back.queryItems = (back.queryItems ?? []) + [URLQueryItem(name: "token_name", value: "tok_1")]
+            _ = returns.handle(back.url!)
+        }
+    }
+
+    @Test("post form: the device posts the card to the gateway's page, the return carries the token, Present goes on from it")
+    func postFormFlow() async throws {
+        let fake = FakeGateway(script: [.approve])
+        let backend = InMemoryMerchantBackend(gateway: fake)
+        let returns = try ReturnURLHandler(routes: [.customScheme("shop")])
+        let posted = Locked<[FormPost]>([])
+        let app = AppCheckout(backend: backend, gateways: [PostsForm(fake: fake)], returns: returns,
+                              presenter: Poster(returns: returns, posted: posted),
+                              returnTimeout: .seconds(2), confirmationTimeout: .milliseconds(50), confirmationInterval: .milliseconds(10))
+        let result = try await app.pay(Harness.intent())
+        #expect(result.clientOutcome == ClientOutcome(.succeeded, gatewayCode: "tok_1"))
+        #expect(result.customerMayHaveAuthenticated)
+        let form = try #require(posted.withLock { $0.first })
+        #expect(form["card_number"] == "4111111111111111")
+        #expect(!form.description.contains("4111") && !String(reflecting: form).contains("4111"))
+
+        // A presenter that cannot post says so, and nothing is assumed about the money.
+        let silent = AppCheckout(backend: backend, gateways: [PostsForm(fake: fake)], returns: returns,
+                                 presenter: SimulatedCustomer(gateway: fake, returns: returns), returnTimeout: .milliseconds(100))
+        await #expect(throws: CheckoutError.self) { try await silent.pay(Harness.intent()) }
+    }
+
+    @Test("a posted form's body and HTML: percent-encoded, HTML-escaped, in order, and it round-trips as a step")
+    func formPostWire() throws {
+        let form = FormPost(url: URL(string: "https://gateway.example/page?x=1")!, fields: [
+            .init("return_url", "https://shop.example/r?a=1&b=2"), .init("card_holder_name", "Ab \"Cd\" <é>'"), .init("k", "+"),
+        ])
+        #expect(String(decoding: form.encodedBody, as: UTF8.self)
+            == "return_url=https%3A%2F%2Fshop.example%2Fr%3Fa%3D1%26b%3D2&card_holder_name=Ab+%22Cd%22+%3C%C3%A9%3E%27&k=%2B")
+        let html = form.autoSubmittingHTML()
+        #expect(html.contains(#"action="https://gateway.example/page?x=1""#))
+        #expect(html.contains(#"value="Ab &quot;Cd&quot; &lt;é&gt;&#39;""#))
+        #expect(html.contains(#"value="https://shop.example/r?a=1&amp;b=2""#))
+        #expect(!html.contains("<é>"))
+        let step = NextStep.postForm(form)
+        #expect(try JSONDecoder().decode(NextStep.self, from: try JSONEncoder().encode(step)) == step)
+        #expect(step.customerMayAuthenticate)
+    }
+
     // MARK: Wire shape of the new steps
 
     @Test("NextStep round-trips through JSON, and an unknown step type decodes as unsupported, never success")

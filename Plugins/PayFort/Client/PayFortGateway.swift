@@ -80,6 +80,8 @@ public struct PayFortGateway: Checkout {
             let ordered = fields.keys.sorted().map { ($0, fields[$0]!) }
             let response = try await api.post(PayFortParameters(strings: ordered))
             return step(for: response)
+        case .returned:
+            throw CheckoutError(.unsupportedAction, field: "input", message: "no form was posted", gateway: gateway)
         }
     }
 

@@ -57,6 +57,17 @@ public protocol CheckoutPresenter: Sendable {
     func launch(_ wallet: WalletLaunch) async throws -> SDKResult?
     /// Show a form and return what the customer entered, or `nil` when they cancelled.
     func collect(_ form: FormSpec) async throws -> FormValues?
+    /// Post a form from the device straight to the gateway, as a browser would (a web view loading
+    /// ``FormPost/autoSubmittingHTML()``), and let the customer follow the gateway's pages until it
+    /// sends them to the return URL, which the app hands to its ``ReturnURLHandler`` as usual.
+    /// The default throws `unsupported_action`: a presenter for a gateway that posts forms implements it.
+    func post(_ form: FormPost) async throws
+}
+
+extension CheckoutPresenter {
+    public func post(_ form: FormPost) async throws {
+        throw CheckoutError(.unsupportedAction, message: "this app's presenter cannot post a form to the gateway")
+    }
 }
 
 /// How a checkout ended, as far as the app can know.
@@ -221,6 +232,11 @@ public struct AppCheckout: Sendable {
             case .openURL(let url, let handoff):
                 try await presenter.open(url, handoff: handoff)
                 return interpret(await returns.wait(for: expected, timeout: returnTimeout), preparation, gateway: gateway)
+            case .postForm(let form):
+                try await presenter.post(form)
+                let result = await returns.wait(for: expected, timeout: returnTimeout)
+                guard case .returned(let url) = result else { return interpret(result, preparation, gateway: gateway) }
+                input = .returned(url)
             case .launchWallet(var launch):
                 launch.returnURL = launch.returnURL ?? preparation.returnURL ?? expected.url
                 return try await launchAndAwait(launch, preparation: preparation, gateway: gateway, expected: expected)

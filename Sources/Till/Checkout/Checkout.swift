@@ -225,6 +225,9 @@ public enum PresentInput: Sendable, Hashable {
     case start
     /// The customer filled in the form of a previous ``NextStep/collect(_:)``.
     case submit(FormValues)
+    /// The customer came back through the return URL after a ``NextStep/postForm(_:)``: the gateway
+    /// reads what its page put on the URL (a token name) and says what comes next (usually a submit).
+    case returned(URL)
 }
 
 /// What the app must do next: the output of **Present** (and of a server's **Submit**).
@@ -244,6 +247,11 @@ public enum NextStep: Sendable, Hashable {
     case launchWallet(WalletLaunch)
     /// Show a form described by fields, then call Present again with `.submit`.
     case collect(FormSpec)
+    /// Post a form from the customer's device straight to the gateway, as a browser posts an HTML form
+    /// (a web view loading ``FormPost/autoSubmittingHTML()``): what the customer typed goes to the
+    /// gateway, never through the merchant server. The gateway answers on the return URL, and Present
+    /// is called again with ``PresentInput/returned(_:)``.
+    case postForm(FormPost)
     /// Send this payload to the merchant server, which calls the gateway with it
     /// (``CheckoutServer/submit(_:context:)``). The server answers with the next step.
     case submit(Submission)
@@ -256,14 +264,14 @@ public enum NextStep: Sendable, Hashable {
     /// bank's 3-D Secure page, a redirect). After such a step Till never cascades automatically.
     public var customerMayAuthenticate: Bool {
         switch self {
-        case .openURL, .launchWallet: true
+        case .openURL, .launchWallet, .postForm: true
         case .collect, .submit, .completed, .unsupported: false
         }
     }
 }
 
 extension NextStep: Codable {
-    private enum CodingKeys: String, CodingKey { case type, url, handoff, wallet, form, submission, outcome }
+    private enum CodingKeys: String, CodingKey { case type, url, handoff, wallet, form, post, submission, outcome }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -272,6 +280,7 @@ extension NextStep: Codable {
         case "open_url": self = .openURL(try c.decode(URL.self, forKey: .url), handoff: try c.decode(Handoff.self, forKey: .handoff))
         case "launch_wallet": self = .launchWallet(try c.decode(WalletLaunch.self, forKey: .wallet))
         case "collect": self = .collect(try c.decode(FormSpec.self, forKey: .form))
+        case "post_form": self = .postForm(try c.decode(FormPost.self, forKey: .post))
         case "submit": self = .submit(try c.decode(Submission.self, forKey: .submission))
         case "completed": self = .completed(try c.decode(ClientOutcome.self, forKey: .outcome))
         default: self = .unsupported(type: type)
@@ -291,6 +300,9 @@ extension NextStep: Codable {
         case .collect(let form):
             try c.encode("collect", forKey: .type)
             try c.encode(form, forKey: .form)
+        case .postForm(let post):
+            try c.encode("post_form", forKey: .type)
+            try c.encode(post, forKey: .post)
         case .submit(let submission):
             try c.encode("submit", forKey: .type)
             try c.encode(submission, forKey: .submission)
@@ -300,6 +312,74 @@ extension NextStep: Codable {
         case .unsupported(let type):
             try c.encode(type, forKey: .type)
         }
+    }
+}
+
+/// A form the customer's device posts straight to a gateway (`application/x-www-form-urlencoded`):
+/// the gateway's signed hidden fields and what the customer typed, in order. Its description names the
+/// fields only, because the values include card data.
+public struct FormPost: Sendable, Hashable, Codable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// One field of the form, posted as `name=value`.
+    public struct Field: Sendable, Hashable, Codable {
+        public var name: String
+        public var value: String
+        public init(_ name: String, _ value: String) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    /// Where the form goes (the gateway's page).
+    public var url: URL
+    /// The fields, in the order they are posted.
+    public var fields: [Field]
+
+    public init(url: URL, fields: [Field]) {
+        self.url = url
+        self.fields = fields
+    }
+
+    /// The value of the first field called `name`.
+    public subscript(name: String) -> String? { fields.first { $0.name == name }?.value }
+
+    /// The body a browser posts: `name=value` pairs joined by `&`, each part percent-encoded (spaces as `+`).
+    public var encodedBody: Data {
+        Data(fields.map { Self.encode($0.name) + "=" + Self.encode($0.value) }.joined(separator: "&").utf8)
+    }
+
+    /// A complete HTML page that posts the form as soon as a web view loads it, for presenters that post
+    /// through a web view. Every name and value is HTML-escaped.
+    public func autoSubmittingHTML() -> String {
+        let inputs = fields.map { "<input type=\"hidden\" name=\"\(Self.escapeHTML($0.name))\" value=\"\(Self.escapeHTML($0.value))\">" }
+        return "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"></head>"
+            + "<body onload=\"document.forms[0].submit()\"><form method=\"post\" action=\"\(Self.escapeHTML(url.absoluteString))\" accept-charset=\"utf-8\">\n"
+            + inputs.joined(separator: "\n")
+            + "\n<noscript><button type=\"submit\">Continue</button></noscript></form></body></html>\n"
+    }
+
+    public var description: String { "FormPost(\(url.host ?? "?"): \(fields.map(\.name).joined(separator: ", ")))" }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror { Mirror(self, children: ["url": url, "fields": fields.map(\.name)]) }
+
+    private static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._* ")
+
+    private static func encode(_ text: String) -> String {
+        (text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? "").replacingOccurrences(of: " ", with: "+")
+    }
+
+    private static func escapeHTML(_ text: String) -> String {
+        var out = ""
+        for ch in text {
+            switch ch {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&#39;"
+            default: out.append(ch)
+            }
+        }
+        return out
     }
 }
 
