@@ -211,8 +211,11 @@ public struct PaymentService: Sendable {
     /// is called with it, once. Failures are classified like Prepare's: never sent or declined closes the
     /// attempt; anything else leaves it pending for an inquiry (never a cascade). An answer that hands the
     /// customer off (3-D Secure) is recorded as a hand-off.
+    ///
+    /// `customerIP` is the address the app's request came from (gateways such as PayFort require it on
+    /// a server-to-server payment).
     public func submit(_ submission: Submission, attempt reference: AttemptReference, merchant: MerchantRuntime,
-                       logger: Logger? = nil) async throws -> SubmitAnswer {
+                       customerIP: String? = nil, logger: Logger? = nil) async throws -> SubmitAnswer {
         let logger = logger ?? self.logger
         if let issue = Self.validate(submission).first { throw ServiceError(issue.error) }
         guard let payment = try await store.payment(attempt: reference), payment.merchantID == merchant.configuration.id,
@@ -225,7 +228,8 @@ public struct PaymentService: Sendable {
                                message: "attempt \(reference) was already submitted or is \(attempt.status); read it again")
         }
         let context = SubmitContext(intent: payment.intent, attempt: reference, gatewayReference: attempt.gatewayReference,
-                                    returnURL: attempt.returnURL, notificationURL: notificationURL(for: attempt.gateway))
+                                    returnURL: attempt.returnURL, notificationURL: notificationURL(for: attempt.gateway),
+                                    customerIP: customerIP)
         let result: SubmitResult
         do {
             result = try await gateway.submit(submission, context: context)

@@ -454,14 +454,17 @@ public struct SubmitContext: Sendable, Hashable {
     public var returnURL: URL?
     /// Where the gateway should send its server-to-server notification.
     public var notificationURL: URL?
+    /// The IP address the app's submit came from, when the server knows it (PayFort's `customer_ip`).
+    public var customerIP: String?
 
     public init(intent: PaymentIntent, attempt: AttemptReference, gatewayReference: String? = nil, returnURL: URL? = nil,
-                notificationURL: URL? = nil) {
+                notificationURL: URL? = nil, customerIP: String? = nil) {
         self.intent = intent
         self.attempt = attempt
         self.gatewayReference = gatewayReference
         self.returnURL = returnURL
         self.notificationURL = notificationURL
+        self.customerIP = customerIP
     }
 }
 

@@ -8,6 +8,22 @@ import NIOCore
 import Till
 import TillGatewayKit
 
+/// The request context of the merchant server: Hummingbird's core context and the peer's address
+/// (the customer's IP as a gateway wants it, e.g. PayFort's `customer_ip`).
+public struct TillRequestContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    /// The address of the connection's peer (the app, or a proxy in front of the server).
+    public let remoteAddress: SocketAddress?
+
+    public init(source: ApplicationRequestContextSource) {
+        self.coreContext = .init(source: source)
+        self.remoteAddress = source.channel.remoteAddress
+    }
+
+    /// The peer's IP address as text (`203.0.113.7`, `2001:db8::1`), when known.
+    public var peerIP: String? { remoteAddress?.ipAddress }
+}
+
 /// Builds the merchant server's HTTP application. Mount it, or run it with `runService()`.
 ///
 /// - Parameters:
@@ -27,7 +43,7 @@ public func buildApplication(
         throw StartupError(problems: ["server.listen: expected host:port"])
     }
     let api = API(service: PaymentService(state: state, store: store, logger: logger, metrics: metrics, crashPoint: crashPoint))
-    let router = Router(context: BasicRequestContext.self)
+    let router = Router(context: TillRequestContext.self)
     router.add(middleware: RequestIDMiddleware())
     router.get("/healthz") { _, _ in try API.json(["status": "ok"], status: .ok) }
     let v1 = router.group("v1")
@@ -83,7 +99,7 @@ struct API: Sendable {
     let service: PaymentService
     var state: ServerState { service.state }
 
-    func createPayment(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+    func createPayment(_ request: Request, _ context: TillRequestContext) async throws -> Response {
         let merchant = try authenticate(request)
         let intent = try decode(PaymentIntent.self, try await body(request), field: "body")
         let (payment, replayed) = try await service.createPayment(intent, merchant: merchant, idempotencyKey: request.headers[.idempotencyKey],
@@ -93,12 +109,12 @@ struct API: Sendable {
         return response
     }
 
-    func getPayment(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+    func getPayment(_ request: Request, _ context: TillRequestContext) async throws -> Response {
         let merchant = try authenticate(request)
         return try Self.json(try await service.payment(id: try context.parameters.require("id"), merchant: merchant), status: .ok)
     }
 
-    func prepare(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+    func prepare(_ request: Request, _ context: TillRequestContext) async throws -> Response {
         let merchant = try authenticate(request)
         let id = try context.parameters.require("id")
         let raw = try await body(request)
@@ -107,27 +123,28 @@ struct API: Sendable {
                              status: .created)
     }
 
-    func submit(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+    func submit(_ request: Request, _ context: TillRequestContext) async throws -> Response {
         let merchant = try authenticate(request)
         let reference = AttemptReference(rawValue: try context.parameters.require("reference"))
         let submission = try decode(Submission.self, try await body(request), field: "body")
-        return try Self.json(try await service.submit(submission, attempt: reference, merchant: merchant, logger: context.logger),
+        return try Self.json(try await service.submit(submission, attempt: reference, merchant: merchant, customerIP: context.peerIP,
+                                                      logger: context.logger),
                              status: .ok)
     }
 
-    func getAttempt(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+    func getAttempt(_ request: Request, _ context: TillRequestContext) async throws -> Response {
         let merchant = try authenticate(request)
         let reference = AttemptReference(rawValue: try context.parameters.require("reference"))
         return try Self.json(try await service.payment(attempt: reference, merchant: merchant), status: .ok)
     }
 
-    func inquireAttempt(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+    func inquireAttempt(_ request: Request, _ context: TillRequestContext) async throws -> Response {
         let merchant = try authenticate(request)
         let reference = AttemptReference(rawValue: try context.parameters.require("reference"))
         return try Self.json(try await service.inquire(attempt: reference, merchant: merchant), status: .ok)
     }
 
-    func reportOutcome(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+    func reportOutcome(_ request: Request, _ context: TillRequestContext) async throws -> Response {
         let merchant = try authenticate(request)
         let reference = AttemptReference(rawValue: try context.parameters.require("reference"))
         let outcome = try decode(ClientOutcome.self, try await body(request), field: "body")
@@ -135,13 +152,13 @@ struct API: Sendable {
                              status: .accepted)
     }
 
-    func quarantine(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+    func quarantine(_ request: Request, _ context: TillRequestContext) async throws -> Response {
         let merchant = try authenticate(request)
         let limit = request.uri.queryParameters.get("limit").flatMap(Int.init) ?? 100
         return try Self.json(try await service.quarantine(merchant: merchant, limit: limit), status: .ok)
     }
 
-    func notification(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+    func notification(_ request: Request, _ context: TillRequestContext) async throws -> Response {
         let gatewayID = GatewayID(rawValue: try context.parameters.require("gateway"))
         let body = try await body(request)
         let ack = try await service.receiveNotification(gateway: gatewayID, headers: headers(request), body: Data(buffer: body),
@@ -150,7 +167,7 @@ struct API: Sendable {
                         body: .init(byteBuffer: ByteBuffer(bytes: ack.body)))
     }
 
-    func challenge(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+    func challenge(_ request: Request, _ context: TillRequestContext) async throws -> Response {
         let gatewayID = GatewayID(rawValue: try context.parameters.require("gateway"))
         let answer = try service.answerChallenge(gateway: gatewayID, headers: headers(request))
         context.logger.info("endpoint verification answered", metadata: ["gateway": .string(gatewayID.rawValue)])
@@ -196,7 +213,7 @@ struct API: Sendable {
     }
 
     /// Runs a handler and turns every failure into a JSON error answer; nothing internal leaks.
-    func respond(_ context: BasicRequestContext, _ body: () async throws -> Response) async -> Response {
+    func respond(_ context: TillRequestContext, _ body: () async throws -> Response) async -> Response {
         do {
             return try await body()
         } catch let error as ServiceError {
