@@ -28,6 +28,8 @@ public struct StartupError: Error, CustomStringConvertible, Sendable {
 public struct ServerState: Sendable {
     public let settings: ServerSettings
     public let merchants: [MerchantRuntime]
+    /// The server's clock for budgets and circuits (a virtual one in the chaos run).
+    public let clock: any TillClock
 
     /// Resolves every merchant's API key and every gateway's credentials from `environment` (or
     /// files), and builds each gateway's server half with its module's ``GatewayPlugin``. Refuses,
@@ -41,6 +43,7 @@ public struct ServerState: Sendable {
                 environment: [String: String] = ProcessInfo.processInfo.environment,
                 transport: @Sendable (GatewayID) -> any HTTPTransport = ServerState.defaultTransport,
                 clock: any TillClock = SystemClock()) throws {
+        self.clock = clock
         let catalog = Dictionary(plugins.map { ($0.module, $0) }, uniquingKeysWith: { first, _ in first })
         let issues = configuration.validate(modules: catalog.mapValues(\.capabilities))
         guard issues.isEmpty else { throw StartupError(problems: issues.map(\.description)) }

@@ -58,6 +58,9 @@ public struct PaymentService: Sendable {
     let inquiriesInline: Bool
     /// Attempts with an inquiry under way, so a burst of notifications causes one inquiry.
     let inquiries = InFlight()
+    /// How often notifications nobody could verify may make the server call a gateway: per attempt and
+    /// in all (anyone can post to the notification endpoint).
+    let unverifiedInquiries = InquiryBudget()
     /// Removes credentials from stored notification headers (patterns compiled once).
     let redactor = Redactor()
 
@@ -77,6 +80,14 @@ public struct PaymentService: Sendable {
     public func createPayment(_ intent: PaymentIntent, merchant: MerchantRuntime, idempotencyKey key: String?,
                               logger: Logger? = nil) async throws -> (payment: PaymentView, replayed: Bool) {
         if let issue = intent.validate(path: "body").first { throw ServiceError(issue.error) }
+        if let ceiling = merchant.configuration.maxAmount(for: intent.amount.currency), intent.amount.minorUnits > ceiling.minorUnits {
+            throw ServiceError(status: .unprocessableContent, code: CheckoutError.Code.invalidAmount.rawValue,
+                               message: "above this merchant's ceiling of \(ceiling)", field: "body.amount.value")
+        }
+        // Free text is kept (and shown to gateways) with any card number masked.
+        var intent = intent
+        intent.description = intent.description.map(Redactor.maskCardNumbers(in:))
+        intent.metadata = intent.metadata.mapValues(Redactor.maskCardNumbers(in:))
         if let key, key.isEmpty || key.count > 255 {
             throw ServiceError(status: .badRequest, code: "invalid_field", message: "1 to 255 characters", field: "Idempotency-Key")
         }
@@ -320,6 +331,10 @@ public struct PaymentService: Sendable {
         guard let before = try await store.payment(attempt: reference), before.merchantID == merchant.configuration.id else {
             throw ServiceError.notFound("attempt")
         }
+        // Free text the app sends is kept with any card number masked (a customer may type one anywhere).
+        var outcome = outcome
+        outcome.message = outcome.message.map(Redactor.maskCardNumbers(in:))
+        outcome.gatewayCode = outcome.gatewayCode.map(Redactor.maskCardNumbers(in:))
         try await store.recordClientOutcome(outcome, attempt: reference)
         (logger ?? self.logger).info("client outcome recorded (informational)", metadata: [
             "attempt": .string(reference.rawValue), "kind": .string(outcome.kind.rawValue)])
@@ -362,7 +377,12 @@ public struct PaymentService: Sendable {
             logger.warning("notification rejected", metadata: ["gateway": .string(gatewayID.rawValue),
                                                                "reason": .string(failure?.message ?? "unverifiable")])
             if let claimed = candidates.lazy.compactMap({ $0.gateway.claimedAttempt(in: incoming) }).first {
-                await inquire(claimed, gateway: gatewayID, why: "a rejected notification named it", logger: logger)
+                if unverifiedInquiries.allow(claimed, now: state.clock.now) {
+                    await inquire(claimed, gateway: gatewayID, why: "a rejected notification named it", logger: logger)
+                } else {
+                    Counter(label: "till_unverified_inquiries_suppressed_total", dimensions: [("gateway", gatewayID.rawValue)],
+                            factory: metrics).increment()
+                }
             }
             let status: HTTPResponse.Status = failure?.category == .verification ? .unauthorized : .badRequest
             throw ServiceError(status: status, code: failure?.code.rawValue ?? "unverifiable",
@@ -370,7 +390,8 @@ public struct PaymentService: Sendable {
         }
         if crashPoint == .beforeStore { Self.crash() }
         // Headers are kept for audit and re-verification, minus credentials a proxy may have added.
-        let stored = RawNotification(gateway: gatewayID, headers: redactor.redact(headers: headers), body: body)
+        // A clear card number a gateway sent is masked before the body is kept; everything else stays as received.
+        let stored = RawNotification(gateway: gatewayID, headers: redactor.redact(headers: headers), body: redactor.maskingCardFields(in: body))
         let outcome = try await store.ingest(stored, report: notification.report, merchant: merchant.configuration.id)
         if crashPoint == .afterStore { Self.crash() }
         Counter(label: "till_notifications_total", dimensions: [("gateway", gatewayID.rawValue), ("result", "verified")], factory: metrics).increment()
@@ -455,6 +476,48 @@ extension AttemptSummary {
 
 extension Duration {
     var nanosecondsCount: Int64 { components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000 }
+}
+
+/// The budget of inquiries that notifications nobody could verify may cause: at most one per attempt
+/// per `perAttempt`, and at most `burst` at once refilled at `perSecond` across all attempts. A forger
+/// posting bad signatures cannot turn the server into a source of gateway traffic; a genuine but
+/// unverifiable notification still gets its attempt inquired (and the reconciler inquires later anyway).
+struct InquiryBudget: Sendable {
+    let perAttempt: Duration
+    let perSecond: Double
+    let burst: Double
+    private struct State {
+        var lastByAttempt: [AttemptReference: Duration] = [:]
+        var tokens: Double
+        var refilledAt: Duration?
+    }
+    private let state: Locked<State>
+
+    init(perAttempt: Duration = .seconds(60), perSecond: Double = 2, burst: Double = 10) {
+        self.perAttempt = perAttempt
+        self.perSecond = perSecond
+        self.burst = burst
+        state = Locked(State(tokens: burst))
+    }
+
+    /// Whether an inquiry of `attempt` may start at `now`; takes the budget when it may.
+    func allow(_ attempt: AttemptReference, now: Duration) -> Bool {
+        state.withLock { state in
+            if let refilled = state.refilledAt {
+                let elapsed = Double((now - refilled).components.seconds) + Double((now - refilled).components.attoseconds) / 1e18
+                state.tokens = min(burst, state.tokens + max(0, elapsed) * perSecond)
+            }
+            state.refilledAt = now
+            if let last = state.lastByAttempt[attempt], now - last < perAttempt { return false }
+            guard state.tokens >= 1 else { return false }
+            state.tokens -= 1
+            state.lastByAttempt[attempt] = now
+            if state.lastByAttempt.count > 10_000 {
+                state.lastByAttempt = state.lastByAttempt.filter { now - $0.value < perAttempt }
+            }
+            return true
+        }
+    }
 }
 
 /// A set of keys with work under way.

@@ -130,8 +130,12 @@ public actor FakeGatewayLedger {
         return outbox
     }
 
+    /// How many inquiries the gateway has answered or failed, in all.
+    public private(set) var inquiries = 0
+
     /// Consumes one scripted inquiry failure; true if this inquiry must fail.
     func inquiryShouldFail(_ attempt: AttemptReference) -> Bool {
+        inquiries += 1
         guard var record = records[attempt], record.plan.failingInquiries > 0 else { return false }
         record.plan.failingInquiries -= 1
         records[attempt] = record

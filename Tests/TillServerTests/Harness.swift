@@ -65,7 +65,8 @@ final class ServerHarness: @unchecked Sendable {
 
     init(_ kind: StoreKind, gateways ids: [GatewayID] = ["fake"], maxAttempts: Int = 3, maxBodyBytes: Int = 16_384,
          metrics: (any MetricsFactory)? = nil, flow: FakeFlow = .card, health: HealthSettings = HealthSettings(),
-         clock: any TillClock = SystemClock()) async throws {
+         clock: any TillClock = SystemClock(), settings: (inout ServerSettings) -> Void = { _ in },
+         merchantSettings: (inout MerchantConfiguration) -> Void = { _ in }) async throws {
         merchant = "m-\(UUID().uuidString.prefix(8).lowercased())"
         apiKey = "key-\(UUID().uuidString)"
         // Gateways post their notifications to this server, as a real gateway would.
@@ -85,12 +86,19 @@ final class ServerHarness: @unchecked Sendable {
         let plugin = GatewayPlugin(module: "fake", capabilities: FakeGateway().capabilities,
                                    makeServer: { context in gateways.first { $0.gateway == context.id }! },
                                    makeClient: { context in gateways.first { $0.gateway == context.id }! })
+        var merchantConfiguration = MerchantConfiguration(
+            id: merchant, apiKey: CredentialReference(env: "API_KEY"),
+            gateways: ids.map { GatewayConfiguration(id: $0, module: "fake") },
+            routing: RoutingConfiguration(fallback: ids), retry: RetryPolicy(maxAttempts: maxAttempts), health: health)
+        merchantSettings(&merchantConfiguration)
         let configuration = TillConfiguration(
-            merchants: [MerchantConfiguration(
-                id: merchant, apiKey: CredentialReference(env: "API_KEY"),
-                gateways: ids.map { GatewayConfiguration(id: $0, module: "fake") },
-                routing: RoutingConfiguration(fallback: ids), retry: RetryPolicy(maxAttempts: maxAttempts), health: health)],
-            server: ServerSettings(listen: "127.0.0.1:0", storage: "sqlite:injected-by-the-test", publicURL: "https://merchant.example", maxBodyBytes: maxBodyBytes))
+            merchants: [merchantConfiguration],
+            server: {
+                var server = ServerSettings(listen: "127.0.0.1:0", storage: "sqlite:injected-by-the-test", publicURL: "https://merchant.example",
+                                            maxBodyBytes: maxBodyBytes)
+                settings(&server)
+                return server
+            }())
         let state = try ServerState(configuration: configuration, plugins: [plugin], environment: ["API_KEY": apiKey], clock: clock)
         self.state = state
         store = try await kind.open()

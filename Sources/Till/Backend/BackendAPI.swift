@@ -21,6 +21,17 @@ public struct PrepareRequest: Codable, Sendable {
     }
     public init(returnURL: URL? = nil) { self.returnURL = returnURL }
 
+    private enum CodingKeys: String, CodingKey, CaseIterable { case returnURLs, returnURL, customerRequested }
+
+    /// Decodes a prepare request; a key Till does not know is an error naming it.
+    public init(from decoder: any Decoder) throws {
+        try decoder.refuseUnknownKeys(CodingKeys.self)
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        returnURLs = try c.decodeIfPresent([URL].self, forKey: .returnURLs)
+        returnURL = try c.decodeIfPresent(URL.self, forKey: .returnURL)
+        customerRequested = try c.decodeIfPresent(Bool.self, forKey: .customerRequested)
+    }
+
     /// The offered URLs, whichever field carried them.
     public var offeredReturnURLs: [URL] { returnURLs ?? returnURL.map { [$0] } ?? [] }
 }

@@ -440,6 +440,16 @@ public struct Submission: Sendable, Hashable, Codable, CustomStringConvertible, 
         self.fields = fields
     }
 
+    private enum CodingKeys: String, CodingKey, CaseIterable { case kind, fields }
+
+    /// Decodes a submission; a key Till does not know is an error naming it.
+    public init(from decoder: any Decoder) throws {
+        try decoder.refuseUnknownKeys(CodingKeys.self)
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        kind = try c.decode(String.self, forKey: .kind)
+        fields = try c.decode([String: String].self, forKey: .fields)
+    }
+
     public var description: String { "Submission(\(kind): \(fields.keys.sorted().joined(separator: ", ")))" }
     public var debugDescription: String { description }
 }
@@ -705,6 +715,18 @@ public struct ClientOutcome: Sendable, Hashable, Codable {
         self.gatewayCode = gatewayCode
         self.message = message
         self.handedOff = handedOff
+    }
+
+    private enum CodingKeys: String, CodingKey, CaseIterable { case kind, gatewayCode, message, handedOff }
+
+    /// Decodes an outcome; a key Till does not know is an error naming it.
+    public init(from decoder: any Decoder) throws {
+        try decoder.refuseUnknownKeys(CodingKeys.self)
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        kind = try c.decode(Kind.self, forKey: .kind)
+        gatewayCode = try c.decodeIfPresent(String.self, forKey: .gatewayCode)
+        message = try c.decodeIfPresent(String.self, forKey: .message)
+        handedOff = try c.decodeIfPresent(Bool.self, forKey: .handedOff)
     }
 }
 

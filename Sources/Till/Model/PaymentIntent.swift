@@ -21,6 +21,23 @@ public struct Customer: Hashable, Sendable, Codable {
         self.ipAddress = ipAddress
         self.locale = locale
     }
+
+    private enum CodingKeys: String, CodingKey, CaseIterable {
+        case reference, email, firstName, lastName, phone, ipAddress, locale
+    }
+
+    /// Decodes a customer; a key Till does not know is an error naming it.
+    public init(from decoder: any Decoder) throws {
+        try decoder.refuseUnknownKeys(CodingKeys.self)
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        reference = try c.decodeIfPresent(String.self, forKey: .reference)
+        email = try c.decodeIfPresent(String.self, forKey: .email)
+        firstName = try c.decodeIfPresent(String.self, forKey: .firstName)
+        lastName = try c.decodeIfPresent(String.self, forKey: .lastName)
+        phone = try c.decodeIfPresent(String.self, forKey: .phone)
+        ipAddress = try c.decodeIfPresent(String.self, forKey: .ipAddress)
+        locale = try c.decodeIfPresent(String.self, forKey: .locale)
+    }
 }
 
 /// What the merchant wants to be paid: the input of every checkout.
@@ -63,12 +80,7 @@ public struct PaymentIntent: Hashable, Sendable, Codable {
     /// Decodes an intent; `action` defaults to `sale`, `customer` and `metadata` to empty. A key Till
     /// does not know is an error naming it (a misspelt optional field must not be silently dropped).
     public init(from decoder: any Decoder) throws {
-        let keys = try decoder.container(keyedBy: AnyCodingKey.self).allKeys
-        if let unknown = keys.first(where: { CodingKeys(rawValue: $0.stringValue) == nil }) {
-            let field = (decoder.codingPath + [unknown]).fieldPath
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath + [unknown], debugDescription: "unknown key",
-                underlyingError: CheckoutError(.invalidField, field: field, message: "unknown key \"\(CheckoutError.printable(unknown.stringValue))\"")))
-        }
+        try decoder.refuseUnknownKeys(CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         merchantReference = try c.decode(String.self, forKey: .merchantReference)
         amount = try c.decode(Money.self, forKey: .amount)

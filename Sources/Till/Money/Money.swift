@@ -126,12 +126,26 @@ extension Money: Comparable {
 }
 
 extension Money: Codable {
-    private enum CodingKeys: String, CodingKey { case value, currency }
+    private enum CodingKeys: String, CodingKey, CaseIterable { case value, currency }
 
+    /// Decodes `{"value": <integer minor units>, "currency": "<ISO 4217>"}`. A fraction, an exponent,
+    /// a number beyond 64 bits, a string or an unknown key is an error naming `….value` (or the key).
     public init(from decoder: any Decoder) throws {
+        try decoder.refuseUnknownKeys(CodingKeys.self)
         let container = try decoder.container(keyedBy: CodingKeys.self)
         let currency = try container.decode(Currency.self, forKey: .currency)
-        let value = try container.decode(Int64.self, forKey: .value)
+        let value: Int64
+        do {
+            value = try container.decode(Int64.self, forKey: .value)
+        } catch {
+            // A number that is not a 64-bit integer (a fraction, too large) is named as the amount; anything
+            // else (a string, null) keeps its own error.
+            _ = try container.decode(Double.self, forKey: .value)
+            let path = decoder.codingPath + [CodingKeys.value]
+            throw DecodingError.dataCorrupted(.init(codingPath: path, debugDescription: "not a 64-bit integer",
+                underlyingError: CheckoutError(.invalidAmount, field: path.fieldPath,
+                                               message: "an integer number of minor units, without a fraction, that fits in 64 bits")))
+        }
         self.init(minorUnits: value, currency: currency)
     }
 

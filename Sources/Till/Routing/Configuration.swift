@@ -9,20 +9,29 @@ public struct MerchantConfiguration: Sendable, Hashable, Codable {
     public var routing: RoutingConfiguration
     public var retry: RetryPolicy
     public var health: HealthSettings
+    /// The largest amount a payment may ask for, per currency (ISO 4217 code → minor units). A payment
+    /// above its currency's ceiling is refused before anything is stored; a currency not listed has none.
+    public var maxAmounts: [String: Int64]
 
     public init(id: String, apiKey: CredentialReference? = nil, gateways: [GatewayConfiguration],
                 routing: RoutingConfiguration = RoutingConfiguration(),
-                retry: RetryPolicy = RetryPolicy(), health: HealthSettings = HealthSettings()) {
+                retry: RetryPolicy = RetryPolicy(), health: HealthSettings = HealthSettings(), maxAmounts: [String: Int64] = [:]) {
         self.id = id
         self.apiKey = apiKey
         self.gateways = gateways
         self.routing = routing
         self.retry = retry
         self.health = health
+        self.maxAmounts = maxAmounts
+    }
+
+    /// The ceiling for `currency`, when the merchant set one.
+    public func maxAmount(for currency: Currency) -> Money? {
+        maxAmounts[currency.code].map { Money(minorUnits: $0, currency: currency) }
     }
 
     public init(from decoder: any Decoder) throws {
-        try decoder.reportUnknownKeys(allowed: ["id", "apiKey", "gateways", "routing", "retry", "health"])
+        try decoder.reportUnknownKeys(allowed: ["id", "apiKey", "gateways", "routing", "retry", "health", "maxAmounts"])
         let c = try decoder.container(keyedBy: CodingKeys.self)
         id = try c.decode(String.self, forKey: .id)
         apiKey = try c.decodeIfPresent(CredentialReference.self, forKey: .apiKey)
@@ -30,6 +39,7 @@ public struct MerchantConfiguration: Sendable, Hashable, Codable {
         routing = try c.decodeIfPresent(RoutingConfiguration.self, forKey: .routing) ?? RoutingConfiguration()
         retry = try c.decodeIfPresent(RetryPolicy.self, forKey: .retry) ?? RetryPolicy()
         health = try c.decodeIfPresent(HealthSettings.self, forKey: .health) ?? HealthSettings()
+        maxAmounts = try c.decodeIfPresent([String: Int64].self, forKey: .maxAmounts) ?? [:]
     }
 
     /// The enabled gateways, in configuration order.
@@ -39,6 +49,13 @@ public struct MerchantConfiguration: Sendable, Hashable, Codable {
         var issues = Validators.reference(id, field: "\(path).id", maxLength: 64)
         if let apiKey { issues += apiKey.validate(path: "\(path).apiKey") }
         if gateways.isEmpty { issues.append(.init(field: "\(path).gateways", code: .missingField, message: "at least one gateway is required")) }
+        for (code, ceiling) in maxAmounts.sorted(by: { $0.key < $1.key }) {
+            if Currency.lookup(code) == nil {
+                issues.append(.init(field: "\(path).maxAmounts.\(CheckoutError.printable(code))", code: .invalidField, message: "not an ISO 4217 currency code"))
+            } else if ceiling <= 0 {
+                issues.append(.init(field: "\(path).maxAmounts.\(code)", code: .invalidField, message: "a positive number of minor units"))
+            }
+        }
         var ids: Set<GatewayID> = []
         for (index, gateway) in gateways.enumerated() {
             let gpath = "\(path).gateways[\(index)]"

@@ -22,6 +22,18 @@ struct AnyCodingKey: CodingKey {
 extension Decoder {
     /// Reports keys of the current object that `allowed` does not list: a misspelt key would
     /// otherwise be silently ignored and its default used.
+    /// Throws when the object being decoded holds a key `Keys` does not list: an error naming the key's
+    /// full path (`body.customer.nickname`), so a misspelt optional field is never silently dropped.
+    package func refuseUnknownKeys<Keys: CodingKey & CaseIterable>(_ keys: Keys.Type) throws {
+        let allowed = Set(Keys.allCases.map(\.stringValue))
+        guard let unknown = try container(keyedBy: AnyCodingKey.self).allKeys.first(where: { !allowed.contains($0.stringValue) }) else {
+            return
+        }
+        let field = (codingPath + [unknown]).fieldPath
+        throw DecodingError.dataCorrupted(.init(codingPath: codingPath + [unknown], debugDescription: "unknown key",
+            underlyingError: CheckoutError(.invalidField, field: field, message: "unknown key \"\(CheckoutError.printable(unknown.stringValue))\"")))
+    }
+
     package func reportUnknownKeys(allowed: Set<String>) throws {
         guard let collector = userInfo[.tillIssueCollector] as? IssueCollector else { return }
         let container = try self.container(keyedBy: AnyCodingKey.self)

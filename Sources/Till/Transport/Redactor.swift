@@ -163,6 +163,55 @@ public struct Redactor: Sendable, Hashable {
         return text.count > limit ? String(text.prefix(limit)) + "…(\(text.count) chars)" : text
     }
 
+    /// A body to keep (a gateway's raw notification): byte for byte as received, unless a card-number
+    /// field (JSON at any depth, or a form field) holds a clear card number, which is then masked to its
+    /// first 6 and last 4 digits. Values already masked by the gateway (`400555******0001`) are left alone,
+    /// as is everything else, so a body without a clear card number keeps its signature checkable.
+    public func maskingCardFields(in body: Data) -> Data {
+        func clearPAN(_ value: String) -> Bool {
+            let compact = value.filter { $0 != " " && $0 != "-" }
+            return (13...19).contains(compact.count) && compact.allSatisfy { $0.isASCII && $0.isNumber }
+        }
+        if let json = try? JSONSerialization.jsonObject(with: body, options: [.fragmentsAllowed]), json is [String: Any] || json is [Any] {
+            var changed = false
+            func walk(_ value: Any) -> Any {
+                switch value {
+                case let object as [String: Any]:
+                    var out: [String: Any] = [:]
+                    for (key, child) in object {
+                        if classify(key) == .cardNumber {
+                            if let text = child as? String, clearPAN(text) { out[key] = Self.maskPAN(text); changed = true; continue }
+                            if let number = child as? NSNumber, !(number is Bool), clearPAN(number.stringValue) {
+                                out[key] = Self.maskPAN(number.stringValue); changed = true; continue
+                            }
+                        }
+                        out[key] = walk(child)
+                    }
+                    return out
+                case let array as [Any]:
+                    return array.map(walk)
+                default:
+                    return value
+                }
+            }
+            let cleaned = walk(json)
+            guard changed, let data = try? JSONSerialization.data(withJSONObject: cleaned, options: [.sortedKeys]) else { return body }
+            return data
+        }
+        guard let text = String(data: body, encoding: .utf8), looksFormEncoded(text) else { return body }
+        var changed = false
+        let pairs = text.split(separator: "&", omittingEmptySubsequences: false).map { pair -> String in
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count == 2 else { return String(pair) }
+            let key = String(parts[0]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String(parts[0])
+            let value = String(parts[1]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String(parts[1])
+            guard classify(key) == .cardNumber, clearPAN(value) else { return String(pair) }
+            changed = true
+            return "\(parts[0])=\(Self.maskPAN(value).addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")"
+        }
+        return changed ? Data(pairs.joined(separator: "&").utf8) : body
+    }
+
     /// `a=1&card_number=4111…` with sensitive values redacted.
     public func redact(form: String) -> String {
         form.split(separator: "&", omittingEmptySubsequences: false).map { pair -> String in

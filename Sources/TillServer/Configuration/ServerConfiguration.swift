@@ -54,18 +54,30 @@ public struct ServerSettings: Sendable, Hashable, Codable {
     public var maxBodyBytes: Int
     /// The reconciler that settles attempts nobody settled (``Reconciler``); defaults when absent.
     public var reconciliation: ReconciliationSettings
+    /// A connection on which nothing arrives for this long is closed (between requests, or mid-request).
+    public var idleTimeoutSeconds: Double
+    /// A request's head and body must arrive within this long of its first byte, however slowly they
+    /// trickle in; otherwise the connection is closed.
+    public var requestReadTimeoutSeconds: Double
+    /// At most this many connections are open at once; further ones wait in the accept queue.
+    public var maxConnections: Int
 
     public init(listen: String = "127.0.0.1:8080", storage: String = "sqlite:till.sqlite", publicURL: String? = nil,
-                maxBodyBytes: Int = 65_536, reconciliation: ReconciliationSettings = ReconciliationSettings()) {
+                maxBodyBytes: Int = 65_536, reconciliation: ReconciliationSettings = ReconciliationSettings(),
+                idleTimeoutSeconds: Double = 30, requestReadTimeoutSeconds: Double = 10, maxConnections: Int = 1_024) {
         self.listen = listen
         self.storage = storage
         self.publicURL = publicURL
         self.maxBodyBytes = maxBodyBytes
         self.reconciliation = reconciliation
+        self.idleTimeoutSeconds = idleTimeoutSeconds
+        self.requestReadTimeoutSeconds = requestReadTimeoutSeconds
+        self.maxConnections = maxConnections
     }
 
     public init(from decoder: any Decoder) throws {
-        try decoder.reportUnknownKeys(allowed: ["listen", "storage", "publicURL", "maxBodyBytes", "reconciliation"])
+        try decoder.reportUnknownKeys(allowed: ["listen", "storage", "publicURL", "maxBodyBytes", "reconciliation", "idleTimeoutSeconds",
+                                                "requestReadTimeoutSeconds", "maxConnections"])
         let c = try decoder.container(keyedBy: CodingKeys.self)
         let d = ServerSettings()
         listen = try c.decodeIfPresent(String.self, forKey: .listen) ?? d.listen
@@ -73,6 +85,9 @@ public struct ServerSettings: Sendable, Hashable, Codable {
         publicURL = try c.decodeIfPresent(String.self, forKey: .publicURL)
         maxBodyBytes = try c.decodeIfPresent(Int.self, forKey: .maxBodyBytes) ?? d.maxBodyBytes
         reconciliation = try c.decodeIfPresent(ReconciliationSettings.self, forKey: .reconciliation) ?? d.reconciliation
+        idleTimeoutSeconds = try c.decodeIfPresent(Double.self, forKey: .idleTimeoutSeconds) ?? d.idleTimeoutSeconds
+        requestReadTimeoutSeconds = try c.decodeIfPresent(Double.self, forKey: .requestReadTimeoutSeconds) ?? d.requestReadTimeoutSeconds
+        maxConnections = try c.decodeIfPresent(Int.self, forKey: .maxConnections) ?? d.maxConnections
     }
 
     /// The listen address split into host and port.
@@ -95,6 +110,15 @@ public struct ServerSettings: Sendable, Hashable, Codable {
         }
         if !(1_024...10_485_760).contains(maxBodyBytes) {
             issues.append(.init(field: "\(path).maxBodyBytes", code: .invalidField, message: "1024 to 10485760"))
+        }
+        if !(0.1...3_600).contains(idleTimeoutSeconds) {
+            issues.append(.init(field: "\(path).idleTimeoutSeconds", code: .invalidField, message: "0.1 to 3600 seconds"))
+        }
+        if !(0.1...3_600).contains(requestReadTimeoutSeconds) {
+            issues.append(.init(field: "\(path).requestReadTimeoutSeconds", code: .invalidField, message: "0.1 to 3600 seconds"))
+        }
+        if !(1...1_000_000).contains(maxConnections) {
+            issues.append(.init(field: "\(path).maxConnections", code: .invalidField, message: "1 to 1000000"))
         }
         issues += reconciliation.validate(path: "\(path).reconciliation")
         return issues

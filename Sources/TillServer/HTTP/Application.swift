@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import Logging
 import Metrics
 import NIOCore
@@ -68,9 +69,14 @@ public func buildApplication(
         await api.respond(context) { try await api.challenge(request, context) }
     }
     v1.get("quarantine") { request, context in await api.respond(context) { try await api.quarantine(request, context) } }
+    let settings = state.settings
+    let readLimit = TimeAmount.nanoseconds(Int64(settings.requestReadTimeoutSeconds * 1_000_000_000))
     return Application(
         router: router,
-        configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: "till"),
+        server: .http1(configuration: .init(additionalChannelHandlers: [RequestDeadline(limit: readLimit)],
+                                            idleTimeout: .nanoseconds(Int64(settings.idleTimeoutSeconds * 1_000_000_000)))),
+        configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: "till",
+                                                availableConnectionsDelegate: MaximumAvailableConnections(settings.maxConnections)),
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
         logger: logger)
 }
@@ -206,9 +212,13 @@ struct API: Sendable {
         } catch let error as DecodingError {
             let issue = ConfigurationLoader.issue(from: error)
             let path = issue.field == "$" ? field : "\(field).\(issue.field)"
-            let malformed = issue.code == .malformedBody
-            throw ServiceError(status: .badRequest, code: malformed ? "malformed_json" : issue.code.rawValue,
-                               message: malformed ? "the body is not valid JSON" : issue.message, field: path)
+            // Only a body that is not JSON at all is malformed; a value that cannot be read (a fraction in an
+            // integer, an enum value Till does not know) is an invalid field, named by its path.
+            let malformed = issue.code == .malformedBody && issue.field == "$"
+            let code = malformed ? "malformed_json" : issue.code == .malformedBody ? CheckoutError.Code.invalidField.rawValue : issue.code.rawValue
+            throw ServiceError(status: .badRequest, code: code,
+                               message: malformed ? "the body is not valid JSON" : issue.code == .malformedBody ? "not a valid value" : issue.message,
+                               field: path)
         }
     }
 

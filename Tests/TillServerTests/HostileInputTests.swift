@@ -1,0 +1,146 @@
+import Crypto
+import Foundation
+import Testing
+import Till
+import TillGatewayKit
+@testable import TillServer
+import TillTesting
+
+/// What an app (or anyone holding its credentials) can send the merchant server, and what it gets back:
+/// every refusal names the exact field, nothing is stored half-done, nothing unknown is silently dropped.
+@Suite("Hostile input to the app-facing API, over loopback")
+struct HostileInputTests {
+    static let card = "4111111111111111"
+
+    @Test("unknown keys are refused, each named by its path: in the intent, the customer, the amount, the prepare body, an outcome and a submission")
+    func unknownKeys() async throws {
+        let server = try await ServerHarness(.sqlite)
+        let intent = #"{"merchantReference":"o-1","amount":{"value":100,"currency":"USD"},"method":"card""#
+        let cases: [(String, String, String)] = [
+            ("v1/payments", intent + #","amountt":5}"#, "body.amountt"),
+            ("v1/payments", intent + #","customer":{"email":"a@b.example","nickname":"x"}}"#, "body.customer.nickname"),
+            ("v1/payments", #"{"merchantReference":"o-1","amount":{"value":100,"currency":"USD","fee":1},"method":"card"}"#, "body.amount.fee"),
+        ]
+        for (path, body, field) in cases {
+            let answer = try await server.send("POST", path, json: body)
+            #expect(answer.status == 400 && answer.errorCode == "invalid_field" && answer.errorField == field,
+                    "\(field): \(String(decoding: answer.body, as: UTF8.self))")
+        }
+        let (_, attempt, _) = try await server.createAndPrepare()
+        let created = try await server.send("POST", "v1/payments", json: ServerHarness.intentJSON("o-2"))
+        let id = try #require(created.json["id"] as? String)
+        let prepare = try await server.send("POST", "v1/payments/\(id)/attempts", json: #"{"returnURLs":[],"gateway":"other"}"#)
+        #expect(prepare.status == 400 && prepare.errorField == "body.gateway")
+        let outcome = try await server.send("POST", "v1/attempts/\(attempt.rawValue)/outcome", json: #"{"kind":"succeeded","status":"paid"}"#)
+        #expect(outcome.status == 400 && outcome.errorField == "body.status")
+        let submission = try await server.send("POST", "v1/attempts/\(attempt.rawValue)/submit", json: #"{"kind":"x","fields":{},"amount":1}"#)
+        #expect(submission.status == 400 && submission.errorField == "body.amount")
+        #expect(try await count(server.store, "till_payments") == 2)
+        await server.stop()
+    }
+
+    @Test("amounts that are not integer minor units, and enum values Till does not know, name the field, not the body")
+    func unreadableValues() async throws {
+        let server = try await ServerHarness(.sqlite)
+        let cases: [(String, String, String)] = [
+            (#""amount":{"value":10.5,"currency":"USD"},"method":"card""#, "body.amount.value", "invalid_amount"),
+            (#""amount":{"value":-0.01,"currency":"USD"},"method":"card""#, "body.amount.value", "invalid_amount"),
+            (#""amount":{"value":92233720368547758070,"currency":"USD"},"method":"card""#, "body.amount.value", "invalid_amount"),
+            (#""amount":{"value":"100","currency":"USD"},"method":"card""#, "body.amount.value", "invalid_field"),
+            (#""amount":{"value":100,"currency":"USD"},"method":"card","action":"steal""#, "body.action", "invalid_field"),
+        ]
+        for (fields, field, code) in cases {
+            let answer = try await server.send("POST", "v1/payments", json: #"{"merchantReference":"o-1","# + fields + "}")
+            #expect(answer.status == 400 && answer.errorField == field && answer.errorCode == code,
+                    "\(fields): \(String(decoding: answer.body, as: UTF8.self))")
+        }
+        let notJSON = try await server.send("POST", "v1/payments", json: "{nope")
+        #expect(notJSON.errorCode == "malformed_json" && notJSON.errorField == "body")
+        #expect(try await count(server.store, "till_payments") == 0)
+        await server.stop()
+    }
+
+    @Test("a merchant's amount ceiling: a payment above it is refused before anything is stored")
+    func amountCeiling() async throws {
+        let server = try await ServerHarness(.sqlite, merchantSettings: { $0.maxAmounts = ["USD": 100_000] })
+        let over = try await server.send("POST", "v1/payments", json: ServerHarness.intentJSON("big", minor: 100_001))
+        #expect(over.status == 422 && over.errorCode == "invalid_amount" && over.errorField == "body.amount.value")
+        let at = try await server.send("POST", "v1/payments", json: ServerHarness.intentJSON("ok", minor: 100_000))
+        #expect(at.status == 201)
+        #expect(try await count(server.store, "till_payments") == 1)
+        var configuration = MerchantConfiguration(id: "m", gateways: [GatewayConfiguration(id: "fake", module: "fake")],
+                                                  maxAmounts: ["XXQ": 1, "EUR": 0])
+        configuration.routing = RoutingConfiguration(fallback: ["fake"])
+        let fields = configuration.validate(path: "merchants[0]", modules: ["fake": FakeGateway().capabilities]).map(\.field)
+        #expect(fields.contains("merchants[0].maxAmounts.XXQ") && fields.contains("merchants[0].maxAmounts.EUR"))
+        await server.stop()
+    }
+
+    @Test("a card number typed into free text is stored masked: an outcome message, a description, metadata")
+    func cardNumbersMasked() async throws {
+        let server = try await ServerHarness(.sqlite)
+        let body = #"{"merchantReference":"o-pan","amount":{"value":2500,"currency":"USD"},"method":"card","description":"card \#(Self.card)","metadata":{"note":"\#(Self.card)"}}"#
+        let created = try await server.send("POST", "v1/payments", json: body)
+        #expect(created.status == 201)
+        #expect(!String(decoding: created.body, as: UTF8.self).contains(Self.card))
+        let id = try #require(created.json["id"] as? String)
+        let prepared = try await server.send("POST", "v1/payments/\(id)/attempts", json: "{}")
+        let attempt = try #require(prepared.json["attempt"] as? String)
+        let outcome = try await server.send("POST", "v1/attempts/\(attempt)/outcome",
+                                            json: #"{"kind":"failed","message":"my card \#(Self.card) was refused"}"#)
+        #expect(outcome.status == 202)
+        let read = try await server.send("GET", "v1/attempts/\(attempt)")
+        let text = String(decoding: read.body, as: UTF8.self)
+        #expect(!text.contains(Self.card) && text.contains("411111******1111"))
+        #expect(try await count(server.store, "till_attempts", where: "client_outcome LIKE '%\(Self.card)%'") == 0)
+        #expect(try await count(server.store, "till_payments", where: "intent_json LIKE '%\(Self.card)%'") == 0)
+        await server.stop()
+    }
+
+    @Test("a gateway notification carrying a clear card number is stored with it masked; one without is stored byte for byte")
+    func rawBodiesMasked() async throws {
+        let server = try await ServerHarness(.sqlite)
+        let (_, attempt, gateway) = try await server.createAndPrepare()
+        func signed(_ object: [String: Any]) throws -> IncomingNotification {
+            let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+            let mac = HMAC<SHA256>.authenticationCode(for: data, using: SymmetricKey(data: Data(ServerHarness.secret.utf8)))
+            return IncomingNotification(headers: ["content-type": "application/json", "x-fake-signature": Hex.encode(mac)], body: data)
+        }
+        let pending = try signed(["attempt": attempt.rawValue, "status": "pending", "eventId": "e1", "card_number": Self.card])
+        #expect(try await server.notify(pending, gateway: gateway).status == 200)
+        #expect(try await count(server.store, "till_notifications", where: "CAST(body AS TEXT) LIKE '%\(Self.card)%'") == 0)
+        #expect(try await count(server.store, "till_notifications", where: "CAST(body AS TEXT) LIKE '%411111******1111%'") == 1)
+        let plain = try signed(["attempt": attempt.rawValue, "status": "pending", "eventId": "e2", "card_number": "411111******1111"])
+        #expect(try await server.notify(plain, gateway: gateway).status == 200)
+        #expect(Redactor().maskingCardFields(in: plain.body) == plain.body)
+        #expect(Redactor().maskingCardFields(in: Data("a=1&card_number=4111+1111+1111+1111&b=2".utf8))
+            == Data("a=1&card_number=411111%2A%2A%2A%2A%2A%2A1111&b=2".utf8))
+        await server.stop()
+    }
+}
+
+@Suite("Forged notifications cannot make the server call gateways")
+struct ForgedNotificationTests {
+    @Test("100 bad-signature notifications naming one pending attempt cause one inquiry; naming 40 attempts, at most the burst")
+    func inquiriesBounded() async throws {
+        // Time stands still (a virtual clock), so the budget does not refill while the test runs, however slow the machine.
+        let server = try await ServerHarness(.sqlite, clock: VirtualClock())
+        let (payment, attempt, gateway) = try await server.createAndPrepare()
+        func forged(_ reference: AttemptReference, _ n: Int) -> IncomingNotification {
+            IncomingNotification(headers: ["content-type": "application/json", "x-fake-signature": String(repeating: "0", count: 64)],
+                                 body: Data(#"{"attempt":"\#(reference.rawValue)","eventId":"f\#(n)","status":"paid","amount":{"value":2500,"currency":"USD"}}"#.utf8))
+        }
+        for n in 0..<100 { #expect(try await server.notify(forged(attempt, n), gateway: gateway).status == 401) }
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(await server.gateway(gateway).ledger.inquiries <= 1)
+        #expect(try await server.status(of: payment) == "pending")
+        var others: [AttemptReference] = []
+        for _ in 0..<40 { others.append(try await server.createAndPrepare().1) }
+        let before = await server.gateway(gateway).ledger.inquiries
+        for (n, other) in others.enumerated() { _ = try await server.notify(forged(other, n), gateway: gateway) }
+        try await Task.sleep(for: .milliseconds(200))
+        let caused = await server.gateway(gateway).ledger.inquiries - before
+        #expect(caused >= 1 && caused <= 10, "\(caused) inquiries")
+        await server.stop()
+    }
+}
