@@ -27,6 +27,25 @@ struct ReturnURLHandlerTests {
         #expect(handler.pendingCount == 0)
     }
 
+    @Test("one attempt, two returns on one URL (a token, then 3-D Secure): only after expectAgain, and only the new URL")
+    func expectAgain() async throws {
+        let handler = try makeHandler()
+        let expected = try handler.expectReturn()
+        let token = URL(string: expected.url.absoluteString + "&token_name=t1")!
+        #expect(handler.handle(token))
+        #expect(await handler.wait(for: expected, timeout: .seconds(1)) == .returned(token))
+        #expect(!handler.handle(token))   // consumed: ignored until the app expects another return
+        handler.expectAgain(expected)
+        let final = URL(string: expected.url.absoluteString + "&response_code=14000")!
+        async let second = handler.wait(for: expected, timeout: .seconds(5))
+        try await Task.sleep(for: .milliseconds(20))
+        #expect(handler.handle(final))
+        #expect(await second == .returned(final))
+        handler.expectAgain(expected)
+        handler.cancel(expected)
+        #expect(handler.pendingCount == 0)
+    }
+
     @Test("a return that arrives before the wait is kept for it")
     func returnBeforeWait() async throws {
         let handler = try makeHandler()

@@ -236,6 +236,8 @@ public struct AppCheckout: Sendable {
                 try await presenter.post(form)
                 let result = await returns.wait(for: expected, timeout: returnTimeout)
                 guard case .returned(let url) = result else { return interpret(result, preparation, gateway: gateway) }
+                // The gateway may send the customer back once more (after 3-D Secure) on the same URL.
+                returns.expectAgain(expected)
                 input = .returned(url)
             case .launchWallet(var launch):
                 launch.returnURL = launch.returnURL ?? preparation.returnURL ?? expected.url

@@ -106,6 +106,18 @@ public final class ReturnURLHandler: Sendable {
         return expected
     }
 
+    /// Expects one more return on an expectation whose return already came: the same state and URLs.
+    /// For gateways that send the customer back twice in one attempt (PayFort's merchant page returns
+    /// the card token, then, after 3-D Secure, the result). A URL for the state that arrives from now on
+    /// resolves the new wait; the return already taken is not delivered again.
+    public func expectAgain(_ expected: ExpectedReturn, lifetime: Duration = .seconds(3_600)) {
+        let now = ContinuousClock.now
+        waiting.withLock { table in
+            guard table[expected.state] == nil else { return }
+            table[expected.state] = Waiting(expected: expected, deadline: now + lifetime)
+        }
+    }
+
     /// Offers a URL the app was opened with. Returns `true` only if it was the return of a waiting
     /// attempt, which it then resumes; `false` for anything else (which is otherwise ignored).
     @discardableResult
