@@ -26,6 +26,9 @@ struct PayFortPluginTests {
     func builds() throws {
         let server = try #require(try PayFortPlugin.plugin.makeServer(context(["sha": "sha512", "language": "ar"])) as? PayFortServer)
         #expect(server.gateway == "payfort-riyadh" && server.environment == .sandbox && server.language == "ar")
+        #expect(server.integration == .merchantPage)   // the default: nothing from PayFort needed in the app
+        let sdk = try #require(try PayFortPlugin.plugin.makeServer(context(["integration": "mobile_sdk"])) as? PayFortServer)
+        #expect(sdk.integration == .mobileSDK)
         let custom = try #require(try PayFortPlugin.plugin.makeServer(
             context(["base_url": "http://127.0.0.1:9000", "environment": "production"])) as? PayFortServer)
         #expect(custom.environment == .custom(URL(string: "http://127.0.0.1:9000")!))
@@ -47,6 +50,7 @@ struct PayFortPluginTests {
         (["environment": "staging"], goodCredentials, "settings.environment"),
         (["sha": "md5"], goodCredentials, "settings.sha"),
         (["language": "fr"], goodCredentials, "settings.language"),
+        (["integration": "sdk"], goodCredentials, "settings.integration"),
         (["base_url": "ftp://sandbox.example"], goodCredentials, "settings.base_url"),
         (["base_url": "not a url"], goodCredentials, "settings.base_url"),
         ([:], goodCredentials.filter { $0.key != "request_phrase" }, "credentials.request_phrase"),
@@ -77,7 +81,7 @@ struct PayFortPluginTests {
     @Test("the debugger signs, verifies the round trip, and explains an invalid signature")
     func debugger() throws {
         let debugger = try #require(PayFortPlugin.plugin.debugger)
-        #expect(debugger.signOptions.map(\.name) == ["phrase", "sha512", "params"])
+        #expect(debugger.signOptions.map(\.name) == ["phrase", "sha512", "params", "keep-empty"])
         #expect(debugger.verifyOptions.filter(\.required).map(\.name) == ["phrase", "params"])
         let params = #"{"merchant_identifier":"MID","access_code":"AC","amount":1000,"signature":"ignored","apple_header":{"b":"2","a":"1"}}"#
         let path = try file(params)
@@ -106,6 +110,21 @@ struct PayFortPluginTests {
 
         let unsigned = try debugger.verify(DebuggerArguments(["phrase": ["PASS"], "params": [try file(#"{"a":"1"}"#)]]))
         #expect(!unsigned.valid && unsigned.lines.first == "invalid: the parameters carry no signature")
+
+        // Empty values: the .NET rule by default, the PHP rule on request; a verdict explains both.
+        let empty = try file(#"{"a":"1","b":""}"#)
+        defer { try? FileManager.default.removeItem(atPath: empty) }
+        #expect(try debugger.sign(DebuggerArguments(["phrase": ["P"], "params": [empty]]))[0] == "Pa=1P")
+        let php = try debugger.sign(DebuggerArguments(["phrase": ["P"], "params": [empty], "keep-empty": ["true"]]))
+        #expect(php[0] == "Pa=1b=P")
+        let phpSigned = try file(#"{"a":"1","b":"","signature":"\#(php[1])"}"#)
+        defer { try? FileManager.default.removeItem(atPath: phpSigned) }
+        let viaPHP = try debugger.verify(DebuggerArguments(["phrase": ["P"], "params": [phpSigned]]))
+        #expect(viaPHP.valid && viaPHP.lines.first?.contains("PHP") == true)
+        let wrong = try file(#"{"a":"1","b":"","signature":"00"}"#)
+        defer { try? FileManager.default.removeItem(atPath: wrong) }
+        let both = try debugger.verify(DebuggerArguments(["phrase": ["P"], "params": [wrong]]))
+        #expect(!both.valid && both.lines.count == 5 && both.lines[3] == "string to sign with empty values (PHP SDK): Pa=1b=P")
     }
 
     @Test("the debugger names the option at fault")

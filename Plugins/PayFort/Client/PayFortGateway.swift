@@ -1,180 +1,214 @@
 import Foundation
 import TillGatewayKit
 
-/// Where a PayFort (Amazon Payment Services) integration talks to.
-public enum PayFortEnvironment: Sendable, Hashable {
-    /// `https://sbpaymentservices.payfort.com`
-    case sandbox
-    /// `https://paymentservices.payfort.com`
-    case production
-    /// Another base URL: the local sandbox (`till sandbox`) or a proxy.
-    case custom(URL)
-
-    /// The environment's base URL.
-    public var baseURL: URL {
-        switch self {
-        case .sandbox: URL(string: "https://sbpaymentservices.payfort.com")!
-        case .production: URL(string: "https://paymentservices.payfort.com")!
-        case .custom(let url): url
-        }
-    }
-
-    /// `FortAPI/paymentApi` on this environment.
-    public var paymentAPI: URL { baseURL.appendingPathComponent("FortAPI/paymentApi") }
-}
-
-/// PayFort FORT (Amazon Payment Services) through its mobile SDK flow: the **app half**, a
-/// ``Checkout`` built without credentials (an app cannot hold any).
+/// PayFort FORT (Amazon Payment Services): the **app half**, a ``Checkout`` built without credentials
+/// (an app cannot hold any). It makes no network call of its own: the card goes from the device to
+/// PayFort through the FORT mobile SDK or a form post, never through this code's own requests.
 ///
-/// | step | PayFort | where |
+/// Two channels, chosen by the gateway's `integration` setting (``PayFortIntegration``) and carried in
+/// the preparation (``integrationParameter``):
+///
+/// | step | `mobile_sdk` | `merchant_page` (default) |
 /// |---|---|---|
-/// | Prepare (server) | `SDK_TOKEN` request signed with the request phrase; the response verified with the response phrase | `PayFortServer` |
-/// | Present (app) | a card form, then the operation request (`PURCHASE`/`AUTHORIZATION` with the `sdk_token`) as the mobile SDK sends it; a 3-D Secure `3ds_url` becomes an `openURL` step | here |
-/// | Return (app) | the 3-D Secure redirect, or the SDK callback (`success` / `canceled` / `failed`) | here |
-/// | Confirm (server) | transaction feedback (form or JSON) verified with the response phrase; `CHECK_STATUS` | `PayFortServer` |
+/// | Prepare (server) | signed `SDK_TOKEN` for the app's `device_id` | signed `TOKENIZATION` hidden fields; no call |
+/// | Present (app) | `.launchWallet` with the operation request the FORT SDK takes | `.collect` the card form, then `.postForm` to `FortAPI/paymentPage` |
+/// | Return (app) | the SDK's `success` / `canceled` / `faild` callback (``SDKCallback``) | the token on the return URL → `.submit` (``tokenizationSubmission``) |
+/// | Submit (server) | — | verify the return, `PURCHASE`/`AUTHORIZATION` with `token_name`; 3-D Secure → `.openURL` |
+/// | Confirm (server) | transaction feedback; `CHECK_STATUS` | transaction feedback; `CHECK_STATUS` |
 ///
-/// The server half, `PayFortServer` (a ``CheckoutServer`` holding `PayFortCredentials`), lives in the
-/// `TillPayFortServer` library, which the merchant server links and an app never does; its
-/// `PayFortPlugin.plugin` builds both halves from a gateway's configuration. The operation request is
-/// authenticated by the SDK token the server obtained, so no phrase is needed on the device.
+/// Everything the app half reads is informational: it holds no phrase and verifies nothing. The
+/// server half is `PayFortServer` (library `TillPayFortServer`).
 public struct PayFortGateway: Checkout {
     /// The gateway's identifier (`"payfort"` unless a merchant runs several PayFort accounts).
     public let gateway: GatewayID
-    /// Where the operation request goes.
+    /// Where the custom merchant page's form is posted (``PayFortEnvironment/paymentPage``).
     public let environment: PayFortEnvironment
     /// PayFort's language for messages: `en` or `ar`.
     public let language: String
-    private let api: PayFortAPI
 
-    /// The app half of a PayFort gateway: the environment and a transport, nothing secret.
-    public init(id: GatewayID = "payfort", environment: PayFortEnvironment, language: String = "en", transport: any HTTPTransport) {
+    /// The app half of a PayFort gateway: the environment, nothing secret.
+    public init(id: GatewayID = "payfort", environment: PayFortEnvironment, language: String = "en") {
         self.gateway = id
         self.environment = environment
         self.language = language
-        self.api = PayFortAPI(gateway: id, environment: environment, transport: transport)
     }
 
-    /// What PayFort's mobile SDK flow can do: cards and mada, sale and authorization, with inquiry
-    /// (`CHECK_STATUS`) and notifications (transaction feedback). Both halves declare it.
+    /// What PayFort can do here: cards and mada, sale and authorization, with inquiry (`CHECK_STATUS`)
+    /// and notifications (transaction feedback). Both halves declare it.
     public static let capabilities = GatewayCapabilities(methods: [.card, .mada], actions: [.sale, .authorize],
                                                          supportsInquiry: true, supportsNotifications: true)
 
     /// What this gateway can do: the same as the static `capabilities`.
     public var capabilities: GatewayCapabilities { Self.capabilities }
 
+    /// The preparation parameter that names the channel (`mobile_sdk` or `merchant_page`).
+    public static let integrationParameter = "integration"
+    /// The ``Submission/kind`` of a custom merchant page's tokenization return.
+    public static let tokenizationSubmission = "payfort_tokenization"
+    /// The ``WalletLaunch/wallet`` of the FORT mobile SDK.
+    public static let sdkWallet = "payfort"
+
+    /// The ``SDKResult/code`` an app's FORT SDK adapter reports: which of the SDK's three callbacks
+    /// fired (`PayFortController.callPayFort(withRequest:currentViewController:success:canceled:faild:)`,
+    /// payfort/fort-ios-sdk). The ``SDKResult/parameters`` are the callback's response dictionary
+    /// (`responeDic`) verbatim; for `faild`, the adapter may add the callback's `message` as `message`.
+    public enum SDKCallback: String, Sendable, Hashable, CaseIterable {
+        /// `success:`.
+        case success
+        /// `canceled:`.
+        case canceled
+        /// `faild:` (the SDK's spelling; `faild` is accepted as well).
+        case failed
+    }
+
     // MARK: Present (app)
 
-    /// **Present**: the card form (``PayFortFields/cardForm``) at `.start`; once submitted, the card
-    /// is checked (``PayFortFields/card(_:now:)``) and sent with the prepared operation parameters as
-    /// the mobile SDK sends them, and PayFort's answer becomes the next step.
+    /// **Present**.
+    /// - `mobile_sdk`: `.start` → `.launchWallet` (``sdkWallet``) with the operation request as the
+    ///   FORT SDK takes it, checked field by field first.
+    /// - `merchant_page`: `.start` → `.collect` (``PayFortFields/cardForm``); `.submit` → the card
+    ///   checked (``PayFortFields/card(_:now:)``) and `.postForm` to `FortAPI/paymentPage` with the
+    ///   server's signed hidden fields; `.returned` → the tokenization return read and `.submit`ted to
+    ///   the merchant server (``tokenizationSubmission``), or `.completed` when it cannot be.
+    /// - Throws: ``CheckoutError`` naming the field at fault (a preparation without what the channel
+    ///   needs, an operation field outside its rule, a card field), or `unsupported_action` for an
+    ///   input the channel has no use for.
     public func present(_ preparation: Preparation, input: PresentInput) async throws -> NextStep {
-        switch input {
-        case .start:
+        switch (try integration(of: preparation), input) {
+        case (.mobileSDK, .start):
+            return .launchWallet(try sdkLaunch(for: preparation))
+        case (.merchantPage, .start):
             return .collect(PayFortFields.cardForm)
-        case .submit(let values):
-            let card = try PayFortFields.card(values).get()
-            var fields = preparation.parameters
-            if let issue = PayFortFields.validateOperation(fields).first { throw issue.error.attributed(to: gateway) }
-            fields.merge(card) { _, typed in typed }
-            // As the mobile SDK sends it: authenticated by the SDK token, no phrase on the device.
-            let ordered = fields.keys.sorted().map { ($0, fields[$0]!) }
-            let response = try await api.post(PayFortParameters(strings: ordered))
-            return step(for: response)
-        case .returned:
-            throw CheckoutError(.unsupportedAction, field: "input", message: "no form was posted", gateway: gateway)
+        case (.merchantPage, .submit(let values)):
+            return .postForm(try tokenizationForm(for: preparation, card: try PayFortFields.card(values).get()))
+        case (.merchantPage, .returned(let url)):
+            return tokenizationStep(url, preparation)
+        case (.mobileSDK, _):
+            throw CheckoutError(.unsupportedAction, field: "input", message: "the FORT mobile SDK collects the card itself", gateway: gateway)
         }
     }
 
-    /// What the app shows after an operation response (never final: Confirm decides).
-    func step(for response: PayFortParameters) -> NextStep {
-        let status = response.text("status") ?? ""
-        let code = response.text("response_code")
-        let message = GatewayText.safe(response.text("response_message"))
-        switch status {
-        case "14", "02":
-            return .completed(ClientOutcome(.succeeded, gatewayCode: code, message: message))
-        case "20":
-            if let text = response.text("3ds_url"), let url = URL(string: text), url.scheme == "https" || url.scheme == "http" {
-                return .openURL(url, handoff: .threeDSecure)
-            }
-            return .completed(ClientOutcome(.pending, gatewayCode: code, message: message))
-        case "15", "19":
-            return .completed(ClientOutcome(.pending, gatewayCode: code, message: message))
-        default:
-            return .completed(ClientOutcome(.failed, gatewayCode: code, message: message))
+    /// The channel the server prepared.
+    func integration(of preparation: Preparation) throws(CheckoutError) -> PayFortIntegration {
+        let raw = preparation.parameters[Self.integrationParameter]
+        guard let raw, let integration = PayFortIntegration(rawValue: raw) else {
+            throw CheckoutError(.invalidField, field: "preparation.parameters.\(Self.integrationParameter)",
+                                message: "mobile_sdk or merchant_page", gateway: gateway)
         }
+        return integration
+    }
+
+    /// The FORT SDK's operation request: the operation keys of the preparation, checked.
+    func sdkLaunch(for preparation: Preparation) throws(CheckoutError) -> WalletLaunch {
+        var request: [String: String] = [:]
+        for key in PayFortFields.operationKeys { if let value = preparation.parameters[key], !value.isEmpty { request[key] = value } }
+        if let issue = PayFortFields.validateOperation(request, prefix: "preparation.parameters.").first {
+            throw issue.error.attributed(to: gateway)
+        }
+        guard request["merchant_reference"] == preparation.attempt.rawValue,
+              request["amount"] == String(preparation.amount.minorUnits), request["currency"] == preparation.amount.currency.code else {
+            throw CheckoutError(.invalidField, field: "preparation.parameters", message: "the operation request is not this attempt's",
+                                gateway: gateway)
+        }
+        return WalletLaunch(wallet: Self.sdkWallet, parameters: request)
+    }
+
+    /// The form the device posts to `FortAPI/paymentPage`: the signed hidden fields, then the card.
+    func tokenizationForm(for preparation: Preparation, card: [String: String]) throws(CheckoutError) -> FormPost {
+        var fields: [FormPost.Field] = []
+        for name in PayFortTokenizationForm.fieldNames {
+            guard let value = preparation.parameters[name], !value.isEmpty else {
+                throw CheckoutError(.missingField, field: "preparation.parameters.\(name)", message: "the server did not sign the form",
+                                    gateway: gateway)
+            }
+            fields.append(FormPost.Field(name, value))
+        }
+        guard preparation.parameters["merchant_reference"] == preparation.attempt.rawValue,
+              preparation.parameters["service_command"] == "TOKENIZATION" else {
+            throw CheckoutError(.invalidField, field: "preparation.parameters", message: "the form is not this attempt's", gateway: gateway)
+        }
+        for name in PayFortTokenizationForm.cardFieldNames { if let value = card[name] { fields.append(FormPost.Field(name, value)) } }
+        return FormPost(url: environment.paymentPage, fields: fields)
+    }
+
+    /// After the form post: the tokenization return, handed to the merchant server, which verifies it.
+    func tokenizationStep(_ url: URL, _ preparation: Preparation) -> NextStep {
+        let returned: PayFortMessage
+        do {
+            returned = try PayFortMessage(try PayFortParameters.query(of: url, returnURL: preparation.returnURL), rule: nil, field: "return")
+        } catch {
+            return .completed(ClientOutcome(.unknown, message: "an unreadable return from PayFort (\(error.message))"))
+        }
+        guard returned.command == "TOKENIZATION" else {
+            return .completed(ClientOutcome(.unknown, message: "the return carries no tokenization result"))
+        }
+        guard returned.merchantReference == preparation.attempt.rawValue else {
+            return .completed(ClientOutcome(.unknown, message: "the return names another order"))
+        }
+        // The card comes back masked (first six and last four at most); anything more is never carried on.
+        if let number = returned.parameters.text("card_number"), number.filter(\.isASCIIDigit).count > 10 {
+            return .completed(ClientOutcome(.unknown, message: "the return carries an unmasked card number; it is not passed on"))
+        }
+        // Every field PayFort put on the URL, so the server verifies its signature over exactly what was sent.
+        return .submit(Submission(kind: Self.tokenizationSubmission, fields: returned.parameters.strings))
     }
 
     // MARK: Return (app)
 
-    /// **Return**: the 3-D Secure redirect's query (ignored when it names another order), or the
-    /// mobile SDK's callback (`success`, `canceled`, anything else a failure). Informational only.
+    /// **Return**: the 3-D Secure redirect's query (PayFort's final result of a PURCHASE or
+    /// AUTHORIZATION; ignored when it names another order), or the FORT SDK's callback
+    /// (``SDKCallback``). Informational only: nothing here is verified.
     public func interpretReturn(_ event: ReturnEvent, for preparation: Preparation) -> ClientOutcome {
         switch event {
         case .url(let url):
-            var parameters = PayFortParameters()
-            for item in URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems ?? [] {
-                parameters[item.name] = .string(item.value ?? "")
+            guard let returned = try? PayFortMessage(try PayFortParameters.query(of: url, returnURL: preparation.returnURL), rule: nil,
+                                                     field: "return") else {
+                return ClientOutcome(.unknown, message: "an unreadable return from PayFort")
             }
-            guard parameters.text("merchant_reference") == nil || parameters.text("merchant_reference") == preparation.attempt.rawValue else {
+            guard returned.merchantReference == nil || returned.merchantReference == preparation.attempt.rawValue else {
                 return ClientOutcome(.unknown, message: "the return names another order")
             }
-            if case .completed(let outcome) = step(for: parameters) { return outcome }
-            return ClientOutcome(.pending)
+            guard let status = returned.status else { return ClientOutcome(.pending) }
+            return outcome(status: status, returned)
         case .callback(let code, let parameters):
-            switch code {
-            case "success":
-                return ClientOutcome(.succeeded, gatewayCode: parameters["response_code"], message: GatewayText.safe(parameters["response_message"]))
-            case "canceled", "cancelled":
-                return ClientOutcome(.cancelled, gatewayCode: parameters["response_code"])
-            default:
-                return ClientOutcome(.failed, gatewayCode: parameters["response_code"], message: GatewayText.safe(parameters["response_message"]))
-            }
+            return sdkOutcome(code: code, parameters: parameters, preparation: preparation)
         case .timedOut, .abandoned:
-            return ClientOutcome(.unknown, message: "the customer did not come back from 3-D Secure")
+            return ClientOutcome(.unknown, message: "the customer did not come back from PayFort")
         }
     }
-}
 
-/// `FortAPI/paymentApi`, as both halves call it: ordered JSON in, ordered JSON out.
-package struct PayFortAPI: Sendable {
-    /// The gateway every error is attributed to.
-    package let gateway: GatewayID
-    /// Where requests go.
-    package let environment: PayFortEnvironment
-    private let client: GatewayClient
-
-    /// The API of `environment`, over `transport`, attributing errors to `gateway`.
-    package init(gateway: GatewayID, environment: PayFortEnvironment, transport: any HTTPTransport) {
-        self.gateway = gateway
-        self.environment = environment
-        self.client = GatewayClient(gateway: gateway, transport: transport)
+    /// What the FORT SDK's callback says.
+    func sdkOutcome(code: String, parameters: [String: String], preparation: Preparation) -> ClientOutcome {
+        guard let callback = code == "faild" ? .failed : SDKCallback(rawValue: code) else {
+            return ClientOutcome(.unknown, message: "an SDK callback Till does not know")
+        }
+        guard let response = try? PayFortMessage(PayFortParameters(dictionary: parameters), rule: nil, field: "sdk") else {
+            return ClientOutcome(.unknown, message: "an unreadable SDK response")
+        }
+        guard response.merchantReference == nil || response.merchantReference == preparation.attempt.rawValue else {
+            return ClientOutcome(.unknown, message: "the SDK response names another order")
+        }
+        switch callback {
+        case .success:
+            guard let status = response.status else { return ClientOutcome(.succeeded, gatewayCode: response.responseCode) }
+            return outcome(status: status, response)
+        case .canceled:
+            return ClientOutcome(.cancelled, gatewayCode: response.responseCode, message: response.responseMessage)
+        case .failed:
+            return ClientOutcome(.failed, gatewayCode: response.responseCode,
+                                 message: response.responseMessage ?? GatewayText.safe(parameters["message"]))
+        }
     }
 
-    /// POSTs `parameters` as JSON and parses the JSON answer, keeping its order.
-    /// - Throws: ``CheckoutError`` attributed to the gateway: a transport failure as ``GatewayClient``
-    ///   classifies it; `gateway_error` for an HTTP status other than 2xx or 400 (PayFort answers
-    ///   refusals with 400 and a body); `malformed_body` in category `unknown_outcome` for an answer
-    ///   that cannot be read (it was sent, so it may have been processed).
-    package func post(_ parameters: PayFortParameters) async throws(CheckoutError) -> PayFortParameters {
-        let request = TransportRequest(method: .post, url: environment.paymentAPI,
-                                       headers: ["Content-Type": "application/json", "Accept": "application/json"],
-                                       body: parameters.jsonData(), timeout: .seconds(45))
-        let response = try await client.send(request)
-        guard (200..<300).contains(response.statusCode) || response.statusCode == 400 else {
-            throw CheckoutError(.gatewayError, message: "PayFort answered HTTP \(response.statusCode)", gateway: gateway,
-                                gatewayCode: String(response.statusCode))
+    /// What a status the app saw means, for the app (never final).
+    func outcome(status: String, _ message: PayFortMessage) -> ClientOutcome {
+        let kind: ClientOutcome.Kind = switch PayFortCodes.paymentStatus(status, responseCode: message.responseCode) {
+        case .paid, .authorized: .succeeded
+        case .failed: .failed
+        case .pending: .pending
+        case .cancelled: .cancelled
+        default: status == "18" ? .pending : .unknown
         }
-        return try answer(response.body)
-    }
-
-    /// The answer's parameters; synchronous, so its catch stays out of `async` code.
-    private func answer(_ body: Data) throws(CheckoutError) -> PayFortParameters {
-        do {
-            return try PayFortParameters.json(body)
-        } catch {
-            // Sent, but unreadable: the outcome is unknown.
-            throw CheckoutError(.malformedBody, category: .unknownOutcome, message: "unreadable PayFort answer", gateway: gateway)
-        }
+        return ClientOutcome(kind, gatewayCode: message.responseCode, message: message.responseMessage)
     }
 }

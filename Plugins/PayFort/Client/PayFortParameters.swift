@@ -66,6 +66,17 @@ public struct PayFortParameters: Sendable, Hashable, Sequence {
     /// The text of `key` (a string, a number's exact text, or a boolean), if present.
     public func text(_ key: String) -> String? { self[key]?.payFortText }
 
+    /// The text of `key` when it is present and not empty. A verified message is read only through
+    /// this: under the .NET rule an empty value is not signed (``PayFortSignature/EmptyValues``), so
+    /// it must read as absent.
+    public func signedText(_ key: String) -> String? {
+        guard let text = text(key), !text.isEmpty else { return nil }
+        return text
+    }
+
+    /// The names of the parameters, in order.
+    public var keys: [String] { members.map(\.key) }
+
     /// The parameters as one JSON object.
     public var object: PayFortValue { .object(members) }
 
@@ -91,6 +102,33 @@ public struct PayFortParameters: Sendable, Hashable, Sequence {
         PayFortParameters(try FormFields.decode(data, field: field).pairs.map { OrderedJSON.Member(key: $0.name, value: .string($0.value)) })
     }
 
+    /// The query of a URL PayFort sent the customer back to, decoded as a form (`+` is a space,
+    /// `%XX` a byte), without the items the merchant's own `returnURL` carried (Till's state; the PHP
+    /// SDK likewise drops its own `discriminator` before it verifies): those are the merchant's, not
+    /// PayFort's, and are not signed.
+    /// - Throws: ``CheckoutError/Code/duplicateField`` naming `<field>.<name>` for a name that appears
+    ///   twice; ``CheckoutError/Code/malformedBody`` for a bad escape.
+    public static func query(of url: URL, returnURL: URL?, field: String = "return") throws(CheckoutError) -> PayFortParameters {
+        let raw = URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedQuery ?? ""
+        let own = returnURL.flatMap { URLComponents(url: $0, resolvingAgainstBaseURL: false)?.queryItems } ?? []
+        let fields = try FormFields.decode(Data(raw.utf8), field: field)
+        return PayFortParameters(fields.pairs.filter { pair in !own.contains { $0.name == pair.name && ($0.value ?? "") == pair.value } }
+            .map { OrderedJSON.Member(key: $0.name, value: .string($0.value)) })
+    }
+
+    /// Parameters from a flat dictionary (a ``Submission``'s fields, an SDK's response), sorted by key
+    /// so that the order never depends on hashing.
+    public init(dictionary: [String: String]) {
+        self.init(strings: dictionary.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+    }
+
     /// The parameters as a compact JSON object, members in order.
     public func jsonData() -> Data { object.serialized() }
+
+    /// Scalar parameters as plain strings (nested values are left out).
+    public var strings: [String: String] {
+        var out: [String: String] = [:]
+        for member in members { if let text = member.value.payFortText { out[member.key] = text } }
+        return out
+    }
 }

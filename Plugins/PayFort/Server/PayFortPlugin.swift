@@ -6,9 +6,11 @@ import TillPayFort
 ///
 /// Credentials: `access_code`, `merchant_identifier`, `request_phrase`, `response_phrase`.
 /// Settings: `environment` (`sandbox` | `production`; `sandbox` when not set), `base_url` (any other
-/// base URL, such as the local sandbox; it wins over `environment`), `sha` (`sha256` | `sha512`),
-/// `language` (`en` | `ar`). A bad value is refused naming `settings.<name>`, a missing credential
-/// naming `credentials.<name>`.
+/// base URL, such as the local sandbox, used for both `FortAPI/paymentApi` and `FortAPI/paymentPage`;
+/// it wins over `environment`), `sha` (`sha256` | `sha512`), `language` (`en` | `ar`), `integration`
+/// (`merchant_page` | `mobile_sdk`; `merchant_page` when not set: it needs nothing from PayFort in the
+/// app, see ``PayFortIntegration``). A bad value is refused naming `settings.<name>`, a missing
+/// credential naming `credentials.<name>`.
 public enum PayFortPlugin {
     /// The module's description: builds ``PayFortServer`` (with credentials) and `PayFortGateway`
     /// (settings only), and debugs signatures for `till sign payfort` and `till verify payfort`.
@@ -31,13 +33,19 @@ public enum PayFortPlugin {
             requestPhrase: try settings.secret("request_phrase"), responsePhrase: try settings.secret("response_phrase"),
             algorithm: algorithm)
         return PayFortServer(id: context.id, environment: environment, credentials: credentials, language: language,
-                             transport: context.transport)
+                             integration: try integration(settings), transport: context.transport)
     }
 
     /// The app half of one configured gateway, from its settings only.
     static func client(_ context: GatewayPluginContext) throws(CheckoutError) -> PayFortGateway {
-        PayFortGateway(id: context.id, environment: try environment(context.settings), language: try language(context.settings),
-                       transport: context.transport)
+        _ = try integration(context.settings)   // refused the same way on both sides
+        return PayFortGateway(id: context.id, environment: try environment(context.settings), language: try language(context.settings))
+    }
+
+    /// `integration`: `merchant_page` (the default) or `mobile_sdk`.
+    static func integration(_ settings: ModuleSettings) throws(CheckoutError) -> PayFortIntegration {
+        let raw = try settings.choice("integration", PayFortIntegration.allCases.map(\.rawValue), default: PayFortIntegration.merchantPage.rawValue)
+        return raw.flatMap(PayFortIntegration.init(rawValue:)) ?? .merchantPage
     }
 
     /// `base_url` when set (a custom environment), else `environment`.
@@ -57,11 +65,12 @@ public enum PayFortPlugin {
 
     /// `till sign payfort` and `till verify payfort`.
     static let debugger = SignatureDebugger(
-        signSummary: "SHA-256 (or SHA-512) over phrase + sorted key=value pairs + phrase.",
+        signSummary: "SHA-256 (or SHA-512) over phrase + sorted key=value pairs + phrase (empty values skipped; `--keep-empty` signs them as key=, as the PHP SDK does).",
         signOptions: [
             .init("phrase", help: "The SHA request phrase (to sign a request) or response phrase (to check a response).", required: true),
             .init("sha512", help: "SHA-512 instead of SHA-256.", isFlag: true),
             .init("params", help: "A JSON object of the parameters (`-` for standard input). A `signature` key is ignored.", required: true),
+            .init("keep-empty", help: "Sign empty values as key= (the PHP SDK's rule) instead of leaving them out (the .NET SDK's).", isFlag: true),
         ],
         verifyOptions: [
             .init("phrase", help: "The phrase the signer used (the response phrase for PayFort's responses and notifications).",
@@ -71,25 +80,34 @@ public enum PayFortPlugin {
         ],
         sign: { arguments in
             let (signer, phrase, parameters) = try debuggerInput(arguments)
-            return [signer.stringToSign(parameters, phrase: phrase), signer.sign(parameters, phrase: phrase)]
+            let rule: PayFortSignature.EmptyValues = arguments.flag("keep-empty") ? .signed : .skipped
+            return [signer.stringToSign(parameters, phrase: phrase, emptyValues: rule), signer.sign(parameters, phrase: phrase, emptyValues: rule)]
         },
         verify: { arguments in
             let (signer, phrase, parameters) = try debuggerInput(arguments)
             return verdict(signer, phrase: phrase, parameters: parameters)
         })
 
-    /// Whether `parameters` carry the signature `phrase` gives; when not, why, with the expected
-    /// string to sign and signature.
+    /// Whether `parameters` carry the signature `phrase` gives, under either empty-value rule; when
+    /// not, why, with the expected string to sign and signature (and, when the parameters hold an
+    /// empty value, those of the PHP SDK's rule too).
     static func verdict(_ signer: PayFortSignature, phrase: String, parameters: PayFortParameters) -> SignatureDebugger.Verdict {
         do {
-            try signer.verify(parameters, phrase: phrase)
-            return SignatureDebugger.Verdict(valid: true, lines: ["valid: the signature matches"])
+            let rule = try signer.verify(parameters, phrase: phrase)
+            return SignatureDebugger.Verdict(valid: true, lines: [rule == .skipped ? "valid: the signature matches"
+                : "valid: the signature matches with empty values signed as key= (the PHP SDK's rule)"])
         } catch {
-            return SignatureDebugger.Verdict(valid: false, lines: [
+            var lines = [
                 "invalid: \(error.message)",
                 "string to sign: \(signer.stringToSign(parameters, phrase: phrase))",
                 "expected signature: \(signer.sign(parameters, phrase: phrase))",
-            ])
+            ]
+            let keeping = signer.stringToSign(parameters, phrase: phrase, emptyValues: .signed)
+            if keeping != lines[1].dropFirst("string to sign: ".count) {
+                lines += ["string to sign with empty values (PHP SDK): \(keeping)",
+                          "expected signature with empty values (PHP SDK): \(signer.sign(parameters, phrase: phrase, emptyValues: .signed))"]
+            }
+            return SignatureDebugger.Verdict(valid: false, lines: lines)
         }
     }
 

@@ -5,9 +5,9 @@ import TillPayFort
 /// The merchant's PayFort credentials. Server side only: this type exists only in the server
 /// library, so an app cannot hold them.
 public struct PayFortCredentials: Sendable, Hashable {
-    /// The merchant's access code.
+    /// The merchant's access code. Not a secret to the customer: APS's own merchant page form carries it.
     public var accessCode: String
-    /// The merchant's identifier.
+    /// The merchant's identifier. Like the access code, it appears in the merchant page form.
     public var merchantIdentifier: String
     /// Signs requests.
     public var requestPhrase: String
@@ -27,16 +27,19 @@ public struct PayFortCredentials: Sendable, Hashable {
     }
 }
 
-/// PayFort FORT (Amazon Payment Services) through its mobile SDK flow: the **server half**, a
-/// ``CheckoutServer`` holding the merchant's ``PayFortCredentials``.
+/// PayFort FORT (Amazon Payment Services): the **server half**, a ``CheckoutServer`` holding the
+/// merchant's ``PayFortCredentials``.
 ///
-/// | step | PayFort |
-/// |---|---|
-/// | Prepare | `SDK_TOKEN` request signed with the request phrase; the response verified with the response phrase |
-/// | Confirm | transaction feedback (form or JSON) verified with the response phrase; `CHECK_STATUS` |
+/// | step | `mobile_sdk` | `merchant_page` |
+/// |---|---|---|
+/// | Prepare | `SDK_TOKEN` for the app's `device_id` (signed; the answer verified) | the `TOKENIZATION` hidden fields signed; no call |
+/// | Submit | — | the tokenization return verified, then `PURCHASE`/`AUTHORIZATION` with `token_name` and `customer_ip` |
+/// | Confirm | transaction feedback (form or JSON) verified with the response phrase; `CHECK_STATUS` | the same |
 ///
 /// The app half is `PayFortGateway` (library `TillPayFort`). The attempt reference is sent as
-/// `merchant_reference`, so every attempt can be checked.
+/// `merchant_reference`, so every attempt can be checked. Captures, refunds and voids are
+/// ``capture(_:amount:fortID:)``, ``refund(_:amount:fortID:maintenanceReference:)`` and
+/// ``void(_:fortID:amount:)``.
 public struct PayFortServer: CheckoutServer {
     /// The gateway's identifier (`"payfort"` unless a merchant runs several PayFort accounts).
     public let gateway: GatewayID
@@ -44,191 +47,452 @@ public struct PayFortServer: CheckoutServer {
     public let environment: PayFortEnvironment
     /// PayFort's language for messages: `en` or `ar`.
     public let language: String
+    /// The card channel (the `integration` setting).
+    public let integration: PayFortIntegration
     private let credentials: PayFortCredentials
     private let api: PayFortAPI
 
     /// The server half of a PayFort gateway.
     public init(id: GatewayID = "payfort", environment: PayFortEnvironment, credentials: PayFortCredentials,
-                language: String = "en", transport: any HTTPTransport) {
+                language: String = "en", integration: PayFortIntegration = .merchantPage, transport: any HTTPTransport) {
         self.gateway = id
         self.environment = environment
         self.credentials = credentials
         self.language = language
+        self.integration = integration
         self.api = PayFortAPI(gateway: id, environment: environment, transport: transport)
     }
 
     /// What PayFort can do: the same as `PayFortGateway.capabilities`.
     public var capabilities: GatewayCapabilities { PayFortGateway.capabilities }
 
-    /// Which declines may move to another gateway: only a purchase that failed with a technical problem on
-    /// PayFort's side (`13006`). An authorization's technical problem (`03006`) is not: PayFort's own
-    /// WooCommerce plugin lists it among the on-hold codes (`APS_ONHOLD_RESPONSE_CODES` in
-    /// payfort/woocommerce-payfort `lib/class-aps-constants.php`), so a hold may exist and trying another
-    /// gateway could authorise twice. Card declines, insufficient funds and everything else stay too.
+    /// Which declines may move to another gateway: only a purchase that failed with a technical problem
+    /// on PayFort's side (`13006`). An authorization's technical problem (`03006`) is not: PayFort's own
+    /// WooCommerce plugin lists it among the on-hold codes, so a hold may exist and trying another
+    /// gateway could authorise twice. `20064` (3-D Secure check requested) steps up. Card declines
+    /// (`13666`), insufficient funds (`13029`, `03029`) and everything else stay.
     public var decisionTable: DecisionTable {
         DecisionTable(["13006": .retryNext, "20064": .stepUp])
     }
 
+    private var signer: PayFortSignature { PayFortSignature(credentials.algorithm) }
+
+    private func signed(_ parameters: PayFortParameters) -> PayFortParameters {
+        var parameters = parameters
+        parameters["signature"] = .string(signer.sign(parameters, phrase: credentials.requestPhrase))
+        return parameters
+    }
+
     // MARK: Prepare
 
-    /// **Prepare**: checks the operation parameters, then gets an SDK token for the device
-    /// (`SDK_TOKEN`, signed with the request phrase; the answer verified with the response phrase).
-    /// The app receives the operation parameters and the token, never a credential.
-    /// - Throws: ``CheckoutError`` naming the field at fault before anything is sent; category
-    ///   `unavailable` when no token could be had (a token cannot move money); `configuration` when
-    ///   PayFort refuses the request or its answer's signature does not match.
+    /// The custom merchant page needs a return URL (PayFort sends the token there); the SDK flow never
+    /// leaves the app.
+    /// - Throws: ``CheckoutError`` naming `returnURLs` when the app offered none for the merchant page.
+    public func returnURL(from offered: [URL], for intent: PaymentIntent) throws -> URL? {
+        guard integration == .merchantPage else { return nil }
+        guard let first = offered.first else {
+            throw CheckoutError(.missingField, field: "returnURLs", message: "PayFort's merchant page sends the token to a return URL",
+                                gateway: gateway)
+        }
+        return first
+    }
+
+    /// **Prepare**.
+    /// - `mobile_sdk`: checks the operation fields, then gets an SDK token for the app's device
+    ///   (`SDK_TOKEN`, signed with the request phrase; the answer verified with the response phrase).
+    ///   The device id is the FORT SDK's (`intent.metadata["device_id"]`); it is required, never guessed.
+    ///   The app receives the operation request and the token.
+    /// - `merchant_page`: checks the fields the later PURCHASE/AUTHORIZATION needs, then signs the
+    ///   `TOKENIZATION` hidden fields (no network call). The app receives them.
+    ///
+    /// Never a phrase in the preparation.
+    /// - Throws: ``CheckoutError`` naming the field at fault before anything is sent; for the SDK token,
+    ///   category `unavailable` when none could be had (a token cannot move money), `configuration`
+    ///   when PayFort refuses the request or its answer's signature does not match.
     public func prepare(_ context: AttemptContext) async throws -> Preparation {
         let intent = context.intent
-        let operation = try operationParameters(for: context)
-        let issues = PayFortFields.validateOperation(operation.merging(["sdk_token": "pending"]) { old, _ in old })
-        if let first = issues.first { throw first.error.attributed(to: gateway) }
+        guard intent.action != .verify else {
+            throw CheckoutError(.unsupportedAction, field: "intent.action", message: "PayFort's card flows do not verify cards", gateway: gateway)
+        }
+        var operation = try operationFields(for: context)
+        switch integration {
+        case .mobileSDK:
+            let required = PayFortFields.requiredOperationKeys.filter { $0 != "sdk_token" }
+            if let issue = PayFortFields.validateOperation(operation, required: required).first { throw issue.error.attributed(to: gateway) }
+            let token = try await sdkToken(deviceID: try deviceID(of: intent))
+            operation["sdk_token"] = token
+            operation[PayFortGateway.integrationParameter] = PayFortIntegration.mobileSDK.rawValue
+            return Preparation(gateway: gateway, attempt: context.attempt, method: intent.method, amount: intent.amount,
+                               parameters: operation, returnURL: context.returnURL, expiresAt: Date().addingTimeInterval(3_600))
+        case .merchantPage:
+            let required = PayFortFields.requiredOperationKeys.filter { $0 != "sdk_token" }
+            if let issue = PayFortFields.validateOperation(operation, required: required).first { throw issue.error.attributed(to: gateway) }
+            let returnURL = try Self.returnURLText(context.returnURL, gateway: gateway)
+            let form = signed(PayFortTokenizationForm(accessCode: credentials.accessCode, merchantIdentifier: credentials.merchantIdentifier,
+                                                      merchantReference: context.attempt.rawValue, language: language,
+                                                      returnURL: returnURL).parameters)
+            var parameters = form.strings
+            parameters[PayFortGateway.integrationParameter] = PayFortIntegration.merchantPage.rawValue
+            return Preparation(gateway: gateway, attempt: context.attempt, method: intent.method, amount: intent.amount,
+                               parameters: parameters, returnURL: context.returnURL)
+        }
+    }
 
-        let deviceID = intent.metadata["device_id"] ?? context.attempt.rawValue
+    /// The FORT SDK's device id the app sent with the intent.
+    func deviceID(of intent: PaymentIntent) throws(CheckoutError) -> String {
+        guard let deviceID = intent.metadata["device_id"], !deviceID.isEmpty else {
+            throw CheckoutError(.missingField, field: "intent.metadata.device_id",
+                                message: "the FORT SDK's device id (PayFortController.getUDID()) is required for its token",
+                                gateway: gateway)
+        }
         if let issue = PayFortFields.check("device_id", deviceID, prefix: "intent.metadata.").first { throw issue.error.attributed(to: gateway) }
-        var request = PayFortParameters(strings: [
-            ("service_command", "SDK_TOKEN"), ("access_code", credentials.accessCode),
-            ("merchant_identifier", credentials.merchantIdentifier), ("language", language), ("device_id", deviceID),
-        ])
-        let signer = PayFortSignature(credentials.algorithm)
-        request["signature"] = .string(signer.sign(request, phrase: credentials.requestPhrase))
+        return deviceID
+    }
 
+    /// `SDK_TOKEN` for `deviceID`.
+    func sdkToken(deviceID: String) async throws(CheckoutError) -> String {
+        let request = signed(PayFortSDKTokenRequest(accessCode: credentials.accessCode, merchantIdentifier: credentials.merchantIdentifier,
+                                                    language: language, deviceID: deviceID).parameters)
         // An SDK token cannot move money, so any failure to get one is safe to move on from.
         let response: PayFortParameters
         do {
             response = try await api.post(request)
         } catch {
-            throw CheckoutError(.gatewayUnreachable, category: .unavailable, message: "no SDK token: \(error.message)", gateway: gateway)
+            throw CheckoutError(.gatewayUnreachable, category: .unavailable, message: "no SDK token: \(error.message)", gateway: gateway,
+                                gatewayCode: error.gatewayCode)
         }
+        let message: PayFortMessage
         do {
-            try signer.verify(response, phrase: credentials.responsePhrase)
+            message = try PayFortMessage(response, rule: try signer.verify(response, phrase: credentials.responsePhrase), field: "answer")
         } catch {
-            throw CheckoutError(.signatureMismatch, category: .configuration, field: "signature",
-                                message: "the SDK token response's signature does not match the response phrase (\(response.text("response_code") ?? "no code"))",
+            throw CheckoutError(error.code == .signatureMismatch ? .signatureMismatch : .malformedBody, category: .configuration,
+                                field: error.field, message: "the SDK token answer cannot be trusted: \(error.message)",
                                 gateway: gateway, gatewayCode: response.text("response_code"),
                                 gatewayMessage: GatewayText.safe(response.text("response_message")))
         }
-        guard response.text("status") == "22", let token = response.text("sdk_token"), !token.isEmpty else {
-            let code = response.text("response_code")
-            throw CheckoutError(code == "00008" ? .signatureMismatch : .misconfigured, category: .configuration,
-                                message: "PayFort refused the SDK token request", gateway: gateway,
-                                gatewayCode: code, gatewayMessage: GatewayText.safe(response.text("response_message")))
+        guard message.status == "22", let token = message["sdk_token"], message["device_id"].map({ $0 == deviceID }) ?? true else {
+            var refusal = PayFortCodes.failure(status: message.status ?? "", responseCode: message.responseCode,
+                                               message: message["response_message"], gateway: gateway)
+            refusal.category = .configuration
+            refusal.message = "PayFort refused the SDK token request: \(refusal.message)"
+            throw refusal
         }
-        var parameters = operation
-        parameters["sdk_token"] = token
-        return Preparation(gateway: gateway, attempt: context.attempt, method: intent.method, amount: intent.amount,
-                           parameters: parameters, returnURL: context.returnURL, expiresAt: Date().addingTimeInterval(3_600))
+        return token
     }
 
-    /// The operation request's parameters (all but the token), from the intent.
-    func operationParameters(for context: AttemptContext) throws(CheckoutError) -> [String: String] {
+    /// The operation fields PayFort takes from the intent (all but the token and the card): the mobile
+    /// SDK's operation request, and what the server-to-server payment sends.
+    func operationFields(for context: AttemptContext) throws(CheckoutError) -> [String: String] {
         let intent = context.intent
-        guard intent.action != .verify else {
-            throw CheckoutError(.unsupportedAction, field: "intent.action", message: "PayFort's mobile SDK does not verify cards", gateway: gateway)
-        }
         guard let email = intent.customer.email, !email.isEmpty else {
             throw CheckoutError(.missingField, field: "intent.customer.email", message: "PayFort requires the customer's e-mail", gateway: gateway)
         }
         var p: [String: String] = [
-            "command": intent.action == .sale ? "PURCHASE" : "AUTHORIZATION",
+            "command": Self.command(for: intent.action),
             "merchant_reference": context.attempt.rawValue,
             "amount": String(intent.amount.minorUnits),
             "currency": intent.amount.currency.code,
             "language": language,
             "customer_email": email,
-            "eci": "ECOMMERCE",
         ]
-        if intent.method == .mada { p["payment_option"] = "MADA" }
-        if let option = intent.metadata["payment_option"] { p["payment_option"] = option }
-        if let ip = intent.customer.ipAddress { p["customer_ip"] = ip }
+        for (key, value) in optionalFields(of: intent) { p[key] = value }
+        if let ip = intent.customer.ipAddress, integration == .mobileSDK { p["customer_ip"] = ip }
         if let description = intent.description { p["order_description"] = description }
-        let name = [intent.customer.firstName, intent.customer.lastName].compactMap { $0 }.joined(separator: " ")
-        if !name.isEmpty { p["customer_name"] = name }
+        if let name = Self.customerName(intent) { p["customer_name"] = name }
         if let phone = intent.customer.phone { p["phone_number"] = phone }
-        for key in ["merchant_extra", "merchant_extra1", "merchant_extra2", "merchant_extra3", "merchant_extra4", "merchant_extra5",
-                    "settlement_reference", "token_name"] {
-            if let value = intent.metadata[key] { p[key] = value }
-        }
-        if let returnURL = context.returnURL { p["return_url"] = returnURL.absoluteString }
+        if integration == .mobileSDK, let token = intent.metadata["token_name"] { p["token_name"] = token }
         return p
+    }
+
+    /// `payment_option` (MADA for the mada method, or the intent's), `eci` (ECOMMERCE with MADA and MEEZA,
+    /// which the guides allow only for it), `settlement_reference` and `merchant_extra…` from the
+    /// intent's metadata: the documented optional fields, in order.
+    func optionalFields(of intent: PaymentIntent) -> [(String, String)] {
+        var out: [(String, String)] = []
+        let option = intent.metadata["payment_option"] ?? (intent.method == .mada ? "MADA" : nil)
+        if let option { out.append(("payment_option", option)) }
+        if let eci = intent.metadata["eci"] ?? ((option == "MADA" || option == "MEEZA") ? "ECOMMERCE" : nil) { out.append(("eci", eci)) }
+        for key in ["settlement_reference", "merchant_extra", "merchant_extra1", "merchant_extra2", "merchant_extra3", "merchant_extra4",
+                    "merchant_extra5"] {
+            if let value = intent.metadata[key], !value.isEmpty { out.append((key, value)) }
+        }
+        return out
+    }
+
+    static func command(for action: PaymentAction) -> String { action == .authorize ? "AUTHORIZATION" : "PURCHASE" }
+
+    static func customerName(_ intent: PaymentIntent) -> String? {
+        let name = [intent.customer.firstName, intent.customer.lastName].compactMap { $0 }.filter { !$0.isEmpty }.joined(separator: " ")
+        return name.isEmpty ? nil : name
+    }
+
+    /// The return URL as PayFort takes it: at most 400 characters of letters, digits and `$ ! = ? # & - _ / : .`
+    /// (docs `merchantpageparameters.md`).
+    static func returnURLText(_ url: URL?, gateway: GatewayID) throws(CheckoutError) -> String {
+        guard let url else {
+            throw CheckoutError(.missingField, field: "returnURL", message: "PayFort's merchant page sends the token to a return URL",
+                                gateway: gateway)
+        }
+        let text = url.absoluteString
+        let special = Set("$!=?#&-_/:.".unicodeScalars)
+        guard text.count <= 400, text.unicodeScalars.allSatisfy({ ($0.isASCII && $0.properties.isAlphabetic) || ("0"..."9").contains($0)
+            || special.contains($0) }) else {
+            throw CheckoutError(.invalidField, field: "returnURL",
+                                message: "PayFort takes at most 400 characters of letters, digits and $ ! = ? # & - _ / : .", gateway: gateway)
+        }
+        return text
+    }
+
+    // MARK: Submit
+
+    /// **Submit** (custom merchant page): the tokenization return the app read off the return URL.
+    ///
+    /// 1. The return is verified with the response phrase over exactly the fields received (under
+    ///    either empty-value rule), without the return URL's own query items (Till's state); it must be
+    ///    a `TOKENIZATION` of this attempt with status `18`.
+    /// 2. `PURCHASE` (sale) or `AUTHORIZATION` with its `token_name`, the app's IP as `customer_ip`,
+    ///    and the attempt's return URL for 3-D Secure, signed with the request phrase.
+    /// 3. The answer, verified: `14`/`02` → `.completed` with a paid / authorized report carrying the
+    ///    amount and currency PayFort answered; `20064` with a `3ds_url` → `.openURL` for 3-D Secure;
+    ///    on hold or uncertain → `.completed(.pending)` (confirmed later); a decline is thrown,
+    ///    classified by ``PayFortCodes/failure(status:responseCode:message:gateway:field:)``.
+    ///
+    /// - Throws: ``CheckoutError``: `unsupported_action` on the SDK channel; `invalid_input` for a
+    ///   return that does not verify or is not this attempt's (nothing was charged: a token moves no
+    ///   money); a decline for a refused tokenization; `missing_field` (category `configuration`)
+    ///   naming `customer_ip` when the server does not know the app's address; transport failures as
+    ///   classified; `signature_mismatch` (category `verification`) or `malformed_body` (category
+    ///   `unknown_outcome`) for a payment answer that cannot be trusted.
+    public func submit(_ submission: Submission, context: SubmitContext) async throws -> SubmitResult {
+        guard integration == .merchantPage else {
+            throw CheckoutError(.unsupportedAction, field: "submission", message: "the FORT mobile SDK flow has no submit step", gateway: gateway)
+        }
+        guard submission.kind == PayFortGateway.tokenizationSubmission else {
+            throw CheckoutError(.invalidField, field: "submission.kind", message: "expected \(PayFortGateway.tokenizationSubmission)",
+                                gateway: gateway)
+        }
+        let tokenName = try verifiedToken(submission, context: context)
+        guard let ip = context.customerIP, !ip.isEmpty else {
+            throw CheckoutError(.missingField, category: .configuration, field: "customer_ip",
+                                message: "the merchant server did not pass the customer's IP address, which PayFort's payment requires",
+                                gateway: gateway)
+        }
+        if let issue = PayFortFields.check("customer_ip", ip, prefix: "").first {
+            throw CheckoutError(issue.code, category: .configuration, field: issue.field, message: issue.message, gateway: gateway)
+        }
+        let request = try paymentRequest(context: context, tokenName: tokenName, customerIP: ip)
+        let answer = try await api.post(signed(request.parameters))
+        return try paymentResult(answer, command: request.command, context: context)
+    }
+
+    /// The token of a verified tokenization return of this attempt.
+    func verifiedToken(_ submission: Submission, context: SubmitContext) throws(CheckoutError) -> String {
+        let own = context.returnURL.flatMap { URLComponents(url: $0, resolvingAgainstBaseURL: false)?.queryItems } ?? []
+        let fields = submission.fields.filter { field in !own.contains { $0.name == field.key && ($0.value ?? "") == field.value } }
+        let returned = PayFortParameters(dictionary: fields)
+        let message: PayFortMessage
+        do {
+            message = try PayFortMessage(returned, rule: try signer.verify(returned, phrase: credentials.responsePhrase),
+                                         field: "submission.fields")
+        } catch {
+            // Nothing was charged: a tokenization moves no money, and no payment was sent.
+            throw CheckoutError(error.code, category: .invalidInput, field: error.field.map { $0.hasPrefix("submission") ? $0 : "submission.fields.\($0)" },
+                                message: "the tokenization return cannot be trusted: \(error.message)", gateway: gateway)
+        }
+        guard message.command == "TOKENIZATION" else {
+            throw CheckoutError(.invalidField, field: "submission.fields.service_command", message: "expected TOKENIZATION", gateway: gateway)
+        }
+        guard message.merchantReference == context.attempt.rawValue else {
+            throw CheckoutError(.invalidField, field: "submission.fields.merchant_reference", message: "the return is not this attempt's",
+                                gateway: gateway)
+        }
+        guard message.status == "18" else {
+            throw PayFortCodes.failure(status: message.status ?? "", responseCode: message.responseCode, message: message["response_message"],
+                                       gateway: gateway, field: "submission.fields.status")
+        }
+        guard let token = message["token_name"] else {
+            throw CheckoutError(.missingField, field: "submission.fields.token_name", message: "the return carries no token", gateway: gateway)
+        }
+        return token
+    }
+
+    /// The server-to-server payment with a token.
+    func paymentRequest(context: SubmitContext, tokenName: String, customerIP: String) throws(CheckoutError) -> PayFortPaymentRequest {
+        let intent = context.intent
+        guard let email = intent.customer.email, !email.isEmpty else {
+            throw CheckoutError(.missingField, field: "intent.customer.email", message: "PayFort requires the customer's e-mail", gateway: gateway)
+        }
+        let returnURL = try context.returnURL.map { url throws(CheckoutError) in try Self.returnURLText(url, gateway: gateway) }
+        let request = PayFortPaymentRequest(
+            command: Self.command(for: intent.action), amount: intent.amount.minorUnits, currency: intent.amount.currency.code,
+            customerEmail: email, tokenName: tokenName, orderDescription: intent.description, customerIP: customerIP,
+            customerName: Self.customerName(intent), phoneNumber: intent.customer.phone, returnURL: returnURL,
+            optional: optionalFields(of: intent), accessCode: credentials.accessCode, merchantIdentifier: credentials.merchantIdentifier,
+            merchantReference: context.attempt.rawValue, language: language)
+        let fields = request.parameters.strings.filter { !["access_code", "merchant_identifier"].contains($0.key) }
+        let required = ["command", "merchant_reference", "amount", "currency", "language", "customer_email", "token_name", "customer_ip"]
+        if let issue = PayFortFields.validateOperation(fields, required: required).first { throw issue.error.attributed(to: gateway) }
+        return request
+    }
+
+    /// What a verified PURCHASE/AUTHORIZATION answer means.
+    func paymentResult(_ answer: PayFortParameters, command: String, context: SubmitContext) throws(CheckoutError) -> SubmitResult {
+        let message = try trusted(answer)
+        guard message.merchantReference.map({ $0 == context.attempt.rawValue }) ?? true, message.command.map({ $0 == command }) ?? true else {
+            throw CheckoutError(.unknownOutcome, field: "answer.merchant_reference", message: "PayFort answered about another order",
+                                gateway: gateway)
+        }
+        guard let status = message.status else {
+            throw CheckoutError(.malformedBody, category: .unknownOutcome, field: "answer.status", message: "the answer carries no status",
+                                gateway: gateway)
+        }
+        let code = message.responseCode
+        let fortID = message.fortID
+        switch PayFortCodes.paymentStatus(status, responseCode: code) {
+        case .paid, .authorized:
+            let paid = PayFortCodes.paymentStatus(status, responseCode: code)
+            // A report that moves money carries PayFort's amount and currency, or there is none: the
+            // feedback or an inquiry then settles it.
+            let report = message.amount.map {
+                StatusReport(gateway: gateway, attempt: context.attempt, gatewayReference: fortID, status: paid, amount: $0,
+                             gatewayStatus: status, gatewayCode: code, gatewayMessage: message.responseMessage,
+                             eventID: "\(fortID ?? context.attempt.rawValue):\(command):\(status):\(code ?? "")")
+            }
+            return SubmitResult(next: .completed(ClientOutcome(.succeeded, gatewayCode: code, message: message.responseMessage)),
+                                report: report, gatewayReference: fortID)
+        case .pending:
+            if status == "20", let url = message.threeDSURL {
+                return SubmitResult(next: .openURL(url, handoff: .threeDSecure), gatewayReference: fortID)
+            }
+            return SubmitResult(next: .completed(ClientOutcome(.pending, gatewayCode: code, message: message.responseMessage)),
+                                gatewayReference: fortID)
+        default:
+            throw PayFortCodes.failure(status: status, responseCode: code, message: message["response_message"], gateway: gateway)
+        }
+    }
+
+    /// An answer to one of Till's requests, verified and read strictly.
+    /// - Throws: `signature_mismatch` (category `verification`) or `malformed_body` (category
+    ///   `unknown_outcome`): the request was sent, so what it did is not known.
+    func trusted(_ answer: PayFortParameters) throws(CheckoutError) -> PayFortMessage {
+        let rule: PayFortSignature.EmptyValues
+        do {
+            rule = try signer.verify(answer, phrase: credentials.responsePhrase)
+        } catch {
+            throw CheckoutError(.signatureMismatch, category: .verification, field: "answer.signature",
+                                message: "PayFort's answer does not carry a valid signature", gateway: gateway,
+                                gatewayCode: answer.text("response_code"))
+        }
+        do {
+            return try PayFortMessage(answer, rule: rule, field: "answer", allowPlainHTTP: environment.allowsPlainHTTP)
+        } catch {
+            throw CheckoutError(.malformedBody, category: .unknownOutcome, field: error.field, message: error.message, gateway: gateway)
+        }
     }
 
     // MARK: Confirm
 
-    /// **Confirm**: verifies transaction feedback (form-encoded, or JSON) with the response phrase and
-    /// reads its status.
+    /// **Confirm**: verifies transaction feedback (form-encoded, or JSON) with the response phrase,
+    /// under either empty-value rule, and reads its status from the signed, non-empty fields only.
     /// - Throws: ``CheckoutError`` `signature_mismatch` (category `verification`) for a signature that
     ///   does not match, `missing_field` for none; `malformed_body` or `duplicate_field` (a key sent
-    ///   twice) for a body that cannot be read one way only.
+    ///   twice) for a body that cannot be read one way only; `invalid_field` for a read field outside
+    ///   its documented characters.
     public func verifyNotification(_ notification: IncomingNotification) throws -> VerifiedNotification {
         let parameters = try Self.parse(notification.body, mediaType: notification.mediaType)
-        try PayFortSignature(credentials.algorithm).verify(parameters, phrase: credentials.responsePhrase)
-        return VerifiedNotification(report: try report(from: parameters, statusKey: "status"))
+        let rule = try signer.verify(parameters, phrase: credentials.responsePhrase)
+        let message = try PayFortMessage(parameters, rule: rule, field: "body")
+        return VerifiedNotification(report: try report(fromFeedback: message))
     }
 
     /// The `merchant_reference` a notification claims, read without verifying it.
     public func claimedAttempt(in notification: IncomingNotification) -> AttemptReference? {
-        (try? Self.parse(notification.body, mediaType: notification.mediaType))?.text("merchant_reference").map(AttemptReference.init(rawValue:))
+        (try? Self.parse(notification.body, mediaType: notification.mediaType))?.signedText("merchant_reference").map(AttemptReference.init(rawValue:))
     }
 
-    /// **Confirm**: `CHECK_STATUS` for the attempt (signed with the request phrase; the answer
-    /// verified with the response phrase); the transaction's status is the report.
-    /// - Throws: ``CheckoutError`` `signature_mismatch` when the answer's signature does not match;
-    ///   `invalid_field` naming `merchant_reference` when PayFort could not check the order.
-    public func inquire(_ query: InquiryQuery) async throws -> StatusReport {
-        var request = PayFortParameters(strings: [
-            ("query_command", "CHECK_STATUS"), ("access_code", credentials.accessCode),
-            ("merchant_identifier", credentials.merchantIdentifier), ("merchant_reference", query.attempt.rawValue),
-            ("language", language),
-        ])
-        let signer = PayFortSignature(credentials.algorithm)
-        request["signature"] = .string(signer.sign(request, phrase: credentials.requestPhrase))
-        let response = try await api.post(request)
-        do {
-            try signer.verify(response, phrase: credentials.responsePhrase)
-        } catch {
-            throw CheckoutError(.signatureMismatch, category: .verification, field: "signature",
-                                message: "the CHECK_STATUS response's signature does not match", gateway: gateway)
+    /// The report of one piece of transaction feedback. A REFUND's feedback is a partial refund: it
+    /// says how much was refunded, not whether that was all (``inquire(_:)`` compares
+    /// `refunded_amount` with the captured amount).
+    func report(fromFeedback message: PayFortMessage) throws(CheckoutError) -> StatusReport {
+        guard let reference = message.merchantReference else {
+            throw CheckoutError(.missingField, field: "body.merchant_reference", message: "the message names no order", gateway: gateway)
         }
-        guard response.text("status") == "12" else {
-            throw CheckoutError(.invalidField, field: "merchant_reference", message: "PayFort could not check this order",
-                                gateway: gateway, gatewayCode: response.text("response_code"),
-                                gatewayMessage: GatewayText.safe(response.text("response_message")))
+        guard let raw = message.status else {
+            throw CheckoutError(.missingField, field: "body.status", message: "the message carries no status", gateway: gateway)
         }
-        return try report(from: response, statusKey: "transaction_status", codeKey: "transaction_code", messageKey: "transaction_message")
-    }
-
-    /// Maps PayFort's two-digit status to Till's. Anything unlisted stays an unknown status (never
-    /// applied, never success).
-    public static func status(_ code: String) -> PaymentStatus {
-        switch code {
-        case "14", "04": .paid                 // purchase success, capture success
-        case "02": .authorized
-        case "13", "03", "00": .failed          // purchase / authorization failure, invalid request
-        case "15", "19", "20": .pending         // uncertain, pending, on hold: resolve with CHECK_STATUS
-        case "06": .refunded
-        case "08": .cancelled                   // void success
-        default: PaymentStatus(rawValue: "payfort_status_\(code)")
-        }
-    }
-
-    func report(from parameters: PayFortParameters, statusKey: String, codeKey: String = "response_code",
-                messageKey: String = "response_message") throws(CheckoutError) -> StatusReport {
-        guard let reference = parameters.text("merchant_reference"), !reference.isEmpty else {
-            throw CheckoutError(.missingField, field: "merchant_reference", message: "the message names no order", gateway: gateway)
-        }
-        guard let raw = parameters.text(statusKey), !raw.isEmpty else {
-            throw CheckoutError(.missingField, field: statusKey, message: "the message carries no status", gateway: gateway)
-        }
-        var amount: Money?
-        if let currency = parameters.text("currency").flatMap(Currency.lookup), let minor = parameters.text("amount").flatMap({ Int64($0) }) {
-            amount = Money(minorUnits: minor, currency: currency)
-        }
-        let code = parameters.text(codeKey)
-        let fortID = parameters.text("fort_id")
+        let code = message.responseCode
+        var status = PayFortCodes.paymentStatus(raw, responseCode: code)
+        if status == .refunded { status = .partiallyRefunded }
+        let fortID = message.fortID
         return StatusReport(gateway: gateway, attempt: AttemptReference(rawValue: reference), gatewayReference: fortID,
-                            status: Self.status(raw), amount: amount, gatewayStatus: raw, gatewayCode: code,
-                            gatewayMessage: GatewayText.safe(parameters.text(messageKey)),
-                            eventID: "\(fortID ?? reference):\(raw):\(code ?? "")")
+                            status: status, amount: message.amount, gatewayStatus: raw, gatewayCode: code,
+                            gatewayMessage: message.responseMessage,
+                            eventID: "\(fortID ?? reference):\(message.command ?? ""):\(raw):\(code ?? "")")
+    }
+
+    /// **Confirm**: `CHECK_STATUS` for the attempt (signed with the request phrase; the answer verified
+    /// with the response phrase). The query's own `status` must be `12`; the order's last operation is
+    /// `transaction_status`/`transaction_code`, and its money `authorized_amount`, `captured_amount`
+    /// and `refunded_amount` (minor units; the answer has no `amount` and no currency, so the currency
+    /// is the attempt's, from `query.amount`). A refund of less than was captured is a partial refund.
+    /// - Throws: ``CheckoutError`` `attempt_not_found` when PayFort has no such order (`036`);
+    ///   `signature_mismatch` when the answer's signature does not match; `invalid_field` naming
+    ///   `merchant_reference` when PayFort could not check the order.
+    public func inquire(_ query: InquiryQuery) async throws -> StatusReport {
+        let fortID = query.gatewayReference.flatMap { $0.allSatisfy(\.isASCIIDigit) && !$0.isEmpty ? $0 : nil }
+        let request = signed(PayFortCheckStatusRequest(accessCode: credentials.accessCode, merchantIdentifier: credentials.merchantIdentifier,
+                                                       merchantReference: query.attempt.rawValue, language: language,
+                                                       fortID: fortID).parameters)
+        let message = try trusted(try await api.post(request))
+        guard message.status == "12" else {
+            if PayFortCodes.message(of: message.responseCode) == "036" {
+                throw CheckoutError(.attemptNotFound, field: "merchant_reference", message: "PayFort has no such order", gateway: gateway,
+                                    gatewayCode: message.responseCode, gatewayMessage: message.responseMessage)
+            }
+            throw CheckoutError(.invalidField, field: "merchant_reference", message: "PayFort could not check this order",
+                                gateway: gateway, gatewayCode: message.responseCode, gatewayMessage: message.responseMessage)
+        }
+        guard message.merchantReference.map({ $0 == query.attempt.rawValue }) ?? true else {
+            throw CheckoutError(.unknownOutcome, field: "answer.merchant_reference", message: "PayFort answered about another order",
+                                gateway: gateway)
+        }
+        return Self.report(fromCheckStatus: message, query: query, gateway: gateway)
+    }
+
+    /// What a verified `CHECK_STATUS` answer (status `12`) says about the order.
+    static func report(fromCheckStatus message: PayFortMessage, query: InquiryQuery, gateway: GatewayID) -> StatusReport {
+        let reference = message.merchantReference ?? query.attempt.rawValue
+        let fortID = message.fortID
+        guard let raw = message["transaction_status"] else {
+            return StatusReport(gateway: gateway, attempt: query.attempt, gatewayReference: fortID, status: .pending,
+                                gatewayCode: message.responseCode, eventID: "\(fortID ?? reference):inquiry:none")
+        }
+        let code = message["transaction_code"]
+        // The answer documents no currency: the amounts are in the attempt's.
+        func money(_ key: String) -> Money? {
+            guard let currency = query.amount?.currency, let minor = message[key].flatMap({ Int64($0) }) else { return nil }
+            return Money(minorUnits: minor, currency: currency)
+        }
+        let authorized = money("authorized_amount")
+        let captured = money("captured_amount")
+        let refunded = money("refunded_amount")
+        var status = PayFortCodes.paymentStatus(raw, responseCode: code)
+        let amount: Money?
+        switch status {
+        case .paid:
+            amount = (captured?.minorUnits ?? 0) > 0 ? captured : authorized
+        case .authorized:
+            amount = authorized
+        case .refunded:
+            let base = (captured?.minorUnits ?? 0) > 0 ? captured : (authorized ?? query.amount)
+            if let refunded, let base, refunded.minorUnits < base.minorUnits { status = .partiallyRefunded }
+            amount = refunded
+        default:
+            amount = nil
+        }
+        return StatusReport(gateway: gateway, attempt: query.attempt, gatewayReference: fortID, status: status, amount: amount,
+                            gatewayStatus: raw, gatewayCode: code, gatewayMessage: GatewayText.safe(message["transaction_message"]),
+                            eventID: "\(fortID ?? reference):inquiry:\(raw):\(code ?? ""):\(refunded?.minorUnits ?? 0)")
     }
 
     /// A notification body: JSON when it says so (or, untyped, looks like it), form-encoded otherwise.
@@ -238,4 +502,61 @@ public struct PayFortServer: CheckoutServer {
         }
         return try PayFortParameters.form(body)
     }
+
+    // MARK: Captures, refunds, voids
+
+    /// `CAPTURE` of an authorised order (success `04000`).
+    public func capture(_ attempt: AttemptReference, amount: Money, fortID: String? = nil) async throws -> PayFortOperationResult {
+        try await maintain(PayFortMaintenanceRequest(command: .capture, accessCode: credentials.accessCode,
+                                                     merchantIdentifier: credentials.merchantIdentifier, merchantReference: attempt.rawValue,
+                                                     amount: amount, language: language, fortID: fortID), attempt: attempt)
+    }
+
+    /// `REFUND` of part or all of a captured order (success `06000`).
+    public func refund(_ attempt: AttemptReference, amount: Money, fortID: String? = nil,
+                       maintenanceReference: String? = nil) async throws -> PayFortOperationResult {
+        if let maintenanceReference, let issue = PayFortFields.check("maintenance_reference", maintenanceReference, prefix: "").first {
+            throw issue.error.attributed(to: gateway)
+        }
+        return try await maintain(PayFortMaintenanceRequest(command: .refund, accessCode: credentials.accessCode,
+                                                            merchantIdentifier: credentials.merchantIdentifier,
+                                                            merchantReference: attempt.rawValue, amount: amount, language: language,
+                                                            fortID: fortID, maintenanceReference: maintenanceReference), attempt: attempt)
+    }
+
+    /// `VOID_AUTHORIZATION` of an authorised order (success `08000`). The official PHP and .NET SDKs send
+    /// no amount; the docs list `amount` and `currency` as mandatory: Till sends them only when
+    /// `amount` is given.
+    public func void(_ attempt: AttemptReference, fortID: String? = nil, amount: Money? = nil) async throws -> PayFortOperationResult {
+        try await maintain(PayFortMaintenanceRequest(command: .void, accessCode: credentials.accessCode,
+                                                     merchantIdentifier: credentials.merchantIdentifier, merchantReference: attempt.rawValue,
+                                                     amount: amount, language: language, fortID: fortID), attempt: attempt)
+    }
+
+    private func maintain(_ request: PayFortMaintenanceRequest, attempt: AttemptReference) async throws(CheckoutError) -> PayFortOperationResult {
+        let message = try trusted(try await api.post(signed(request.parameters)))
+        guard message.merchantReference.map({ $0 == attempt.rawValue }) ?? true else {
+            throw CheckoutError(.unknownOutcome, field: "answer.merchant_reference", message: "PayFort answered about another order",
+                                gateway: gateway)
+        }
+        guard message.responseCode == request.command.successCode else {
+            throw PayFortCodes.failure(status: message.status ?? "", responseCode: message.responseCode, message: message["response_message"],
+                                       gateway: gateway)
+        }
+        return PayFortOperationResult(command: request.command, answer: message)
+    }
+}
+
+/// A capture, refund or void PayFort confirmed (its success code), with the verified answer.
+public struct PayFortOperationResult: Sendable, Hashable {
+    /// The operation.
+    public var command: PayFortMaintenanceRequest.Command
+    /// PayFort's verified answer.
+    public var answer: PayFortMessage
+    /// The amount PayFort answered (none for a void).
+    public var amount: Money? { answer.amount }
+    /// FORT's order id.
+    public var fortID: String? { answer.fortID }
+    /// PayFort's code (`04000`, `06000`, `08000`).
+    public var responseCode: String? { answer.responseCode }
 }
