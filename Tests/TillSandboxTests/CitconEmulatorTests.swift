@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import Till
 @testable import TillSandbox
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -9,9 +10,11 @@ import FoundationNetworking
 
 /// A sandbox with a Citcon emulator, and a client that talks to it over real HTTP.
 struct CitconHarness {
-    static let formMerchant = CitconEmulator.Merchant(apiKey: "ck_sandbox_form_0001", apiSecret: "form-merchant secret")
-    static let jsonMerchant = CitconEmulator.Merchant(apiKey: "ck_sandbox_json_0002", apiSecret: "json-merchant secret",
-                                                      wechatAppID: "wxjsonmerchant", ipnFormat: .json)
+    static let jsonMerchant = CitconEmulator.Merchant(apiKey: "ck_sandbox_json_0001", apiSecret: "json-merchant secret")
+    static let formMerchant = CitconEmulator.Merchant(apiKey: "ck_sandbox_form_0002", apiSecret: "form-merchant secret",
+                                                      wechatAppID: "wxformmerchant", ipnFormat: .form)
+    /// The demo servers' merchant key; the same word is the API secret of the IPN document's example.
+    static let braintree = CitconEmulator.Merchant(apiKey: "braintree", apiSecret: "braintree")
 
     static let successURL = "https://shop.example/citcon/success?order=42"
     static let failURL = "https://shop.example/citcon/fail"
@@ -22,12 +25,14 @@ struct CitconHarness {
     let session: URLSession
 
     /// Runs `body` with a started harness, and stops it afterwards whatever happens.
-    static func with<T>(tokenLifetime: Duration = .seconds(3600), ipnRetryInterval: Duration = .milliseconds(20),
-                        ipnMaxAttempts: Int = 3, timeoutHold: Duration = .milliseconds(300),
-                        now: @escaping @Sendable () -> Date = { Date() },
+    static func with<T>(tokenLifetime: Duration = .seconds(86_400), timeUnit: CitconEmulator.TimeUnit = .seconds,
+                        unknownFields: CitconEmulator.UnknownFields = .ignore,
+                        ipnRetryInterval: Duration = .milliseconds(20), ipnMaxAttempts: Int = 3,
+                        timeoutHold: Duration = .milliseconds(300), now: @escaping @Sendable () -> Date = { Date() },
                         _ body: (CitconHarness) async throws -> T) async throws -> T {
-        let harness = try await start(tokenLifetime: tokenLifetime, ipnRetryInterval: ipnRetryInterval,
-                                      ipnMaxAttempts: ipnMaxAttempts, timeoutHold: timeoutHold, now: now)
+        let harness = try await start(tokenLifetime: tokenLifetime, timeUnit: timeUnit, unknownFields: unknownFields,
+                                      ipnRetryInterval: ipnRetryInterval, ipnMaxAttempts: ipnMaxAttempts,
+                                      timeoutHold: timeoutHold, now: now)
         do {
             let result = try await body(harness)
             await harness.stop()
@@ -38,12 +43,14 @@ struct CitconHarness {
         }
     }
 
-    static func start(tokenLifetime: Duration = .seconds(3600), ipnRetryInterval: Duration = .milliseconds(20),
-                      ipnMaxAttempts: Int = 3, timeoutHold: Duration = .milliseconds(300),
+    static func start(tokenLifetime: Duration = .seconds(86_400), timeUnit: CitconEmulator.TimeUnit = .seconds,
+                      unknownFields: CitconEmulator.UnknownFields = .ignore,
+                      ipnRetryInterval: Duration = .milliseconds(20), ipnMaxAttempts: Int = 3,
+                      timeoutHold: Duration = .milliseconds(300),
                       now: @escaping @Sendable () -> Date = { Date() }) async throws -> CitconHarness {
-        let emulator = CitconEmulator(merchants: [formMerchant, jsonMerchant], tokenLifetime: tokenLifetime,
-                                      ipnRetryInterval: ipnRetryInterval, ipnMaxAttempts: ipnMaxAttempts,
-                                      ipnTimeout: .seconds(2), timeoutHold: timeoutHold, now: now)
+        let emulator = CitconEmulator(merchants: [jsonMerchant, formMerchant, braintree], tokenLifetime: tokenLifetime,
+                                      timeUnit: timeUnit, unknownFields: unknownFields, ipnRetryInterval: ipnRetryInterval,
+                                      ipnMaxAttempts: ipnMaxAttempts, ipnTimeout: .seconds(2), timeoutHold: timeoutHold, now: now)
         let payFort = PayFortEmulator(merchants: [PayFortHarness.sha256Merchant])
         let sandbox = try await Sandbox.start(payFort: payFort, citcon: emulator)
         return CitconHarness(emulator: emulator, sandbox: sandbox, session: PayFortHarness.makeSession())
@@ -100,34 +107,32 @@ struct CitconHarness {
 
     // MARK: Flows
 
-    func token(_ type: String = "server", merchant: CitconEmulator.Merchant = formMerchant) async throws -> String {
+    func token(_ type: String = "server", merchant: CitconEmulator.Merchant = jsonMerchant) async throws -> String {
         let result = try await call("access-tokens", bearer: merchant.apiKey,
                                     json: .object([.init(key: "token_type", value: .string(type))]))
         #expect(result.status == 200, "\(result.raw.text)")
         return try #require(result.data?["access_token"]?.stringValue)
     }
 
-    /// A valid charge request for `method`.
+    /// A charge request in the recorded shape for `method`.
     static func chargeRequest(method: String, reference: String = newReference(), amount: Int64 = 1999,
-                              autoCapture: Bool? = nil, ipn: URL? = nil) -> JSONValue {
+                              clients: [String] = ["mobile_native", "mobile_browser"], autoCapture: Bool? = nil,
+                              ipn: URL? = nil, cancel: Bool = true) -> JSONValue {
         var transaction: [JSONValue.Member] = [
             .init(key: "reference", value: .string(reference)), .init(key: "amount", value: .number(String(amount))),
             .init(key: "currency", value: "USD"), .init(key: "country", value: "US"), .init(key: "note", value: "order 42"),
         ]
         if let autoCapture { transaction.append(.init(key: "auto_capture", value: .bool(autoCapture))) }
-        var urls: [JSONValue.Member] = [
-            .init(key: "success", value: .string(successURL)), .init(key: "fail", value: .string(failURL)),
-            .init(key: "cancel", value: .string(cancelURL)),
-        ]
+        var urls: [JSONValue.Member] = [.init(key: "success", value: .string(successURL)), .init(key: "fail", value: .string(failURL))]
+        if cancel { urls.append(.init(key: "cancel", value: .string(cancelURL))) }
         if let ipn { urls.insert(.init(key: "ipn", value: .string(ipn.absoluteString)), at: 0) }
         return .object([
             .init(key: "transaction", value: .object(transaction)),
             .init(key: "payment", value: .object([
-                .init(key: "method", value: .string(method)), .init(key: "client", value: .array(["mobile_native"])),
+                .init(key: "method", value: .string(method)),
+                .init(key: "client", value: .array(clients.map(JSONValue.string))),
             ])),
             .init(key: "urls", value: .object(urls)),
-            .init(key: "scheme", value: "myshop"),
-            .init(key: "universal_link", value: "https://shop.example.com/till/return"),
         ])
     }
 
@@ -150,19 +155,34 @@ struct CitconHarness {
         try await inquire(id, token: token).data?["status"]?.stringValue
     }
 
-    static func pageURL(_ charge: JSONValue) -> URL? {
-        guard case .array(let entries)? = charge["payment"]?["client"] else { return nil }
-        return entries.first { $0["type"] == "url" }?["content"]?["url"]?.stringValue.flatMap(URL.init(string:))
+    static func entries(_ charge: JSONValue) -> [JSONValue] {
+        guard case .array(let entries)? = charge["payment"]?["client"] else { return [] }
+        return entries
     }
 
+    /// The `content` of the first `redirect` entry (a landing page).
+    static func pageURL(_ charge: JSONValue) -> URL? {
+        entries(charge).first { $0["format"] == "redirect" }?["content"]?.stringValue.flatMap(URL.init(string:))
+    }
+
+    /// The members of the `mobile_native` entry's JSON `content`, as an app hands them to the wallet SDK.
     static func nativeContent(_ charge: JSONValue) -> [String: String]? {
-        guard case .array(let entries)? = charge["payment"]?["client"],
-              let members = entries.first(where: { $0["type"] == "native" })?["content"]?.objectMembers else { return nil }
+        guard let text = entries(charge).first(where: { $0["client"] == "mobile_native" && $0["format"] == "json" })?["content"]?.stringValue,
+              let members = try? JSONValue.parse(text).objectMembers else { return nil }
         return Dictionary(members.map { ($0.key, $0.value.parameterText) }, uniquingKeysWith: { $1 })
     }
 
-    func walletURL(_ method: String) -> URL {
-        sandbox.baseURL.appendingPathComponent("citcon/wallet/\(method)/pay")
+    func walletURL(_ wallet: String) -> URL {
+        sandbox.baseURL.appendingPathComponent("citcon/wallet/\(wallet)/pay")
+    }
+
+    func pay(_ charge: JSONValue, wallet: String, outcome: String = "complete") async throws -> URL? {
+        try await SandboxBrowser.payInCitconWallet(sandbox: sandbox.baseURL, method: wallet,
+                                                   content: try #require(Self.nativeContent(charge)), outcome: outcome)
+    }
+
+    func payOnPage(_ charge: JSONValue, outcome: String = "complete") async throws -> URL? {
+        try await SandboxBrowser.completeCitconPage(at: try #require(Self.pageURL(charge)), outcome: outcome)
     }
 
     static func newReference() -> String {
@@ -211,6 +231,12 @@ extension JSONValue {
     /// The flat values of an IPN (JSON numbers as written).
     var flatValues: [String: String] {
         Dictionary((objectMembers ?? []).map { ($0.key, $0.value.parameterText) }, uniquingKeysWith: { $1 })
+    }
+
+    /// An integer member's value.
+    var integer: Int64? {
+        if case .number(let text) = self { return Int64(text) }
+        return nil
     }
 }
 
@@ -282,7 +308,7 @@ struct CitconSignatureTests {
             #expect(!text.contains("SECRET"))
         }
         #expect(merchant.wechatAppID == "wxsandbox0001")
-        #expect(merchant.ipnFormat == .form)
+        #expect(merchant.ipnFormat == .json)
     }
 }
 
@@ -296,28 +322,36 @@ struct CitconAPITests {
         }
     }
 
-    @Test("access tokens: permissions and expiry per type")
-    func tokens() async throws {
-        try await CitconHarness.with { harness in
+    @Test("access tokens: permission and expiry per type and time unit", arguments: CitconEmulator.TimeUnit.allCases)
+    func tokens(unit: CitconEmulator.TimeUnit) async throws {
+        try await CitconHarness.with(timeUnit: unit) { harness in
             let before = Int64(Date().timeIntervalSince1970)
-            for (type, permissions) in [("server", ["charge", "inquire", "refund", "capture", "cancel"]),
-                                        ("client", ["charge", "inquire"])] {
-                let result = try await harness.call("access-tokens", bearer: CitconHarness.formMerchant.apiKey,
+            for (type, permission) in [("server", CitconEmulator.serverPermission), ("client", CitconEmulator.clientPermission)] {
+                let result = try await harness.call("access-tokens", bearer: CitconHarness.jsonMerchant.apiKey,
                                                     json: .object([.init(key: "token_type", value: .string(type))]))
                 #expect(result.status == 200)
+                #expect(result.raw.headers["content-type"]?.hasPrefix("application/json") == true)
+                #expect(result.envelope.objectMembers?.map(\.key) == ["status", "app", "version", "data"])
                 #expect(result.envelope["status"] == "success")
-                #expect(result.envelope["app"] == "upi")
-                #expect(result.envelope["version"] == "v1")
-                #expect(result.data?["token_type"] == .string(type))
-                #expect(result.data?["permissions"] == .array(permissions.map(JSONValue.string)))
-                #expect((result.data?["access_token"]?.stringValue?.count ?? 0) >= 32)
-                let expiry = try #require(result.data?["expiry"].flatMap { Int64($0.parameterText) })
-                #expect(abs(expiry - (before + 3600)) <= 5)
+                #expect(result.envelope["app"] == "citcon_upi")
+                #expect(result.envelope["version"] == (unit == .seconds ? "v1.0.0" : "v0.1.1"))
+                let data = try #require(result.data)
+                #expect(data.objectMembers?.map(\.key) == ["access_token", "token_type", "expiry", "permission"])
+                #expect(data["token_type"] == .string(type))
+                #expect(data["permission"] == .array(permission.map(JSONValue.string)))
+                #expect(data["permissions"] == nil)
+                let token = try #require(data["access_token"]?.stringValue)
+                #expect(token.hasPrefix("UPI_") && token.split(separator: ".").count == 3)
+                let expiry = try #require(data["expiry"]?.integer)
+                switch unit {
+                case .seconds: #expect(abs(expiry - (before + 86_400)) <= 5)
+                case .milliseconds: #expect(abs(expiry - (before + 86_400) * 1000) <= 5000)
+                }
             }
         }
     }
 
-    @Test("access tokens: unknown key 4010, bad token_type 4001")
+    @Test("access tokens: unknown key 401 / 4010, bad token_type 400 / 4000")
     func tokenRefusals() async throws {
         try await CitconHarness.with { harness in
             let body = JSONValue.object([.init(key: "token_type", value: "server")])
@@ -332,13 +366,13 @@ struct CitconAPITests {
             #expect(try await harness.call("access-tokens", bearer: token, json: body).code == "4010")
             for bad in [JSONValue.object([.init(key: "token_type", value: "admin")]), .object([]),
                         .object([.init(key: "token_type", value: .number("1"))])] {
-                let result = try await harness.call("access-tokens", bearer: CitconHarness.formMerchant.apiKey, json: bad)
+                let result = try await harness.call("access-tokens", bearer: CitconHarness.jsonMerchant.apiKey, json: bad)
                 #expect(result.status == 400)
-                #expect(result.code == "4001")
+                #expect(result.code == "4000")
                 #expect(result.message?.hasPrefix("token_type:") == true, "\(result.message ?? "")")
             }
-            let notJSON = try await harness.call("POST", "access-tokens", bearer: CitconHarness.formMerchant.apiKey, body: "{")
-            #expect(notJSON.code == "4001")
+            let notJSON = try await harness.call("POST", "access-tokens", bearer: CitconHarness.jsonMerchant.apiKey, body: "{")
+            #expect(notJSON.code == "4000")
             #expect(notJSON.message?.hasPrefix("body:") == true)
         }
     }
@@ -349,16 +383,17 @@ struct CitconAPITests {
             let client = try await harness.token("client")
             let charge = try await harness.charge(method: "card", token: client)
             let id = try #require(charge["id"]?.stringValue)
-            #expect(try await harness.status(id, token: client) == "pending")
-            for (path, body) in [("refunds", #"{"transaction_id":"\#(id)","amount":1}"#),
-                                 ("captures", #"{"transaction_id":"\#(id)","amount":1}"#),
-                                 ("cancels", #"{"transaction_id":"\#(id)"}"#)] {
+            #expect(try await harness.status(id, token: client) == "initiated")
+            for (path, body, why) in [("refunds", #"{"id":"\#(id)","reference":"r1","amount":1}"#, "refund permission"),
+                                      ("captures", #"{"id":"\#(id)"}"#, "capture permission"),
+                                      ("cancels", #"{"id":"\#(id)","reference":"c1"}"#, "server access token")] {
                 let result = try await harness.call("POST", path, bearer: client, body: body)
                 #expect(result.status == 403, "\(path)")
-                #expect(result.code == "4030")
+                #expect(result.code == "4010")
+                #expect(result.message?.contains(why) == true, "\(result.message ?? "")")
             }
             // The merchant key is not an access token.
-            let keyed = try await harness.call("charges", bearer: CitconHarness.formMerchant.apiKey,
+            let keyed = try await harness.call("charges", bearer: CitconHarness.jsonMerchant.apiKey,
                                                json: CitconHarness.chargeRequest(method: "card"))
             #expect(keyed.status == 401)
             #expect(keyed.code == "4010")
@@ -366,7 +401,7 @@ struct CitconAPITests {
         }
     }
 
-    @Test("a token expires after its lifetime: 401 4010")
+    @Test("a token expires after its lifetime: 401 / 4010")
     func tokenExpiry() async throws {
         let clock = TestClock()
         try await CitconHarness.with(tokenLifetime: .seconds(60), now: { clock.now }) { harness in
@@ -383,86 +418,127 @@ struct CitconAPITests {
 
     // MARK: Charges
 
-    @Test("a charge: id, status, token, time, and payment.client per method", arguments: [
-        "wechatpay", "alipay", "alipay_hk", "alipayplus", "unionpay", "paypal", "venmo", "card", "toss", "fomo", "gcash",
-        "dana", "kakaopay",
+    @Test("a charge: the recorded members, status initiated, and payment.client per method", arguments: [
+        "wechatpay", "alipay", "upop", "paypal", "venmo", "card", "alipay_hk", "gcash", "dana", "kakaopay", "toss",
     ])
     func chargeShape(method: String) async throws {
         try await CitconHarness.with { harness in
             let token = try await harness.token("client")
             let reference = CitconHarness.newReference()
-            let before = Int64(Date().timeIntervalSince1970 * 1000)
+            let before = Int64(Date().timeIntervalSince1970)
             let result = try await harness.call("charges", bearer: token,
                                                 json: CitconHarness.chargeRequest(method: method, reference: reference))
             #expect(result.status == 200)
+            #expect(result.envelope["app"] == "citcon_upi")
             let data = try #require(result.data)
-            #expect(data.objectMembers?.map(\.key) == ["object", "id", "reference", "amount", "currency", "country",
-                                                       "auto_capture", "status", "time_created", "charge_token", "payment"])
+            var keys = ["object", "charge_token", "id", "reference", "amount", "currency", "time_created", "time_captured",
+                        "auto_capture", "status", "country", "payment"]
+            if method == "paypal" { keys.insert("exchange", at: 11) }
+            #expect(data.objectMembers?.map(\.key) == keys)
             let id = try #require(data["id"]?.stringValue)
-            #expect(id.count == 32 && id.allSatisfy { $0.isHexDigit && !$0.isUppercase })
+            #expect(id.count == 22 && id.allSatisfy(\.isNumber))
+            let chargeToken = try #require(data["charge_token"]?.stringValue)
+            #expect(chargeToken.count == 32 && chargeToken.allSatisfy { $0.isHexDigit && !$0.isUppercase })
             #expect(data["object"] == "charge")
             #expect(data["reference"] == .string(reference))
             #expect(data["amount"] == .number("1999"))
             #expect(data["currency"] == "USD")
             #expect(data["country"] == "US")
-            #expect(data["auto_capture"] == .bool(false))
-            #expect(data["status"] == "pending")
-            #expect(data["charge_token"]?.stringValue?.isEmpty == false)
-            let created = try #require(data["time_created"].flatMap { Int64($0.parameterText) })
-            #expect(created >= before - 1000 && created <= before + 60_000)
+            #expect(data["status"] == "initiated")
+            #expect(data["time_captured"] == .null)
+            #expect(data["auto_capture"] == .bool(!CitconEmulator.authorizingMethods.contains(method)))
+            let created = try #require(data["time_created"]?.integer)
+            #expect(created >= before - 1 && created <= before + 60)
             #expect(data["payment"]?["method"] == .string(method))
-            guard case .array(let entries)? = data["payment"]?["client"] else {
-                Issue.record("no payment.client")
-                return
+            let entries = CitconHarness.entries(data)
+            #expect(entries.map { $0["client"]?.stringValue ?? "" } == ["mobile_native", "mobile_browser"])
+            for entry in entries {
+                #expect(entry.objectMembers?.map(\.key) == ["client", "format", "method", "content"])
+                #expect(entry["content"]?.stringValue != nil)
             }
-            let page = harness.sandbox.baseURL.absoluteString + "/citcon/h5/" + id
-            #expect(entries.last == .object([.init(key: "type", value: "url"),
-                                             .init(key: "content", value: .object([.init(key: "url", value: .string(page))]))]))
+            let page = try #require(CitconHarness.pageURL(data))
+            #expect(page.absoluteString.hasPrefix(harness.sandbox.baseURL.absoluteString + "/citcon/landing/v1/landing/"))
+            #expect(entries.last?["format"] == "redirect" && entries.last?["method"] == "GET")
             let native = CitconHarness.nativeContent(data)
             switch method {
             case "wechatpay":
-                #expect(entries.count == 2)
-                #expect(entries.first?["content"]?.objectMembers?.map(\.key)
+                #expect(entries.first?["format"] == "json")
+                let text = try #require(entries.first?["content"]?.stringValue)
+                #expect(try JSONValue.parse(text).objectMembers?.map(\.key)
                     == ["appid", "partnerid", "package", "noncestr", "timestamp", "prepayid", "sign"])
-                #expect(native?["appid"] == CitconHarness.formMerchant.wechatAppID)
-                #expect(native?["partnerid"] == CitconHarness.formMerchant.wechatPartnerID)
+                #expect(native?["appid"] == CitconHarness.jsonMerchant.wechatAppID)
+                #expect(native?["partnerid"] == CitconHarness.jsonMerchant.wechatPartnerID)
                 #expect(native?["package"] == "Sign=WXPay")
                 #expect(native?["prepayid"]?.hasPrefix("wx") == true)
-                #expect(native?["timestamp"] == String(created / 1000))
+                #expect(native?["timestamp"] == String(created))
                 #expect(native?["sign"]?.count == 64)
             case "alipay":
-                #expect(entries.count == 2)
                 #expect(native?.keys.sorted() == ["orderSpec", "signedString"])
                 #expect(native?["orderSpec"]?.contains("out_trade_no=\"\(id)\"") == true)
                 #expect(native?["orderSpec"]?.contains("total_fee=\"19.99\"") == true)
-            case "unionpay":
-                #expect(entries.count == 2)
+            case "upop":
+                #expect(native?.keys.sorted() == ["tn"])
                 #expect(native?["tn"]?.count == 21 && native?["tn"]?.allSatisfy(\.isNumber) == true)
-                #expect(native?["mode"] == "00")
             default:
-                #expect(entries.count == 1)
+                // No native wallet: the mobile_native entry is a landing page too.
                 #expect(native == nil)
+                #expect(entries.first?["format"] == "redirect")
+                #expect(entries.first?["content"]?.stringValue?.hasPrefix(harness.sandbox.baseURL.absoluteString) == true)
             }
-            // Inquiry: the same charge with its state, without payment.client.
+            // Inquiry: the same charge with its state.
             let inquiry = try await harness.inquire(id, token: token)
             #expect(inquiry.status == 200)
-            #expect(inquiry.data?["status"] == "pending")
-            #expect(inquiry.data?["amount_captured"] == .null)
-            #expect(inquiry.data?["amount_refunded"] == .null)
-            #expect(inquiry.data?["time_captured"] == .null)
-            #expect(inquiry.data?["time_canceled"] == .null)
-            #expect(inquiry.data?["payment"] == .object([.init(key: "method", value: .string(method))]))
-            #expect(inquiry.data?["reference"] == .string(reference))
+            let state = try #require(inquiry.data)
+            #expect(state.objectMembers?.map(\.key) == [
+                "id", "object", "amount", "currency", "status", "time_canceled", "expiry", "time_created", "country",
+                "reference", "amount_captured", "amount_refunded", "time_captured", "auto_capture", "payment", "exchange",
+                "captures", "refunds", "chargebacks",
+            ])
+            #expect(state["status"] == "initiated")
+            #expect(state["amount_captured"] == .null)
+            #expect(state["amount_refunded"] == .null)
+            #expect(state["time_captured"] == .null)
+            #expect(state["time_canceled"] == "")
+            #expect(state["expiry"] == .null)
+            #expect(state["time_created"] == .number(String(created)))
+            #expect(state["payment"]?["method"] == .string(method))
+            #expect(state["reference"] == .string(reference))
         }
     }
 
-    @Test("unionpay_mode is echoed in the launch content")
-    func unionpayMode() async throws {
+    @Test("payment.client: one redirect per requested client, then the desktop QR (none for PayPal)")
+    func clientEntries() async throws {
         try await CitconHarness.with { harness in
             let token = try await harness.token()
-            let charge = try await harness.charge(CitconHarness.chargeRequest(method: "unionpay").setting("unionpay_mode", to: "01"),
-                                                  token: token)
-            #expect(CitconHarness.nativeContent(charge)?["mode"] == "01")
+            func triples(_ method: String, _ clients: [String]) async throws -> [String] {
+                let charge = try await harness.charge(CitconHarness.chargeRequest(method: method, clients: clients), token: token)
+                let entries = CitconHarness.entries(charge)
+                let pages = entries.compactMap { $0["content"]?.stringValue }
+                #expect(Set(pages).count == pages.count, "each entry has its own page")
+                return entries.map { "\($0["client"]?.stringValue ?? "") \($0["format"]?.stringValue ?? "") \($0["method"]?.stringValue ?? "")" }
+            }
+            #expect(try await triples("alipay", ["mobile_browser", "desktop"])
+                == ["desktop redirect GET", "mobile_browser redirect GET", "desktop qr GET"])
+            #expect(try await triples("upop", ["desktop", "mobile_browser"])
+                == ["desktop redirect GET", "mobile_browser redirect GET", "desktop qr GET"])
+            #expect(try await triples("paypal", ["desktop", "mobile_browser"]) == ["desktop redirect GET", "mobile_browser redirect GET"])
+            #expect(try await triples("wechatpay", ["mobile_browser"]) == ["mobile_browser redirect GET"])
+            #expect(try await triples("wechatpay", ["mobile_native"]) == ["mobile_native json "])
+            #expect(try await triples("alipay", ["desktop", "mobile_native", "desktop"])
+                == ["mobile_native json ", "desktop redirect GET", "desktop qr GET"])
+        }
+    }
+
+    @Test("milliseconds: time_created and the inquiry's times in milliseconds")
+    func milliseconds() async throws {
+        try await CitconHarness.with(timeUnit: .milliseconds) { harness in
+            let token = try await harness.token()
+            let before = Int64(Date().timeIntervalSince1970 * 1000)
+            let charge = try await harness.charge(method: "wechatpay", token: token)
+            let created = try #require(charge["time_created"]?.integer)
+            #expect(created >= before - 1000 && created <= before + 60_000)
+            let id = try #require(charge["id"]?.stringValue)
+            #expect(try await harness.inquire(id, token: token).envelope["version"] == "v0.1.1")
         }
     }
 
@@ -471,28 +547,15 @@ struct CitconAPITests {
         var path: String
         var value: JSONValue?
         var field: String
-        var extra: [String: JSONValue] = [:]
         var testDescription: String { "\(method) \(path) = \(value?.serialized ?? "absent") → \(field)" }
     }
-
-    static let threeDS: [String: JSONValue] = [
-        "request_3ds_verification": .bool(true),
-        "consumer": .object([
-            .init(key: "first_name", value: "Ada"), .init(key: "last_name", value: "Lovelace"),
-            .init(key: "phone", value: "5551234567"), .init(key: "email", value: "ada@example.com"),
-            .init(key: "billing_address", value: .object([
-                .init(key: "street", value: "555 Smith St"), .init(key: "city", value: "Chicago"),
-                .init(key: "state", value: "IL"), .init(key: "zip", value: "12345"), .init(key: "country", value: "US"),
-            ])),
-        ]),
-    ]
 
     static let validationCases: [ValidationCase] = [
         ValidationCase(path: "transaction", value: nil, field: "transaction"),
         ValidationCase(path: "transaction", value: "x", field: "transaction"),
         ValidationCase(path: "transaction.reference", value: nil, field: "transaction.reference"),
         ValidationCase(path: "transaction.reference", value: "", field: "transaction.reference"),
-        ValidationCase(path: "transaction.reference", value: .string(String(repeating: "r", count: 65)), field: "transaction.reference"),
+        ValidationCase(path: "transaction.reference", value: .string(String(repeating: "r", count: 129)), field: "transaction.reference"),
         ValidationCase(path: "transaction.reference", value: .number("42"), field: "transaction.reference"),
         ValidationCase(path: "transaction.amount", value: nil, field: "transaction.amount"),
         ValidationCase(path: "transaction.amount", value: .number("0"), field: "transaction.amount"),
@@ -507,52 +570,40 @@ struct CitconAPITests {
         ValidationCase(path: "transaction.country", value: nil, field: "transaction.country"),
         ValidationCase(path: "transaction.country", value: "ZZ", field: "transaction.country"),
         ValidationCase(path: "transaction.auto_capture", value: "yes", field: "transaction.auto_capture"),
-        ValidationCase(path: "payment", value: nil, field: "payment"),
         ValidationCase(path: "payment.method", value: nil, field: "payment.method"),
         ValidationCase(path: "payment.method", value: "bitcoin", field: "payment.method"),
+        ValidationCase(path: "payment.method", value: "unionpay", field: "payment.method"),
         ValidationCase(path: "payment.method", value: "WECHATPAY", field: "payment.method"),
         ValidationCase(path: "payment.client", value: nil, field: "payment.client"),
         ValidationCase(path: "payment.client", value: [], field: "payment.client"),
         ValidationCase(path: "payment.client", value: "mobile_native", field: "payment.client"),
         ValidationCase(path: "payment.client", value: [.number("1")], field: "payment.client[0]"),
+        ValidationCase(path: "payment.client", value: ["mobile_native", "watch"], field: "payment.client[1]"),
         ValidationCase(path: "payment.expiry", value: .number("60000"), field: "payment.expiry"),
+        ValidationCase(path: "payment.expiry", value: .number("4102444800000"), field: "payment.expiry"),
+        ValidationCase(path: "payment.expiry", value: "tomorrow", field: "payment.expiry"),
         ValidationCase(path: "payment.request_token", value: "false", field: "payment.request_token"),
-        ValidationCase(path: "urls", value: nil, field: "urls"),
-        ValidationCase(path: "urls.success", value: nil, field: "urls.success"),
         ValidationCase(path: "urls.fail", value: "not a url", field: "urls.fail"),
         ValidationCase(path: "urls.cancel", value: "javascript:alert(1)", field: "urls.cancel"),
         ValidationCase(path: "urls.ipn", value: "myshop://ipn", field: "urls.ipn"),
-        ValidationCase(method: "alipay", path: "scheme", value: nil, field: "scheme"),
-        ValidationCase(path: "scheme", value: "1 bad scheme", field: "scheme"),
-        ValidationCase(method: "wechatpay", path: "universal_link", value: nil, field: "universal_link"),
-        ValidationCase(method: "wechatpay", path: "universal_link", value: "http://shop.example.com/r", field: "universal_link"),
-        ValidationCase(path: "unionpay_mode", value: "02", field: "unionpay_mode"),
-        ValidationCase(path: "unionpay_mode", value: .number("0"), field: "unionpay_mode"),
-        ValidationCase(path: "request_3ds_verification", value: "yes", field: "request_3ds_verification"),
-        ValidationCase(path: "consumer.email", value: "not-an-email", field: "consumer.email"),
+        ValidationCase(path: "urls.success", value: .number("1"), field: "urls.success"),
         ValidationCase(path: "goods.data", value: [.object([.init(key: "quantity", value: "2")])], field: "goods.data[0].quantity"),
-        ValidationCase(path: "installments.id", value: .number("6"), field: "installments.id"),
-        ValidationCase(method: "card", path: "consumer", value: nil, field: "consumer", extra: threeDS),
-        ValidationCase(method: "card", path: "consumer.email", value: nil, field: "consumer.email", extra: threeDS),
-        ValidationCase(method: "card", path: "consumer.phone", value: "", field: "consumer.phone", extra: threeDS),
-        ValidationCase(method: "card", path: "consumer.billing_address", value: nil, field: "consumer.billing_address", extra: threeDS),
-        ValidationCase(method: "card", path: "consumer.billing_address.zip", value: nil, field: "consumer.billing_address.zip", extra: threeDS),
-        ValidationCase(method: "card", path: "payment.billing_address", value: .object([.init(key: "street", value: "1 Main")]),
-                       field: "payment.billing_address.city", extra: threeDS),
+        ValidationCase(path: "goods.data", value: [.object([.init(key: "unit_amount", value: .number("2.5"))])],
+                       field: "goods.data[0].unit_amount"),
+        ValidationCase(path: "consumer.email", value: .number("1"), field: "consumer.email"),
     ]
 
-    @Test("every validation error is 400 / 4001 naming its field, and creates nothing", arguments: validationCases)
+    @Test("every validation error is 400 / 4000 naming its member, and creates nothing", arguments: validationCases)
     func validation(_ testCase: ValidationCase) async throws {
         try await CitconHarness.with { harness in
             let token = try await harness.token()
             let reference = CitconHarness.newReference()
-            var valid = CitconHarness.chargeRequest(method: testCase.method, reference: reference)
-            for (key, value) in testCase.extra { valid = valid.setting(key, to: value) }
+            let valid = CitconHarness.chargeRequest(method: testCase.method, reference: reference)
             let invalid = valid.setting(testCase.path, to: testCase.value)
             let result = try await harness.call("charges", bearer: token, json: invalid)
             #expect(result.status == 400)
             #expect(result.envelope["status"] == "fail")
-            #expect(result.code == "4001")
+            #expect(result.code == "4000")
             let message = result.message ?? ""
             #expect(message.hasPrefix(testCase.field + ": "), "\(message)")
             // Nothing was created: the reference is still free.
@@ -560,24 +611,20 @@ struct CitconAPITests {
         }
     }
 
-    @Test("unknown keys are ignored, null counts as absent, and 3-D Secure with full details passes")
-    func lenientButTyped() async throws {
+    @Test("members no source shows are ignored (as the sandbox ignored a client's own), null is absent, 100.0 is 100")
+    func unknownMembersIgnored() async throws {
         try await CitconHarness.with { harness in
             let token = try await harness.token()
             let request = CitconHarness.chargeRequest(method: "alipay")
-                .setting("future_field", to: .object([.init(key: "x", value: .number("1"))]))
+                .setting("scheme", to: "myshop")
+                .setting("universal_link", to: "https://shop.example.com/till/return")
+                .setting("unionpay_mode", to: "01")
+                .setting("request_3ds_verification", to: .bool(true))
                 .setting("transaction.unknown", to: "y")
+                .setting("transaction.amount", to: .number("1999.00"))
                 .setting("consumer", to: .null)
-                .setting("unionpay_mode", to: .null)
-            _ = try await harness.charge(request, token: token)
-            var card = CitconHarness.chargeRequest(method: "card")
-            for (key, value) in Self.threeDS { card = card.setting(key, to: value) }
-            _ = try await harness.charge(card, token: token)
-            // The address may come as payment.billing_address instead.
-            let moved = card.setting("payment.billing_address", to: Self.threeDS["consumer"]?["billing_address"])
-                .setting("consumer.billing_address", to: nil)
-                .setting("transaction.reference", to: .string(CitconHarness.newReference()))
-            _ = try await harness.charge(moved, token: token)
+            let charge = try await harness.charge(request, token: token)
+            #expect(charge["amount"] == .number("1999"))
             for body in ["{", "[1]", "", "\"x\""] {
                 let result = try await harness.call("POST", "charges", bearer: token, body: body)
                 #expect(result.status == 400)
@@ -586,68 +633,124 @@ struct CitconAPITests {
         }
     }
 
-    @Test("a reused reference is 400 / 4000 duplicate request; nothing new is created")
+    @Test("unknownFields .refuse: a member no source shows is 400 / 4000 naming it", arguments: [
+        ("scheme", JSONValue.string("myshop")), ("universal_link", "https://shop.example.com/r"), ("unionpay_mode", "00"),
+        ("request_3ds_verification", .bool(true)), ("transaction.transaction_id", "x"), ("payment.type", "native"),
+        ("urls.return", "https://shop.example/r"),
+    ])
+    func unknownMembersRefused(path: String, value: JSONValue) async throws {
+        try await CitconHarness.with(unknownFields: .refuse) { harness in
+            let token = try await harness.token()
+            let valid = CitconHarness.chargeRequest(method: "wechatpay")
+            let result = try await harness.call("charges", bearer: token, json: valid.setting(path, to: value))
+            #expect(result.status == 400)
+            #expect(result.code == "4000")
+            #expect(result.message == "\(path): unknown member")
+            // The recorded bodies pass as they are (see CitconWireFixtureTests for every fixture).
+            _ = try await harness.charge(valid.setting("transaction.country_accelerator", to: "CN"), token: token)
+            let refund = try await harness.call("POST", "refunds", bearer: token, body: #"{"id":"1","reference":"r","amount":1,"reason":"x"}"#)
+            #expect(refund.message == "reason: unknown member")
+        }
+    }
+
+    @Test("a pending charge (WebSDK step 2: no payment object) is created initiated, without payment.client")
+    func pendingCharge() async throws {
+        try await CitconHarness.with { harness in
+            let token = try await harness.token()
+            let request = CitconHarness.chargeRequest(method: "paypal").setting("payment", to: nil)
+                .setting("transaction.auto_capture", to: .bool(false))
+            let charge = try await harness.charge(request, token: token)
+            #expect(charge["status"] == "initiated")
+            #expect(charge["payment"] == nil)
+            #expect(charge["charge_token"]?.stringValue?.count == 32)
+            let id = try #require(charge["id"]?.stringValue)
+            #expect(try await harness.status(id, token: token) == "initiated")
+            #expect(try await harness.call("POST", "cancels", bearer: token, body: #"{"id":"\#(id)","reference":"c-\#(id)"}"#).status == 200)
+        }
+    }
+
+    @Test("the PHP demo's URLs (`*_url` inside transaction) are taken")
+    func phpDemoURLs() async throws {
+        try await withReceiver { receiver in
+            try await CitconHarness.with { harness in
+                let token = try await harness.token()
+                let request = CitconHarness.chargeRequest(method: "upop").setting("urls", to: nil)
+                    .setting("transaction.urls", to: .object([
+                        .init(key: "ipn_url", value: .string(receiver.url.absoluteString)),
+                        .init(key: "success_url", value: .string(CitconHarness.successURL)),
+                        .init(key: "fail_url", value: .string(CitconHarness.failURL)),
+                        .init(key: "mobile_url", value: "https://shop.example/mobile"),
+                    ]))
+                let charge = try await harness.charge(request, token: token)
+                #expect(try await harness.pay(charge, wallet: "upop", outcome: "cancel")?.absoluteString == CitconHarness.failURL + "?code=-2")
+                await harness.emulator.waitForNotifications()
+                #expect(await receiver.received().count == 1)
+            }
+        }
+    }
+
+    @Test("a reused reference is 400 / 4100 duplicate request; nothing new is created")
     func duplicateReference() async throws {
         try await CitconHarness.with { harness in
             let token = try await harness.token()
             let request = CitconHarness.chargeRequest(method: "wechatpay")
             let first = try await harness.charge(request, token: token)
-            let again = try await harness.call("charges", bearer: token,
-                                               json: request.setting("payment.method", to: "paypal"))
+            let again = try await harness.call("charges", bearer: token, json: request.setting("payment.method", to: "paypal"))
             #expect(again.status == 400)
-            #expect(again.code == "4000")
+            #expect(again.code == "4100")
             #expect(again.message == "duplicate request")
             #expect(await harness.emulator.charges.count == 1)
-            #expect(first["status"] == "pending")
+            #expect(first["status"] == "initiated")
             // Another merchant may use the same reference.
-            let other = try await harness.token(merchant: CitconHarness.jsonMerchant)
+            let other = try await harness.token(merchant: CitconHarness.formMerchant)
             _ = try await harness.charge(request, token: other)
         }
     }
 
-    @Test("inquiry: unknown id and another merchant's charge are 404 / 4040")
+    @Test("inquiry: unknown id and another merchant's charge are 404 / 4103")
     func inquiryNotFound() async throws {
         try await CitconHarness.with { harness in
             let token = try await harness.token()
             let id = try #require(try await harness.charge(method: "toss", token: token)["id"]?.stringValue)
-            let missing = try await harness.inquire(String(repeating: "0", count: 32), token: token)
+            let missing = try await harness.inquire(String(repeating: "1", count: 22), token: token)
             #expect(missing.status == 404)
-            #expect(missing.code == "4040")
-            let other = try await harness.token("client", merchant: CitconHarness.jsonMerchant)
+            #expect(missing.code == "4103")
+            let other = try await harness.token("client", merchant: CitconHarness.formMerchant)
             let foreign = try await harness.inquire(id, token: other)
             #expect(foreign.status == 404)
-            #expect(foreign.code == "4040")
-            let refund = try await harness.call("POST", "refunds", bearer: try await harness.token(merchant: CitconHarness.jsonMerchant),
-                                                body: #"{"transaction_id":"\#(id)","amount":1}"#)
-            #expect(refund.code == "4040")
+            #expect(foreign.code == "4103")
+            let refund = try await harness.call("POST", "refunds", bearer: try await harness.token(merchant: CitconHarness.formMerchant),
+                                                body: #"{"id":"\#(id)","reference":"r","amount":1}"#)
+            #expect(refund.code == "4103")
         }
     }
 
-    @Test("a pending charge expires at payment.expiry; completing it then goes to the fail URL")
+    @Test("payment.expiry (Unix seconds): an initiated charge expires; completing it then goes to the fail URL")
     func expiry() async throws {
         let clock = TestClock()
         try await CitconHarness.with(now: { clock.now }) { harness in
             let token = try await harness.token()
-            let expiry = Int64(clock.now.timeIntervalSince1970 * 1000) + 60_000
+            let expiry = Int64(clock.now.timeIntervalSince1970) + 60
             let charge = try await harness.charge(CitconHarness.chargeRequest(method: "alipay_hk")
                 .setting("payment.expiry", to: .number(String(expiry))), token: token)
             let id = try #require(charge["id"]?.stringValue)
             #expect(try await harness.inquire(id, token: token).data?["expiry"] == .number(String(expiry)))
             clock.advance(by: 61)
             #expect(try await harness.status(id, token: token) == "expired")
-            let page = try #require(CitconHarness.pageURL(charge))
-            let back = try await SandboxBrowser.completeCitconPage(at: page, outcome: "complete")
-            #expect(back?.absoluteString == CitconHarness.failURL)
+            #expect(try await harness.payOnPage(charge)?.absoluteString == CitconHarness.failURL)
             #expect(try await harness.status(id, token: token) == "expired")
             #expect(await harness.emulator.ledger.isEmpty)
-            #expect(try await harness.call("POST", "cancels", bearer: token, body: #"{"transaction_id":"\#(id)"}"#).code == "4001")
+            #expect(try await harness.call("POST", "cancels", bearer: token, body: #"{"id":"\#(id)","reference":"c"}"#).code == "4000")
+            let past = try await harness.call("charges", bearer: token, json: CitconHarness.chargeRequest(method: "gcash")
+                .setting("payment.expiry", to: .number(String(expiry - 10))))
+            #expect(past.message?.hasPrefix("payment.expiry: already past") == true)
         }
     }
 }
 
 // MARK: - Customer
 
-@Suite("Citcon emulator: the H5 page and the wallet apps")
+@Suite("Citcon emulator: the landing pages and the wallet apps")
 struct CitconCustomerTests {
     struct PageCase: Sendable, CustomTestStringConvertible {
         var method: String
@@ -669,8 +772,8 @@ struct CitconCustomerTests {
         PageCase(method: "card", outcome: "fail", location: CitconHarness.failURL, status: "failed"),
     ]
 
-    @Test("H5 page: complete, fail, cancel redirect (303) to the URL verbatim and set the status", arguments: pageCases)
-    func h5Page(_ testCase: PageCase) async throws {
+    @Test("landing page: complete, fail, cancel redirect (303) to the URL verbatim and set the status", arguments: pageCases)
+    func landingPage(_ testCase: PageCase) async throws {
         try await CitconHarness.with { harness in
             let token = try await harness.token()
             let charge = try await harness.charge(method: testCase.method, autoCapture: testCase.autoCapture, token: token)
@@ -691,13 +794,13 @@ struct CitconCustomerTests {
             #expect(data["status"] == .string(testCase.status))
             let paid = testCase.status == "succeeded" || testCase.status == "authorized"
             #expect(await harness.emulator.ledger.map(\.status) == (paid ? [testCase.status] : []))
-            if testCase.status == "succeeded", ["card", "paypal", "venmo"].contains(testCase.method) {
+            if testCase.status == "succeeded", CitconEmulator.authorizingMethods.contains(testCase.method) {
                 #expect(data["amount_captured"] == .number("1999"))
-                #expect(data["time_captured"] != .null)
+                #expect(data["time_captured"]?.integer != nil)
             } else {
                 #expect(data["amount_captured"] == .null)
             }
-            if testCase.status == "canceled" { #expect(data["time_canceled"] != .null) }
+            if testCase.status == "canceled" { #expect(data["time_canceled"]?.integer != nil) }
 
             // Completing again changes nothing and redirects to the URL of the actual state.
             for outcome in ["complete", "fail", "cancel"] {
@@ -709,10 +812,24 @@ struct CitconCustomerTests {
         }
     }
 
-    @Test("H5 page: unknown charge 404, bad outcome 400")
-    func h5Refusals() async throws {
+    @Test("QR page: the desktop qr entry's page settles the charge too")
+    func qrPage() async throws {
         try await CitconHarness.with { harness in
-            let unknown = harness.sandbox.baseURL.appendingPathComponent("citcon/h5/\(String(repeating: "a", count: 32))")
+            let token = try await harness.token()
+            let charge = try await harness.charge(CitconHarness.chargeRequest(method: "alipay", clients: ["desktop"]), token: token)
+            let qr = try #require(CitconHarness.entries(charge).first { $0["format"] == "qr" }?["content"]?.stringValue.flatMap(URL.init(string:)))
+            #expect(qr.path.contains("/citcon/landing/v1/qr/"))
+            let html = try await harness.get(absolute: qr)
+            #expect(html.status == 200 && html.text.contains("id=\"qr\""))
+            #expect(try await SandboxBrowser.completeCitconPage(at: qr, outcome: "complete")?.absoluteString == CitconHarness.successURL)
+            #expect(try await harness.status(try #require(charge["id"]?.stringValue), token: token) == "succeeded")
+        }
+    }
+
+    @Test("landing page: unknown page 404, bad outcome 400; no URL on the charge: a result page, no redirect")
+    func landingRefusals() async throws {
+        try await CitconHarness.with { harness in
+            let unknown = harness.sandbox.baseURL.appendingPathComponent("citcon/landing/v1/landing/\(String(repeating: "a", count: 32))")
             #expect(try await harness.get(absolute: unknown).status == 404)
             #expect(try await SandboxBrowser.completeCitconPage(at: unknown, outcome: "complete") == nil)
             let token = try await harness.token()
@@ -721,46 +838,73 @@ struct CitconCustomerTests {
             let bad = try await harness.post(absolute: page.appendingPathComponent("complete"), body: "outcome=steal",
                                              contentType: "application/x-www-form-urlencoded")
             #expect(bad.status == 400)
-            #expect(try await harness.status(try #require(charge["id"]?.stringValue), token: token) == "pending")
+            #expect(try await harness.status(try #require(charge["id"]?.stringValue), token: token) == "initiated")
+
+            let bare = try await harness.charge(CitconHarness.chargeRequest(method: "dana").setting("urls", to: nil), token: token)
+            let result = try await harness.post(absolute: try #require(CitconHarness.pageURL(bare)).appendingPathComponent("complete"),
+                                                body: "outcome=complete", contentType: "application/x-www-form-urlencoded")
+            #expect(result.status == 200)
+            #expect(result.headers["location"] == nil)
+            #expect(try await harness.status(try #require(bare["id"]?.stringValue), token: token) == "succeeded")
+        }
+    }
+
+    @Test("a cancel without urls.cancel goes to urls.fail (the recorded charges often have none)")
+    func cancelWithoutCancelURL() async throws {
+        try await CitconHarness.with { harness in
+            let token = try await harness.token()
+            let charge = try await harness.charge(CitconHarness.chargeRequest(method: "alipay", cancel: false), token: token)
+            #expect(try await harness.payOnPage(charge, outcome: "cancel")?.absoluteString == CitconHarness.failURL)
+            let wallet = try await harness.charge(CitconHarness.chargeRequest(method: "alipay", cancel: false), token: token)
+            #expect(try await harness.pay(wallet, wallet: "alipay", outcome: "cancel")?.absoluteString == CitconHarness.failURL + "?code=6001")
         }
     }
 
     struct WalletCase: Sendable, CustomTestStringConvertible {
         var method: String
+        var wallet: String
         var outcome: String
         var location: String
         var status: String
-        var testDescription: String { "\(method) \(outcome) → \(location)" }
+        var testDescription: String { "\(method) in \(wallet) \(outcome) → \(location)" }
     }
 
     static let walletCases: [WalletCase] = [
-        WalletCase(method: "wechatpay", outcome: "complete", location: CitconHarness.successURL + "&code=0", status: "succeeded"),
-        WalletCase(method: "wechatpay", outcome: "fail", location: CitconHarness.failURL + "?code=-1", status: "failed"),
-        WalletCase(method: "wechatpay", outcome: "cancel", location: CitconHarness.cancelURL + "?code=-2", status: "canceled"),
-        WalletCase(method: "alipay", outcome: "complete", location: CitconHarness.successURL + "&code=0", status: "succeeded"),
-        WalletCase(method: "alipay", outcome: "cancel", location: CitconHarness.cancelURL + "?code=6001", status: "canceled"),
-        WalletCase(method: "alipay", outcome: "fail", location: CitconHarness.failURL + "?code=-1", status: "failed"),
-        WalletCase(method: "unionpay", outcome: "complete", location: CitconHarness.successURL + "&code=0", status: "succeeded"),
-        WalletCase(method: "unionpay", outcome: "cancel", location: CitconHarness.cancelURL + "?code=-2", status: "canceled"),
-        WalletCase(method: "unionpay", outcome: "fail", location: CitconHarness.failURL + "?code=-1", status: "failed"),
+        WalletCase(method: "wechatpay", wallet: "wechatpay", outcome: "complete", location: CitconHarness.successURL + "&code=0", status: "succeeded"),
+        WalletCase(method: "wechatpay", wallet: "wechat", outcome: "fail", location: CitconHarness.failURL + "?code=-1", status: "failed"),
+        WalletCase(method: "wechatpay", wallet: "wechatpay", outcome: "cancel", location: CitconHarness.cancelURL + "?code=-2", status: "canceled"),
+        WalletCase(method: "alipay", wallet: "alipay", outcome: "complete", location: CitconHarness.successURL + "&code=0", status: "succeeded"),
+        WalletCase(method: "alipay", wallet: "alipay", outcome: "cancel", location: CitconHarness.cancelURL + "?code=6001", status: "canceled"),
+        WalletCase(method: "alipay", wallet: "alipay", outcome: "fail", location: CitconHarness.failURL + "?code=-1", status: "failed"),
+        WalletCase(method: "upop", wallet: "upop", outcome: "complete", location: CitconHarness.successURL + "&code=0", status: "succeeded"),
+        WalletCase(method: "upop", wallet: "unionpay", outcome: "cancel", location: CitconHarness.cancelURL + "?code=-2", status: "canceled"),
+        WalletCase(method: "upop", wallet: "upop", outcome: "fail", location: CitconHarness.failURL + "?code=-1", status: "failed"),
     ]
 
-    @Test("wallet app: the native content settles the charge and returns with the SDK code", arguments: walletCases)
+    @Test("wallet app: the mobile_native content settles the charge and returns with the SDK code", arguments: walletCases)
     func wallet(_ testCase: WalletCase) async throws {
         try await CitconHarness.with { harness in
             let token = try await harness.token()
             let charge = try await harness.charge(method: testCase.method, token: token)
             let id = try #require(charge["id"]?.stringValue)
-            let content = try #require(CitconHarness.nativeContent(charge))
-            let back = try await SandboxBrowser.payInCitconWallet(sandbox: harness.sandbox.baseURL, method: testCase.method,
-                                                                 content: content, outcome: testCase.outcome)
-            #expect(back?.absoluteString == testCase.location)
+            #expect(try await harness.pay(charge, wallet: testCase.wallet, outcome: testCase.outcome)?.absoluteString == testCase.location)
             #expect(try await harness.status(id, token: token) == testCase.status)
             // Paying again changes nothing; the wallet returns to the actual state.
-            let again = try await SandboxBrowser.payInCitconWallet(sandbox: harness.sandbox.baseURL, method: testCase.method,
-                                                                  content: content, outcome: "complete")
-            #expect(again?.absoluteString == testCase.location)
+            #expect(try await harness.pay(charge, wallet: testCase.wallet)?.absoluteString == testCase.location)
             #expect(await harness.emulator.ledger.count == (testCase.status == "succeeded" ? 1 : 0))
+        }
+    }
+
+    @Test("wallet app: the content string as received is taken too")
+    func walletContentString() async throws {
+        try await CitconHarness.with { harness in
+            let token = try await harness.token()
+            let charge = try await harness.charge(method: "wechatpay", token: token)
+            let content = try #require(CitconHarness.entries(charge).first?["content"])
+            let body = JSONValue.object([.init(key: "content", value: content), .init(key: "outcome", value: "complete")])
+            let raw = try await harness.post(absolute: harness.walletURL("wechatpay"), body: body.serialized)
+            #expect(raw.status == 303)
+            #expect(raw.headers["location"] == CitconHarness.successURL + "&code=0")
         }
     }
 
@@ -770,10 +914,10 @@ struct CitconCustomerTests {
             let token = try await harness.token()
             let wechat = try await harness.charge(method: "wechatpay", token: token)
             let alipay = try await harness.charge(method: "alipay", token: token)
-            let unionpay = try await harness.charge(method: "unionpay", token: token)
+            let upop = try await harness.charge(method: "upop", token: token)
             let wechatContent = try #require(CitconHarness.nativeContent(wechat))
             let alipayContent = try #require(CitconHarness.nativeContent(alipay))
-            let unionpayContent = try #require(CitconHarness.nativeContent(unionpay))
+            let upopContent = try #require(CitconHarness.nativeContent(upop))
 
             func flip(_ text: String) -> String {
                 let last = text.last == "A" ? "B" : "A"
@@ -787,23 +931,23 @@ struct CitconCustomerTests {
             badSigned["signedString"] = flip(alipayContent["signedString"] ?? "")
             var cheaper = alipayContent
             cheaper["orderSpec"] = alipayContent["orderSpec"]?.replacingOccurrences(of: "19.99", with: "0.01")
-            var unknownTN = unionpayContent
+            var unknownTN = upopContent
             unknownTN["tn"] = String(repeating: "9", count: 21)
             let attempts: [(String, [String: String])] = [
                 ("wechatpay", badSign), ("wechatpay", badNonce), ("alipay", badSigned), ("alipay", cheaper),
-                ("unionpay", unknownTN), ("alipay", wechatContent), ("wechatpay", unionpayContent), ("unionpay", [:]),
+                ("upop", unknownTN), ("alipay", wechatContent), ("wechatpay", upopContent), ("upop", [:]),
             ]
-            for (method, content) in attempts {
+            for (wallet, content) in attempts {
                 var fields = content.mapValues(JSONValue.string)
                 fields["outcome"] = "complete"
-                let raw = try await harness.post(absolute: harness.walletURL(method), body: JSONValue.sortedObject(fields).serialized)
-                #expect(raw.status == 400, "\(method) \(content)")
+                let raw = try await harness.post(absolute: harness.walletURL(wallet), body: JSONValue.sortedObject(fields).serialized)
+                #expect(raw.status == 400, "\(wallet) \(content)")
                 #expect(raw.headers["location"] == nil)
-                #expect(try await SandboxBrowser.payInCitconWallet(sandbox: harness.sandbox.baseURL, method: method,
+                #expect(try await SandboxBrowser.payInCitconWallet(sandbox: harness.sandbox.baseURL, method: wallet,
                                                                    content: content, outcome: "complete") == nil)
             }
-            for charge in [wechat, alipay, unionpay] {
-                #expect(try await harness.status(try #require(charge["id"]?.stringValue), token: token) == "pending")
+            for charge in [wechat, alipay, upop] {
+                #expect(try await harness.status(try #require(charge["id"]?.stringValue), token: token) == "initiated")
             }
             #expect(await harness.emulator.ledger.isEmpty)
             // Bad outcome, not JSON, no such wallet.
@@ -815,57 +959,83 @@ struct CitconCustomerTests {
             #expect(try await harness.post(absolute: harness.walletURL("paypal"), body: "{}").status == 404)
         }
     }
+
+    @Test("SandboxCitconCustomer: a WalletLaunch from a mobile_native entry, or the landing page, brings the customer back")
+    func simulatedCustomer() async throws {
+        try await CitconHarness.with { harness in
+            let returns = try ReturnURLHandler(routes: [.customScheme("shop")])
+            let token = try await harness.token()
+            for (method, viaWallet) in [("upop", true), ("alipay", true), ("wechatpay", true), ("paypal", false)] {
+                let expected = try returns.expectReturn()
+                let request = CitconHarness.chargeRequest(method: method)
+                    .setting("urls.success", to: .string(expected.url.absoluteString))
+                let charge = try await harness.charge(request, token: token)
+                let customer = SandboxCitconCustomer(sandbox: harness.sandbox.baseURL,
+                                                     method: method == "upop" ? .unionPay : PaymentMethod(rawValue: method),
+                                                     returns: returns)
+                if viaWallet {
+                    let wallet = method == "wechatpay" ? "wechat" : method
+                    #expect(try await customer.launch(WalletLaunch(wallet: wallet, parameters: try #require(CitconHarness.nativeContent(charge)))) == nil)
+                } else {
+                    try await customer.open(try #require(CitconHarness.pageURL(charge)), handoff: .browser)
+                }
+                let result = await returns.wait(for: expected, timeout: .seconds(5))
+                guard case .returned(let url) = result else {
+                    Issue.record("\(method): no return (\(result))")
+                    continue
+                }
+                #expect(url.absoluteString.hasPrefix(expected.url.absoluteString))
+                let id = try #require(charge["id"]?.stringValue)
+                #expect(try await harness.status(id, token: token) == (method == "paypal" ? "authorized" : "succeeded"))
+            }
+        }
+    }
 }
 
 // MARK: - IPN
 
 @Suite("Citcon emulator: IPNs")
 struct CitconIPNTests {
-    static func parse(_ received: LoopbackReceiver.ReceivedRequest, format: CitconEmulator.Merchant.IPNFormat) throws -> [String: String] {
-        switch format {
-        case .form: return try #require(received.formFields)
-        case .json: return try JSONValue.parse(Array(received.body)).flatValues
-        }
+    static func parse(_ received: LoopbackReceiver.ReceivedRequest) throws -> [String: String] {
+        if received.contentType == "application/json" { return try JSONValue.parse(Array(received.body)).flatValues }
+        return try #require(received.formFields)
     }
 
-    @Test("a form IPN: the contract's fields in order, signed with the API secret")
-    func formIPN() async throws {
+    @Test("a JSON IPN (the default): the document's members in order, amounts as numbers, signed with the API secret")
+    func jsonIPN() async throws {
         try await withReceiver { receiver in
             try await CitconHarness.with { harness in
                 let token = try await harness.token()
                 let charge = try await harness.charge(method: "wechatpay", ipn: receiver.url, token: token)
                 let id = try #require(charge["id"]?.stringValue)
-                let content = try #require(CitconHarness.nativeContent(charge))
-                _ = try await SandboxBrowser.payInCitconWallet(sandbox: harness.sandbox.baseURL, method: "wechatpay",
-                                                              content: content, outcome: "complete")
+                _ = try await harness.pay(charge, wallet: "wechatpay")
                 await harness.emulator.waitForNotifications()
                 let received = await receiver.received()
                 #expect(received.count == 1)
                 let post = try #require(received.first)
                 #expect(post.method == "POST")
-                #expect(post.contentType == "application/x-www-form-urlencoded")
-                let text = String(decoding: post.body, as: UTF8.self)
-                #expect(text.split(separator: "&").map { String($0.split(separator: "=").first ?? "") }
-                    == CitconEmulator.ipnFieldNames + ["fields", "sign"])
-                let fields = try Self.parse(post, format: .form)
-                #expect(fields["id"] == id)
-                #expect(fields["transaction_type"] == "charge")
-                #expect(fields["reference"] == charge["reference"]?.stringValue)
-                #expect(fields["amount"] == "1999")
-                #expect(fields["currency"] == "USD")
-                #expect(fields["status"] == "success")
-                #expect(fields["payment_method"] == "wechatpay")
-                #expect(fields["amount_captured"] == "")
-                #expect(fields["amount_refunded"] == "")
-                #expect(fields["fields"] == "id,transaction_type,reference,amount,currency,status,time_completed,time_created,payment_method,amount_captured,amount_refunded")
+                #expect(post.contentType == "application/json")
+                let json = try JSONValue.parse(Array(post.body))
+                #expect(json.objectMembers?.map(\.key) == CitconEmulator.ipnFieldNames + ["fields", "sign"])
+                #expect(json["id"] == .string(id))
+                #expect(json["transaction_type"] == "charge")
+                #expect(json["reference"] == charge["reference"])
+                #expect(json["amount"] == .number("1999"))
+                #expect(json["currency"] == "USD")
+                #expect(json["status"] == "success")
+                #expect(json["payment_method"] == "wechatpay")
+                #expect(json["amount_captured"] == "")
+                #expect(json["amount_refunded"] == "")
+                #expect(json["fields"] == "id,transaction_type,reference,amount,currency,status,time_completed,time_created,payment_method,amount_captured,amount_refunded")
                 let iso = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
-                #expect(fields["time_completed"]?.wholeMatch(of: iso) != nil)
-                #expect(fields["time_created"]?.wholeMatch(of: iso) != nil)
-                #expect(CitconEmulator.IPNSignature.verify(fields, secret: CitconHarness.formMerchant.apiSecret))
-                #expect(!CitconEmulator.IPNSignature.verify(fields, secret: CitconHarness.jsonMerchant.apiSecret))
+                #expect(json["time_completed"]?.stringValue?.wholeMatch(of: iso) != nil)
+                #expect(json["time_created"]?.stringValue?.wholeMatch(of: iso) != nil)
+                let values = json.flatValues
+                #expect(CitconEmulator.IPNSignature.verify(values, secret: CitconHarness.jsonMerchant.apiSecret))
+                #expect(!CitconEmulator.IPNSignature.verify(values, secret: CitconHarness.formMerchant.apiSecret))
                 let log = await harness.emulator.notifications
                 #expect(log.count == 1)
-                #expect(log.first?.body == text)
+                #expect(log.first?.body == String(decoding: post.body, as: UTF8.self))
                 #expect(log.first?.status == 200)
                 #expect(log.first?.attempt == 1)
                 #expect(log.first?.transactionID == id)
@@ -874,59 +1044,96 @@ struct CitconIPNTests {
         }
     }
 
-    @Test("a JSON IPN: amounts are numbers, the sign covers them as written")
-    func jsonIPN() async throws {
+    @Test("a form IPN: every value as text, the sign over the same text")
+    func formIPN() async throws {
         try await withReceiver { receiver in
             try await CitconHarness.with { harness in
-                let token = try await harness.token(merchant: CitconHarness.jsonMerchant)
+                let token = try await harness.token(merchant: CitconHarness.formMerchant)
                 let charge = try await harness.charge(method: "card", autoCapture: true, ipn: receiver.url, token: token)
-                let page = try #require(CitconHarness.pageURL(charge))
-                _ = try await SandboxBrowser.completeCitconPage(at: page, outcome: "complete")
+                _ = try await harness.payOnPage(charge)
                 await harness.emulator.waitForNotifications()
                 let post = try #require(await receiver.received().first)
-                #expect(post.contentType == "application/json")
-                let json = try JSONValue.parse(Array(post.body))
-                #expect(json.objectMembers?.map(\.key) == CitconEmulator.ipnFieldNames + ["fields", "sign"])
-                #expect(json["amount"] == .number("1999"))
-                #expect(json["amount_captured"] == .number("1999"))
-                #expect(json["amount_refunded"] == "")
-                #expect(json["status"] == "success")
-                #expect(json["payment_method"] == "card")
-                let values = json.flatValues
-                #expect(CitconEmulator.IPNSignature.verify(values, secret: CitconHarness.jsonMerchant.apiSecret))
+                #expect(post.contentType == "application/x-www-form-urlencoded")
+                let text = String(decoding: post.body, as: UTF8.self)
+                #expect(text.split(separator: "&").map { String($0.split(separator: "=").first ?? "") }
+                    == CitconEmulator.ipnFieldNames + ["fields", "sign"])
+                let fields = try Self.parse(post)
+                #expect(fields["amount"] == "1999")
+                #expect(fields["amount_captured"] == "1999")
+                #expect(fields["amount_refunded"] == "")
+                #expect(fields["status"] == "success")
+                #expect(fields["payment_method"] == "card")
+                #expect(CitconEmulator.IPNSignature.verify(fields, secret: CitconHarness.formMerchant.apiSecret))
             }
         }
     }
 
-    @Test("IPN statuses: authorized, captured, refund success, cancelled, fail")
+    @Test("IPN kinds and statuses: charge authorized, success, cancelled, fail; refund success")
     func ipnStatuses() async throws {
         try await withReceiver { receiver in
             try await CitconHarness.with { harness in
                 let token = try await harness.token()
-                let card = try await harness.charge(method: "card", ipn: receiver.url, token: token)
-                let id = try #require(card["id"]?.stringValue)
-                _ = try await SandboxBrowser.completeCitconPage(at: try #require(CitconHarness.pageURL(card)), outcome: "complete")
-                #expect(try await harness.call("POST", "captures", bearer: token, body: #"{"transaction_id":"\#(id)","amount":1500}"#).status == 200)
-                #expect(try await harness.call("POST", "refunds", bearer: token,
-                                               body: #"{"transaction_id":"\#(id)","amount":500,"reason":"damaged"}"#).status == 200)
+                let paypal = try await harness.charge(method: "paypal", ipn: receiver.url, token: token)
+                _ = try await harness.payOnPage(paypal)
+                let wallet = try await harness.charge(method: "alipay", ipn: receiver.url, token: token)
+                let walletID = try #require(wallet["id"]?.stringValue)
+                _ = try await harness.pay(wallet, wallet: "alipay")
+                let refund = try await harness.call("POST", "refunds", bearer: token,
+                                                    body: #"{"id":"\#(walletID)","reference":"refund-1","amount":500,"note":"damaged"}"#)
+                #expect(refund.status == 200)
                 let cancelled = try await harness.charge(method: "venmo", ipn: receiver.url, token: token)
                 let cancelledID = try #require(cancelled["id"]?.stringValue)
-                #expect(try await harness.call("POST", "cancels", bearer: token, body: #"{"transaction_id":"\#(cancelledID)"}"#).status == 200)
+                #expect(try await harness.call("POST", "cancels", bearer: token, body: #"{"id":"\#(cancelledID)","reference":"c1"}"#).status == 200)
                 let failed = try await harness.charge(method: "dana", ipn: receiver.url, token: token)
-                _ = try await SandboxBrowser.completeCitconPage(at: try #require(CitconHarness.pageURL(failed)), outcome: "fail")
+                _ = try await harness.payOnPage(failed, outcome: "fail")
                 await harness.emulator.waitForNotifications()
-                let posts = try await receiver.received().map { try Self.parse($0, format: .form) }
-                let summary = posts.map { [$0["transaction_type"] ?? "", $0["status"] ?? "", $0["amount_captured"] ?? "",
-                                           $0["amount_refunded"] ?? ""] }
-                #expect(Set(summary.map { $0.joined(separator: " ") }) == [
-                    "charge authorized  ", "charge captured 1500 ", "refund success 1500 500", "charge cancelled  ", "charge fail  ",
+                let posts = try await receiver.received().map { try Self.parse($0) }
+                let summary = posts.map { [$0["transaction_type"] ?? "", $0["status"] ?? "", $0["amount"] ?? "",
+                                           $0["amount_captured"] ?? "", $0["amount_refunded"] ?? ""].joined(separator: " ") }
+                #expect(Set(summary) == [
+                    "charge authorized 1999  ", "charge success 1999  ", "refund success 1999  500", "charge cancelled 1999  ",
+                    "charge fail 1999  ",
                 ])
                 for post in posts {
-                    #expect(CitconEmulator.IPNSignature.verify(post, secret: CitconHarness.formMerchant.apiSecret))
+                    #expect(CitconEmulator.IPNSignature.verify(post, secret: CitconHarness.jsonMerchant.apiSecret))
                 }
-                let refund = try #require(posts.first { $0["transaction_type"] == "refund" })
-                #expect(refund["id"] == id)
-                #expect(refund["amount"] == "1999")
+                let refundIPN = try #require(posts.first { $0["transaction_type"] == "refund" })
+                // About the refunded charge: its id and reference, the total refunded so far.
+                #expect(refundIPN["id"] == walletID)
+                #expect(refundIPN["reference"] == wallet["reference"]?.stringValue)
+                #expect(refundIPN["amount_refunded"] == "500")
+            }
+        }
+    }
+
+    @Test("chargeback and vault IPNs on demand (API and admin route), with members left out when asked")
+    func otherKinds() async throws {
+        try await withReceiver { receiver in
+            try await CitconHarness.with { harness in
+                let token = try await harness.token()
+                let charge = try await harness.charge(method: "paypal", autoCapture: true, ipn: receiver.url, token: token)
+                let id = try #require(charge["id"]?.stringValue)
+                _ = try await harness.payOnPage(charge)
+                await harness.emulator.waitForNotifications()
+                #expect(await harness.emulator.sendIPN(about: id, transactionType: "chargeback", status: "Notification of Claim"))
+                let admin = try await harness.post(absolute: harness.admin("ipn/\(id)/send"),
+                                                   body: #"{"transaction_type":"vault","status":"success","omit":["amount","amount_captured","amount_refunded"]}"#)
+                #expect(admin.status == 200)
+                #expect(try await harness.post(absolute: harness.admin("ipn/nothing/send"),
+                                               body: #"{"transaction_type":"vault","status":"x"}"#).status == 404)
+                #expect(try await harness.post(absolute: harness.admin("ipn/\(id)/send"), body: "{}").status == 400)
+                await harness.emulator.waitForNotifications()
+                let posts = try await receiver.received().map { try Self.parse($0) }
+                #expect(posts.count == 3)
+                let chargeback = try #require(posts.first { $0["transaction_type"] == "chargeback" })
+                #expect(chargeback["status"] == "Notification of Claim")
+                #expect(chargeback["amount"] == "1999")
+                #expect(CitconEmulator.IPNSignature.verify(chargeback, secret: CitconHarness.jsonMerchant.apiSecret))
+                let vault = try #require(posts.first { $0["transaction_type"] == "vault" })
+                #expect(vault["amount"] == nil)
+                #expect(vault["fields"] == "id,transaction_type,reference,currency,status,time_completed,time_created,payment_method")
+                #expect(CitconEmulator.IPNSignature.verify(vault, secret: CitconHarness.jsonMerchant.apiSecret))
+                #expect(await harness.emulator.ledger.count == 1)
             }
         }
     }
@@ -936,9 +1143,9 @@ struct CitconIPNTests {
         try await withReceiver(answering: [500, 503]) { receiver in
             try await CitconHarness.with(ipnRetryInterval: .milliseconds(100), ipnMaxAttempts: 5) { harness in
                 let token = try await harness.token()
-                let charge = try await harness.charge(method: "fomo", ipn: receiver.url, token: token)
+                let charge = try await harness.charge(method: "toss", ipn: receiver.url, token: token)
                 let start = ContinuousClock.now
-                _ = try await SandboxBrowser.completeCitconPage(at: try #require(CitconHarness.pageURL(charge)), outcome: "complete")
+                _ = try await harness.payOnPage(charge)
                 await harness.emulator.waitForNotifications()
                 #expect(ContinuousClock.now - start >= .milliseconds(200))
                 #expect(await receiver.received().map(\.answeredStatus) == [500, 503, 200])
@@ -957,7 +1164,7 @@ struct CitconIPNTests {
             try await CitconHarness.with(ipnMaxAttempts: 3) { harness in
                 let token = try await harness.token()
                 let charge = try await harness.charge(method: "kakaopay", ipn: receiver.url, token: token)
-                _ = try await SandboxBrowser.completeCitconPage(at: try #require(CitconHarness.pageURL(charge)), outcome: "cancel")
+                _ = try await harness.payOnPage(charge, outcome: "cancel")
                 await harness.emulator.waitForNotifications()
                 #expect(await receiver.received().count == 3)
                 #expect(await harness.emulator.notifications.map(\.attempt) == [1, 2, 3])
@@ -969,10 +1176,10 @@ struct CitconIPNTests {
     func redeliver() async throws {
         try await withReceiver { receiver in
             try await CitconHarness.with { harness in
-                let token = try await harness.token(merchant: CitconHarness.jsonMerchant)
+                let token = try await harness.token(merchant: CitconHarness.formMerchant)
                 let charge = try await harness.charge(method: "paypal", autoCapture: true, ipn: receiver.url, token: token)
                 let id = try #require(charge["id"]?.stringValue)
-                _ = try await SandboxBrowser.completeCitconPage(at: try #require(CitconHarness.pageURL(charge)), outcome: "complete")
+                _ = try await harness.payOnPage(charge)
                 await harness.emulator.waitForNotifications()
                 let replay = try #require(await harness.emulator.redeliver(ipnOf: id))
                 #expect(replay.replay)
@@ -997,9 +1204,8 @@ struct CitconIPNTests {
             try await CitconHarness.with { harness in
                 let token = try await harness.token()
                 await harness.emulator.holdIPNs()
-                let first = try await harness.charge(method: "alipayplus", ipn: receiver.url, token: token)
-                let back = try await SandboxBrowser.completeCitconPage(at: try #require(CitconHarness.pageURL(first)), outcome: "complete")
-                #expect(back?.absoluteString == CitconHarness.successURL)
+                let first = try await harness.charge(method: "gcash", ipn: receiver.url, token: token)
+                #expect(try await harness.payOnPage(first)?.absoluteString == CitconHarness.successURL)
                 try await Task.sleep(for: .milliseconds(150))
                 await harness.emulator.waitForNotifications()
                 #expect(await receiver.received().isEmpty)
@@ -1008,9 +1214,9 @@ struct CitconIPNTests {
                 #expect(await receiver.received().count == 1)
 
                 await harness.emulator.setIPNDelay(.milliseconds(400))
-                let second = try await harness.charge(method: "alipayplus", ipn: receiver.url, token: token)
+                let second = try await harness.charge(method: "gcash", ipn: receiver.url, token: token)
                 let start = ContinuousClock.now
-                _ = try await SandboxBrowser.completeCitconPage(at: try #require(CitconHarness.pageURL(second)), outcome: "complete")
+                _ = try await harness.payOnPage(second)
                 #expect(await receiver.received().count == 1)
                 await harness.emulator.waitForNotifications()
                 #expect(ContinuousClock.now - start >= .milliseconds(400))
@@ -1019,12 +1225,12 @@ struct CitconIPNTests {
         }
     }
 
-    @Test("no urls.ipn, no IPN")
+    @Test("no IPN URL, no IPN")
     func noIPNURL() async throws {
         try await CitconHarness.with { harness in
             let token = try await harness.token()
             let charge = try await harness.charge(method: "toss", token: token)
-            _ = try await SandboxBrowser.completeCitconPage(at: try #require(CitconHarness.pageURL(charge)), outcome: "complete")
+            _ = try await harness.payOnPage(charge)
             await harness.emulator.waitForNotifications()
             #expect(await harness.emulator.notifications.isEmpty)
             #expect(await harness.emulator.ledger.count == 1)
@@ -1032,125 +1238,134 @@ struct CitconIPNTests {
     }
 }
 
-// MARK: - Captures, refunds, cancels
+// MARK: - Refunds, cancels, captures
 
-@Suite("Citcon emulator: captures, refunds, cancels and the ledger")
+@Suite("Citcon emulator: refunds, cancels, captures and the ledger")
 struct CitconOperationTests {
-    @Test("capture only an authorization, up to its amount; refund only what was paid; the ledger")
-    func captureAndRefund() async throws {
+    @Test("refund: a paid charge, by id, up to what was paid; 406 / 4202 otherwise; the ledger")
+    func refunds() async throws {
         try await CitconHarness.with { harness in
             let token = try await harness.token()
-            let charge = try await harness.charge(method: "card", token: token)
+            let charge = try await harness.charge(method: "paypal", autoCapture: true, token: token)
             let id = try #require(charge["id"]?.stringValue)
-            func op(_ path: String, _ body: String) async throws -> CitconResult {
-                try await harness.call("POST", path, bearer: token, body: body)
+            func refund(_ body: String) async throws -> CitconResult {
+                try await harness.call("POST", "refunds", bearer: token, body: body)
             }
-            // Pending: nothing to capture or refund.
-            #expect(try await op("captures", #"{"transaction_id":"\#(id)","amount":100}"#).message?.hasPrefix("transaction_id: ") == true)
-            #expect(try await op("refunds", #"{"transaction_id":"\#(id)","amount":100}"#).message?.hasPrefix("transaction_id: ") == true)
-            _ = try await SandboxBrowser.completeCitconPage(at: try #require(CitconHarness.pageURL(charge)), outcome: "complete")
-            #expect(try await harness.status(id, token: token) == "authorized")
-            #expect(try await op("refunds", #"{"transaction_id":"\#(id)","amount":100}"#).code == "4001")
+            // Not paid yet: the recorded refusal.
+            let early = try await refund(#"{"id":"\#(id)","reference":"r0","amount":100.0}"#)
+            #expect(early.status == 406)
+            #expect(early.code == "4202")
+            #expect(early.message == "refund failed")
+            _ = try await harness.payOnPage(charge)
+            #expect(try await harness.status(id, token: token) == "succeeded")
 
-            for (body, field) in [(#"{"transaction_id":"\#(id)","amount":2000}"#, "amount"),
-                                  (#"{"transaction_id":"\#(id)","amount":0}"#, "amount"),
-                                  (#"{"transaction_id":"\#(id)","amount":"100"}"#, "amount"),
-                                  (#"{"transaction_id":"\#(id)"}"#, "amount"),
-                                  (#"{"amount":100}"#, "transaction_id"),
-                                  (#"{"transaction_id":7,"amount":100}"#, "transaction_id")] {
-                let result = try await op("captures", body)
+            for (body, field) in [(#"{"reference":"r","amount":1}"#, "id"),
+                                  (#"{"transaction_id":"\#(id)","reference":"r","amount":1}"#, "id"),
+                                  (#"{"id":"\#(id)","amount":1}"#, "reference"),
+                                  (#"{"id":"\#(id)","reference":"r"}"#, "amount"),
+                                  (#"{"id":"\#(id)","reference":"r","amount":0}"#, "amount"),
+                                  (#"{"id":"\#(id)","reference":"r","amount":"100"}"#, "amount"),
+                                  (#"{"id":"\#(id)","reference":"r","amount":1.5}"#, "amount"),
+                                  (#"{"id":7,"reference":"r","amount":1}"#, "id")] {
+                let result = try await refund(body)
                 #expect(result.status == 400)
-                #expect(result.code == "4001")
+                #expect(result.code == "4000")
                 #expect(result.message?.hasPrefix(field + ": ") == true, "\(body): \(result.message ?? "")")
             }
-            let unknown = try await op("captures", #"{"transaction_id":"nope","amount":100}"#)
-            #expect(unknown.status == 404)
-            #expect(unknown.code == "4040")
-
-            let capture = try await op("captures", #"{"transaction_id":"\#(id)","amount":1500}"#)
-            #expect(capture.status == 200)
-            let captureData = try #require(capture.data)
-            #expect(captureData.objectMembers?.map(\.key) == ["object", "id", "transaction_id", "amount", "currency", "status", "time_created"])
-            #expect(captureData["object"] == "capture")
-            #expect(captureData["transaction_id"] == .string(id))
-            #expect(captureData["amount"] == .number("1500"))
-            #expect(captureData["status"] == "succeeded")
+            let first = try await refund(#"{"id":"\#(id)","reference":"r1","amount":1000.0,"note":"too big"}"#)
+            #expect(first.status == 200)
+            let data = try #require(first.data)
+            #expect(data.objectMembers?.map(\.key) == ["id", "object", "reference", "amount", "amount_refunded", "currency",
+                                                       "country", "time_created", "payment", "status", "time_completed", "exchange"])
+            #expect(data["object"] == "refund")
+            #expect(data["id"] != .string(id))
+            #expect(data["id"]?.stringValue?.count == 22)
+            #expect(data["reference"] == "r1")
+            #expect(data["amount"] == .number("1000"))
+            #expect(data["amount_refunded"] == .number("1000"))
+            #expect(data["status"] == "succeeded")
+            #expect(data["payment"] == .object([.init(key: "method", value: "paypal")]))
+            #expect(try await refund(#"{"id":"\#(id)","reference":"r1","amount":1}"#).code == "4100")
+            #expect(try await refund(#"{"id":"\#(id)","reference":"r2","amount":1000}"#).code == "4202")
+            let second = try await refund(#"{"id":"\#(id)","reference":"r3","amount":999}"#)
+            #expect(second.data?["amount_refunded"] == .number("1999"))
             let inquiry = try #require(try await harness.inquire(id, token: token).data)
+            #expect(inquiry["amount_refunded"] == .number("1999"))
             #expect(inquiry["status"] == "succeeded")
-            #expect(inquiry["amount_captured"] == .number("1500"))
-            #expect(inquiry["time_captured"] != .null)
-            // One capture per authorization; a captured charge cannot be cancelled.
-            #expect(try await op("captures", #"{"transaction_id":"\#(id)","amount":1}"#).code == "4001")
-            #expect(try await op("cancels", #"{"transaction_id":"\#(id)"}"#).message?.hasPrefix("transaction_id: ") == true)
-
-            let refund = try await op("refunds", #"{"transaction_id":"\#(id)","amount":1000,"reason":"too big"}"#)
-            #expect(refund.status == 200)
-            #expect(refund.data?["object"] == "refund")
-            #expect(refund.data?["amount"] == .number("1000"))
-            let tooMuch = try await op("refunds", #"{"transaction_id":"\#(id)","amount":501}"#)
-            #expect(tooMuch.code == "4001")
-            #expect(tooMuch.message?.hasPrefix("amount: ") == true)
-            #expect(try await op("refunds", #"{"transaction_id":"\#(id)","amount":500}"#).status == 200)
-            #expect(try await harness.inquire(id, token: token).data?["amount_refunded"] == .number("1500"))
-            #expect(try await op("refunds", #"{"transaction_id":"\#(id)","amount":1}"#).code == "4001")
+            guard case .array(let listed)? = inquiry["refunds"]?["data"] else {
+                Issue.record("no refunds.data")
+                return
+            }
+            #expect(listed.map { $0["reference"]?.stringValue ?? "" } == ["r1", "r3"])
+            #expect(try await refund(#"{"id":"\#(id)","reference":"r4","amount":1}"#).code == "4202")
 
             let ledger = await harness.emulator.ledger
-            #expect(ledger.map(\.operation) == [.charge, .capture, .refund, .refund])
-            #expect(ledger.map(\.amountMinor) == [1999, 1500, 1000, 500])
-            #expect(ledger.map(\.status) == ["authorized", "succeeded", "succeeded", "succeeded"])
-            #expect(ledger.allSatisfy { $0.transactionID == id && $0.currency == "USD" && $0.method == "card" })
-            #expect(ledger[1].id == captureData["id"]?.stringValue)
+            #expect(ledger.map(\.operation) == [.charge, .refund, .refund])
+            #expect(ledger.map(\.amountMinor) == [1999, 1000, 999])
+            #expect(ledger.allSatisfy { $0.transactionID == id && $0.currency == "USD" && $0.method == "paypal" })
+            #expect(ledger[1].id == data["id"]?.stringValue)
         }
     }
 
-    @Test("a wallet payment refunds up to its amount")
-    func walletRefund() async throws {
+    @Test("capture: not supported (no source shows a capture request): 501 / 5200, nothing moves")
+    func captureNotSupported() async throws {
         try await CitconHarness.with { harness in
             let token = try await harness.token()
-            let charge = try await harness.charge(method: "wechatpay", token: token)
+            let charge = try await harness.charge(method: "paypal", token: token)
             let id = try #require(charge["id"]?.stringValue)
-            _ = try await SandboxBrowser.payInCitconWallet(sandbox: harness.sandbox.baseURL, method: "wechatpay",
-                                                          content: try #require(CitconHarness.nativeContent(charge)), outcome: "complete")
-            #expect(try await harness.call("POST", "refunds", bearer: token, body: #"{"transaction_id":"\#(id)","amount":2000}"#).code == "4001")
-            #expect(try await harness.call("POST", "refunds", bearer: token, body: #"{"transaction_id":"\#(id)","amount":1999}"#).status == 200)
-            #expect(try await harness.status(id, token: token) == "succeeded")
+            _ = try await harness.payOnPage(charge)
+            let result = try await harness.call("POST", "captures", bearer: token, body: #"{"id":"\#(id)","amount":1999}"#)
+            #expect(result.status == 501)
+            #expect(result.envelope["status"] == "fail")
+            #expect(result.code == "5200")
+            #expect(try await harness.status(id, token: token) == "authorized")
+            #expect(await harness.emulator.ledger.map(\.operation) == [.charge])
         }
     }
 
-    @Test("cancel an authorization (released, in the ledger) or a pending charge (nothing moved); not a failed one")
+    @Test("cancel: an authorization (released, in the ledger) or an initiated charge (nothing moved); not a paid one")
     func cancels() async throws {
         try await CitconHarness.with { harness in
             let token = try await harness.token()
             let authorized = try await harness.charge(method: "paypal", token: token)
             let authorizedID = try #require(authorized["id"]?.stringValue)
-            _ = try await SandboxBrowser.completeCitconPage(at: try #require(CitconHarness.pageURL(authorized)), outcome: "complete")
-            let cancel = try await harness.call("POST", "cancels", bearer: token, body: #"{"transaction_id":"\#(authorizedID)"}"#)
+            _ = try await harness.payOnPage(authorized)
+            let cancel = try await harness.call("POST", "cancels", bearer: token,
+                                                body: #"{"id":"\#(authorizedID)","reference":"cancel-1","transaction_reference":"x"}"#)
             #expect(cancel.status == 200)
-            #expect(cancel.data?["object"] == "cancel")
-            #expect(cancel.data?["amount"] == .number("1999"))
-            let data = try #require(try await harness.inquire(authorizedID, token: token).data)
+            let data = try #require(cancel.data)
+            #expect(data.objectMembers?.map(\.key) == ["id", "object", "reference", "amount", "currency", "time_created",
+                                                       "country", "payment", "status"])
+            #expect(data["id"] == .string(authorizedID))
+            #expect(data["object"] == "cancel")
+            #expect(data["reference"] == "cancel-1")
             #expect(data["status"] == "canceled")
-            #expect(data["time_canceled"] != .null)
+            let state = try #require(try await harness.inquire(authorizedID, token: token).data)
+            #expect(state["status"] == "canceled")
+            #expect(state["time_canceled"]?.integer != nil)
 
-            let pending = try await harness.charge(method: "unionpay", token: token)
-            let pendingID = try #require(pending["id"]?.stringValue)
-            #expect(try await harness.call("POST", "cancels", bearer: token, body: #"{"transaction_id":"\#(pendingID)"}"#).status == 200)
-            #expect(try await harness.status(pendingID, token: token) == "canceled")
+            let initiated = try await harness.charge(method: "upop", token: token)
+            let initiatedID = try #require(initiated["id"]?.stringValue)
+            #expect(try await harness.call("POST", "cancels", bearer: token, body: #"{"id":"\#(initiatedID)","reference":"cancel-2"}"#).status == 200)
+            #expect(try await harness.status(initiatedID, token: token) == "canceled")
             // The customer arriving late is sent to the cancel URL; nothing is charged.
-            let back = try await SandboxBrowser.payInCitconWallet(sandbox: harness.sandbox.baseURL, method: "unionpay",
-                                                                 content: try #require(CitconHarness.nativeContent(pending)),
-                                                                 outcome: "complete")
-            #expect(back?.absoluteString == CitconHarness.cancelURL + "?code=-2")
-            #expect(try await harness.call("POST", "cancels", bearer: token, body: #"{"transaction_id":"\#(pendingID)"}"#).code == "4001")
+            #expect(try await harness.pay(initiated, wallet: "upop")?.absoluteString == CitconHarness.cancelURL + "?code=-2")
+            let again = try await harness.call("POST", "cancels", bearer: token, body: #"{"id":"\#(initiatedID)","reference":"cancel-3"}"#)
+            #expect(again.status == 400)
+            #expect(again.code == "4000")
 
-            let failed = try await harness.charge(method: "card", token: token)
-            let failedID = try #require(failed["id"]?.stringValue)
-            _ = try await SandboxBrowser.completeCitconPage(at: try #require(CitconHarness.pageURL(failed)), outcome: "fail")
-            #expect(try await harness.call("POST", "cancels", bearer: token, body: #"{"transaction_id":"\#(failedID)"}"#).code == "4001")
+            let paid = try await harness.charge(method: "wechatpay", token: token)
+            let paidID = try #require(paid["id"]?.stringValue)
+            _ = try await harness.pay(paid, wallet: "wechatpay")
+            #expect(try await harness.call("POST", "cancels", bearer: token, body: #"{"id":"\#(paidID)","reference":"c"}"#).message?.hasPrefix("id: ") == true)
+            for (body, field) in [(#"{"reference":"c"}"#, "id"), (#"{"transaction_id":"\#(paidID)","reference":"c"}"#, "id"),
+                                  (#"{"id":"\#(paidID)"}"#, "reference")] {
+                #expect(try await harness.call("POST", "cancels", bearer: token, body: body).message?.hasPrefix(field + ": ") == true)
+            }
 
             let ledger = await harness.emulator.ledger
-            #expect(ledger.map(\.operation) == [.charge, .cancel])
-            #expect(ledger.allSatisfy { $0.transactionID == authorizedID })
+            #expect(ledger.map(\.operation) == [.charge, .cancel, .charge])
+            #expect(ledger[1].transactionID == authorizedID && ledger[1].status == "canceled")
         }
     }
 }
@@ -1159,7 +1374,7 @@ struct CitconOperationTests {
 
 @Suite("Citcon emulator: faults and admin routes")
 struct CitconFaultTests {
-    @Test("server_error: 503 / 5000 and not processed; it waits for its path")
+    @Test("server_error: 500 / 5100 and not processed; it waits for its path")
     func serverError() async throws {
         try await CitconHarness.with { harness in
             let token = try await harness.token()
@@ -1168,9 +1383,9 @@ struct CitconFaultTests {
             #expect(try await harness.inquire(existing, token: token).status == 200)
             let request = CitconHarness.chargeRequest(method: "paypal")
             let failed = try await harness.call("charges", bearer: token, json: request)
-            #expect(failed.status == 503)
+            #expect(failed.status == 500)
             #expect(failed.envelope["status"] == "fail")
-            #expect(failed.code == "5000")
+            #expect(failed.code == "5100")
             // Not processed: the reference is still free.
             _ = try await harness.charge(request, token: token)
             #expect(await harness.emulator.charges.count == 2)
@@ -1193,7 +1408,7 @@ struct CitconFaultTests {
             let answer = try await harness.send(raw)
             #expect(ContinuousClock.now - start >= .milliseconds(400))
             #expect(answer.status == 504)
-            #expect(try await harness.call("charges", bearer: token, json: request).code == "4000")
+            #expect(try await harness.call("charges", bearer: token, json: request).code == "4100")
         }
     }
 
@@ -1208,7 +1423,7 @@ struct CitconFaultTests {
             await #expect(throws: (any Error).self) {
                 _ = try await harness.call("charges", bearer: token, json: request, session: fresh)
             }
-            #expect(try await harness.call("charges", bearer: token, json: request).code == "4000")
+            #expect(try await harness.call("charges", bearer: token, json: request).code == "4100")
         }
     }
 
@@ -1254,9 +1469,7 @@ struct CitconFaultTests {
                 #expect(try await harness.post(absolute: harness.admin("faults"), body: "nope").status == 400)
                 let token = try await harness.token()
                 let charge = try await harness.charge(method: "alipay", ipn: receiver.url, token: token)
-                _ = try await SandboxBrowser.payInCitconWallet(sandbox: harness.sandbox.baseURL, method: "alipay",
-                                                              content: try #require(CitconHarness.nativeContent(charge)),
-                                                              outcome: "complete")
+                _ = try await harness.pay(charge, wallet: "alipay")
                 await harness.emulator.waitForNotifications()
                 let ledger = try await harness.get(absolute: harness.admin("ledger"))
                 #expect(ledger.status == 200)

@@ -19,28 +19,39 @@ struct CitconAnswer: Sendable {
 }
 
 /// A request the API refuses: the HTTP status and the envelope's `data.code` and `data.message`.
+///
+/// Codes: `4100` duplicate request (HTTP 400) and `4202` refund failed (HTTP 406) are the sandbox's
+/// recorded answers; `4000` bad request (400), `4010` unauthorized (401; 403 for a valid token without
+/// the permission), `4103` not found (404), `5100` internal server error (500) and `5200` gateway not
+/// support (501) follow the numbering of a Citcon developer's error table
+/// (citcon-lifeng/cash_app_demo `error/error_code.js`); the HTTP statuses 403 and 501 are choices.
 struct CitconRefusal: Error, Sendable, Equatable {
     var httpStatus: Int
     var code: String
     var message: String
 
-    /// `400` / `4001`; the message starts with the field path.
+    /// `400` / `4000`; the message starts with the member's path.
     static func invalid(_ path: String, _ detail: String) -> CitconRefusal {
-        CitconRefusal(httpStatus: 400, code: "4001", message: "\(path): \(detail)")
+        CitconRefusal(httpStatus: 400, code: "4000", message: "\(path): \(detail)")
     }
 
     static func unauthorized(_ detail: String) -> CitconRefusal {
         CitconRefusal(httpStatus: 401, code: "4010", message: "unauthorized: \(detail)")
     }
 
-    static func forbidden(_ permission: String) -> CitconRefusal {
-        CitconRefusal(httpStatus: 403, code: "4030", message: "forbidden: the access token lacks the \(permission) permission")
+    /// A valid token without the permission: HTTP 403 (no source shows this answer), code `4010`.
+    static func forbidden(_ detail: String) -> CitconRefusal {
+        CitconRefusal(httpStatus: 403, code: "4010", message: "unauthorized: \(detail)")
     }
 
-    static let duplicate = CitconRefusal(httpStatus: 400, code: "4000", message: "duplicate request")
-    static let notFound = CitconRefusal(httpStatus: 404, code: "4040", message: "transaction not found")
-    static let unavailable = CitconRefusal(httpStatus: 503, code: "5000",
-                                           message: "service unavailable: the request was not processed")
+    static let duplicate = CitconRefusal(httpStatus: 400, code: "4100", message: "duplicate request")
+    static let notFound = CitconRefusal(httpStatus: 404, code: "4103", message: "not found")
+    static let refundFailed = CitconRefusal(httpStatus: 406, code: "4202", message: "refund failed")
+    static let serverError = CitconRefusal(httpStatus: 500, code: "5100", message: "internal server error")
+
+    static func notSupported(_ what: String) -> CitconRefusal {
+        CitconRefusal(httpStatus: 501, code: "5200", message: "not supported: \(what)")
+    }
 }
 
 /// The API operations, one per route.
@@ -52,7 +63,7 @@ enum CitconEndpoint: Sendable, Equatable {
     case refunds
     case cancels
 
-    /// The path as Till speaks it (`/v1/…`), for fault matching and logs.
+    /// The path as the API names it (`/v1/…`), for fault matching and logs.
     var path: String {
         switch self {
         case .accessTokens: "/v1/access-tokens"
@@ -65,64 +76,95 @@ enum CitconEndpoint: Sendable, Equatable {
     }
 }
 
-/// The shape a field of a request must have; anything not described is ignored.
-indirect enum CitconShape: Sendable {
+/// The members a request may carry, as the sources show them, and their JSON types.
+indirect enum CitconField: Sendable {
     case string
-    /// A JSON integer (no fraction, no exponent) that fits 64 bits, at least `minimum` if given.
-    case integer(minimum: Int64?)
+    /// Minor units: a JSON integer, or a number whose fraction is zero (the sandbox took `100.0`).
+    case amount
+    /// A JSON integer.
+    case integer
     case boolean
-    case array(CitconShape)
-    case object([String: CitconShape])
+    case array(CitconField)
+    case object([String: CitconField])
+    /// Anything (objects whose members no source lists).
+    case any
 }
 
 extension CitconEmulator {
-    /// The methods a charge may use.
+    /// `payment.method` values: the Android SDK's vendor list (`wechatpay`, `alipay`, `alipay_hk`,
+    /// `gcash`, `kakaopay`, `dana`, `upop`), PayPal, Venmo and card (iOS guide, WebSDK manuals) and
+    /// `toss` (Phase 2 guide). UnionPay is `upop` in every source; `unionpay` in none.
     static let supportedMethods: Set<String> = [
-        "wechatpay", "alipay", "alipay_hk", "alipayplus", "unionpay", "paypal", "venmo", "card", "toss", "fomo",
-        "gcash", "dana", "kakaopay",
+        "wechatpay", "alipay", "alipay_hk", "upop", "paypal", "venmo", "card", "gcash", "dana", "kakaopay", "toss",
     ]
-    /// Methods that can stop at `authorized` (others are captured when paid).
-    static let authorizingMethods: Set<String> = ["card", "paypal", "venmo"]
-    static let clientPermissions = ["charge", "inquire"]
-    static let serverPermissions = ["charge", "inquire", "refund", "capture", "cancel"]
+    /// Methods that stop at `authorized` unless `transaction.auto_capture` is true (the iOS guide:
+    /// auto capture "invalid for some wallets such as wechatpay, alipay, and union pay").
+    static let authorizingMethods: Set<String> = ["paypal", "venmo", "card"]
+    /// Methods whose desktop client also gets a `qr` entry (recorded for alipay and upop).
+    static let qrMethods: Set<String> = ["wechatpay", "alipay", "alipay_hk", "upop", "gcash", "dana", "kakaopay"]
+    /// `payment.client` values: `mobile_native` (Android SDK, iOS guide), `mobile_browser` and
+    /// `desktop` (sandbox recordings).
+    static let clientKinds = ["mobile_native", "desktop", "mobile_browser"]
+    /// A client token's `permission` (2022 manual) and a server token's (2025 sandbox recording).
+    static let clientPermission = ["inquiry", "charge", "vault", "installment"]
+    static let serverPermission = ["inquiry", "charge", "vault", "consult", "encryption-config", "refund", "capture"]
 
-    static let addressShape = CitconShape.object([
+    static let addressFields = CitconField.object([
         "street": .string, "street2": .string, "city": .string, "state": .string, "zip": .string, "country": .string,
     ])
+    static let urlFields = CitconField.object([
+        "ipn": .string, "success": .string, "fail": .string, "cancel": .string, "mobile": .string,
+        "ipn_url": .string, "success_url": .string, "fail_url": .string, "mobile_url": .string,
+    ])
 
-    /// `POST /v1/charges`, as far as types go.
-    static let chargeShape = CitconShape.object([
+    /// `POST /v1/charges`: every member a source sends, with its type.
+    static let chargeFields = CitconField.object([
         "transaction": .object([
-            "reference": .string, "amount": .integer(minimum: 1), "currency": .string, "country": .string,
-            "auto_capture": .boolean, "note": .string,
-        ]),
-        "consumer": .object([
-            "reference": .string, "first_name": .string, "last_name": .string, "phone": .string, "email": .string,
-            "billing_address": addressShape,
+            "reference": .string, "amount": .amount, "currency": .string, "country": .string,
+            "auto_capture": .boolean, "note": .string, "country_accelerator": .string, "vertical": .string,
+            "urls": urlFields,
         ]),
         "payment": .object([
             "method": .string, "indicator": .string, "request_token": .boolean, "token": .string,
-            "client": .array(.string), "expiry": .integer(minimum: 0),
-            "data": .object(["first_name": .string, "last_name": .string, "cvv": .string, "pan": .string, "expiry": .string]),
-            "billing_address": addressShape,
+            "timeout": .integer, "client": .array(.string), "expiry": .integer, "format": .string,
+            "data": .object(["first_name": .string, "last_name": .string, "cvv": .string, "pan": .string,
+                             "expiry": .string, "issuer": .string]),
+            "billing_address": addressFields, "nonce": .string, "3ds": .object(["mode": .string]),
+        ]),
+        "consumer": .object([
+            "reference": .string, "first_name": .string, "last_name": .string, "phone": .string, "email": .string,
+            "id": .string, "ext_data": .any,
         ]),
         "goods": .object([
             "data": .array(.object([
-                "name": .string, "sku": .string, "url": .string, "quantity": .integer(minimum: nil),
-                "total_amount": .integer(minimum: nil), "unit_amount": .integer(minimum: nil),
-                "total_tax_rate": .integer(minimum: nil), "total_tax_amount": .integer(minimum: nil),
-                "total_discount_amount": .integer(minimum: nil), "taxable_amount": .integer(minimum: nil),
-                "tax_exempt_amount": .integer(minimum: nil),
+                "name": .string, "sku": .string, "url": .string, "quantity": .integer, "unit_amount": .amount,
+                "total_amount": .amount, "unit_tax_amount": .amount, "total_tax_rate": .amount,
+                "total_tax_amount": .amount, "total_discount_amount": .amount, "total_discount_code": .string,
+                "taxable_amount": .amount, "tax_exempt_amount": .amount, "product_type": .string,
+                "category": .string, "unitAmount": .amount, "unitTaxAmount": .amount,
+                "totalDiscountAmount": .amount,
             ])),
             "shipping": .object([
                 "first_name": .string, "last_name": .string, "phone": .string, "email": .string, "street": .string,
                 "street2": .string, "city": .string, "state": .string, "zip": .string, "country": .string,
+                "type": .string, "amount": .amount,
             ]),
         ]),
-        "installments": .object(["id": .string]),
-        "urls": .object(["ipn": .string, "success": .string, "fail": .string, "cancel": .string]),
-        "scheme": .string, "universal_link": .string, "request_3ds_verification": .boolean, "unionpay_mode": .string,
+        "installments": .any,
+        "urls": urlFields,
+        "ext": .any,
     ])
+
+    /// `POST /v1/refunds` (sandbox recordings).
+    static let refundFields = CitconField.object([
+        "id": .string, "reference": .string, "amount": .amount, "note": .string, "transaction_reference": .string,
+    ])
+    /// `POST /v1/cancels` (sandbox recordings).
+    static let cancelFields = CitconField.object([
+        "id": .string, "reference": .string, "transaction_reference": .string,
+    ])
+    /// `POST /v1/access-tokens` (demo servers, sandbox recording).
+    static let tokenFields = CitconField.object(["token_type": .string])
 
     // MARK: Entry point
 
@@ -131,13 +173,13 @@ extension CitconEmulator {
     ///   - endpoint: which operation the route is.
     ///   - authorization: the `Authorization` header, if any.
     ///   - body: the request body; `nil` when it was too large to read.
-    ///   - citconBaseURL: where this emulator is reachable (`{sandbox}/citcon`), for H5 page URLs.
+    ///   - citconBaseURL: where this emulator is reachable (`{sandbox}/citcon`), for landing page URLs.
     func handleAPI(_ endpoint: CitconEndpoint, authorization: String?, body: [UInt8]?, citconBaseURL: URL) -> CitconAnswer {
         let fault = takeFault(for: endpoint.path)
         if let fault { logger.info("injected fault", metadata: ["fault": .string(fault.rawValue), "path": .string(endpoint.path)]) }
         switch fault {
         case .serverError:
-            return Self.failure(.unavailable)
+            return failure(.serverError)
         case .expireTokens:
             expireTokens()
         case .timeout, .dropConnection, nil:
@@ -148,7 +190,7 @@ extension CitconEmulator {
             answer = try process(endpoint, authorization: authorization, body: body, citconBaseURL: citconBaseURL)
         } catch {
             logger.debug("request refused", metadata: ["path": .string(endpoint.path), "code": .string(error.code)])
-            answer = Self.failure(error)
+            answer = failure(error)
         }
         switch fault {
         case .timeout: answer.delivery = .holdThenGatewayTimeout
@@ -167,17 +209,16 @@ extension CitconEmulator {
             let token = try authorize(authorization, permission: "charge")
             return try createCharge(Self.parseObject(body), token: token, citconBaseURL: citconBaseURL)
         case .transaction(let id):
-            let token = try authorize(authorization, permission: "inquire")
-            let charge = try findCharge(id, token: token)
-            return Self.success(transactionData(charge))
+            let token = try authorize(authorization, permission: "inquiry")
+            return success(transactionData(try findCharge(id, token: token)))
         case .captures:
-            let token = try authorize(authorization, permission: "capture")
-            return try capture(Self.parseObject(body), token: token)
+            _ = try authorize(authorization, permission: "capture")
+            throw .notSupported("capture (no source shows a capture request)")
         case .refunds:
             let token = try authorize(authorization, permission: "refund")
             return try refund(Self.parseObject(body), token: token)
         case .cancels:
-            let token = try authorize(authorization, permission: "cancel")
+            let token = try authorize(authorization, permission: nil)
             return try cancel(Self.parseObject(body), token: token)
         }
     }
@@ -185,38 +226,61 @@ extension CitconEmulator {
     // MARK: Access tokens
 
     private func issueToken(authorization: String?, body: [UInt8]?) throws(CitconRefusal) -> CitconAnswer {
-        guard let key = Self.bearer(authorization) else { throw .unauthorized("missing merchant API key") }
+        guard let key = Self.bearer(authorization) else { throw .unauthorized("missing merchant key") }
         guard let merchant = merchants.first(where: { $0.apiKey == key }) else {
-            throw .unauthorized("unknown merchant API key")
+            throw .unauthorized("unknown merchant key")
         }
         let request = try Self.parseObject(body)
-        let permissions: [String]
+        try check(request, against: Self.tokenFields, path: "")
+        let permission: [String]
         switch request["token_type"] {
-        case .string("client")?: permissions = Self.clientPermissions
-        case .string("server")?: permissions = Self.serverPermissions
+        case .string("client")?: permission = Self.clientPermission
+        case .string("server")?: permission = Self.serverPermission
         case nil, .null?: throw .invalid("token_type", "required (\"client\" or \"server\")")
         default: throw .invalid("token_type", "must be \"client\" or \"server\"")
         }
         let type = request["token_type"]?.stringValue ?? ""
-        var value = Self.randomHex(count: 48)
-        while tokens[value] != nil { value = Self.randomHex(count: 48) }
-        let expiry = Self.unixSeconds(now().addingTimeInterval(Self.seconds(tokenLifetime)))
-        tokens[value] = AccessToken(apiKey: merchant.apiKey, type: type, permissions: permissions, expiry: expiry)
+        let nowMillis = Self.unixMillis(now())
+        let expiresAt = nowMillis + Int64(Self.seconds(tokenLifetime) * 1000)
+        var value = makeToken(issuedAt: nowMillis, expiresAt: expiresAt)
+        while tokens[value] != nil { value = makeToken(issuedAt: nowMillis, expiresAt: expiresAt) }
+        tokens[value] = AccessToken(apiKey: merchant.apiKey, type: type, permission: permission, expiresAt: expiresAt)
         logger.debug("access token issued", metadata: ["token_type": .string(type)])
-        return Self.success(.object([
+        return success(.object([
             .init(key: "access_token", value: .string(value)),
             .init(key: "token_type", value: .string(type)),
-            .init(key: "permissions", value: .array(permissions.map(JSONValue.string))),
-            .init(key: "expiry", value: .number(String(expiry))),
+            .init(key: "expiry", value: apiTime(expiresAt)),
+            .init(key: "permission", value: .array(permission.map(JSONValue.string))),
         ]))
     }
 
-    /// The valid access token of the `Authorization` header, which must carry `permission`.
-    private func authorize(_ authorization: String?, permission: String) throws(CitconRefusal) -> AccessToken {
+    /// `UPI_` and a JWT whose payload has `iat` in seconds and `exp` in milliseconds, as the 2022
+    /// manual's token does; signed with this instance's key. Opaque to clients.
+    private func makeToken(issuedAt: Int64, expiresAt: Int64) -> String {
+        func base64URL(_ data: Data) -> String {
+            data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+                .replacingOccurrences(of: "=", with: "")
+        }
+        let header = base64URL(Data(#"{"alg":"HS256","typ":"JWT"}"#.utf8))
+        let payload = base64URL(Data(#"{"name":"sandbox","jti":"\#(Self.randomHex(count: 16))","iat":\#(issuedAt / 1000),"exp":\#(expiresAt)}"#.utf8))
+        let mac = HMAC<SHA256>.authenticationCode(for: Data((header + "." + payload).utf8), using: instanceKey)
+        return "UPI_" + header + "." + payload + "." + base64URL(Data(mac))
+    }
+
+    /// The valid access token of the `Authorization` header. `permission` must be in its
+    /// `permission` list; `nil` means a server token (cancels: the recorded server token had no
+    /// `cancel` permission, and a client token has "inquiry and charge permissions").
+    private func authorize(_ authorization: String?, permission: String?) throws(CitconRefusal) -> AccessToken {
         guard let value = Self.bearer(authorization) else { throw .unauthorized("missing access token") }
         guard let token = tokens[value] else { throw .unauthorized("unknown access token") }
-        guard !token.revoked, Self.unixSeconds(now()) < token.expiry else { throw .unauthorized("access token expired") }
-        guard token.permissions.contains(permission) else { throw .forbidden(permission) }
+        guard !token.revoked, Self.unixMillis(now()) < token.expiresAt else { throw .unauthorized("access token expired") }
+        if let permission {
+            guard token.permission.contains(permission) else {
+                throw .forbidden("the access token lacks the \(permission) permission")
+            }
+        } else {
+            guard token.type == "server" else { throw .forbidden("a server access token is required") }
+        }
         return token
     }
 
@@ -232,17 +296,18 @@ extension CitconEmulator {
     // MARK: Charges
 
     private func createCharge(_ request: JSONValue, token: AccessToken, citconBaseURL: URL) throws(CitconRefusal) -> CitconAnswer {
-        try Self.check(request, against: Self.chargeShape, path: "")
+        try check(request, against: Self.chargeFields, path: "")
         guard let merchant = merchants.first(where: { $0.apiKey == token.apiKey }) else {
             throw .unauthorized("unknown merchant")
         }
         let transaction = try Self.requireObject(request, "transaction", path: "transaction")
         guard let reference = Self.text(transaction["reference"]) else { throw .invalid("transaction.reference", "required") }
-        guard reference.count <= 64 else { throw .invalid("transaction.reference", "must be at most 64 characters") }
+        guard reference.count <= 128 else { throw .invalid("transaction.reference", "must be at most 128 characters") }
         guard !reference.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
             throw .invalid("transaction.reference", "must not contain control characters")
         }
-        guard let amount = Self.integer(transaction["amount"]) else { throw .invalid("transaction.amount", "required") }
+        guard let amount = Self.wholeNumber(transaction["amount"]) else { throw .invalid("transaction.amount", "required") }
+        guard amount > 0 else { throw .invalid("transaction.amount", "must be a positive number of minor units") }
         guard let currencyCode = Self.text(transaction["currency"]) else { throw .invalid("transaction.currency", "required") }
         guard let currency = Currency.lookup(currencyCode) else {
             throw .invalid("transaction.currency", "unknown ISO 4217 currency code (upper case, e.g. \"USD\")")
@@ -251,57 +316,41 @@ extension CitconEmulator {
         guard (try? CountryCode(country)) != nil else {
             throw .invalid("transaction.country", "unknown ISO 3166-1 alpha-2 country code (upper case, e.g. \"US\")")
         }
-        let autoCapture = transaction["auto_capture"] == .bool(true)
 
-        let payment = try Self.requireObject(request, "payment", path: "payment")
-        guard let method = Self.text(payment["method"]) else { throw .invalid("payment.method", "required") }
-        guard Self.supportedMethods.contains(method) else {
-            throw .invalid("payment.method", "unsupported payment method; expected one of "
-                + Self.supportedMethods.sorted().joined(separator: ", "))
-        }
-        guard case .array(let clients)? = payment["client"] else { throw .invalid("payment.client", "required") }
-        guard !clients.isEmpty else { throw .invalid("payment.client", "must not be empty") }
-        let nowMillis = Self.unixMillis(now())
-        let expiry = Self.integer(payment["expiry"])
-        if let expiry, expiry <= nowMillis {
-            throw .invalid("payment.expiry", "already past (an absolute time in Unix milliseconds)")
-        }
-
-        let urls = try Self.requireObject(request, "urls", path: "urls")
-        var returnURLs: [String: String] = [:]
-        for name in ["success", "fail", "cancel"] {
-            guard let url = Self.text(urls[name]) else { throw .invalid("urls.\(name)", "required") }
-            guard Self.isReturnURL(url) else { throw .invalid("urls.\(name)", "must be an absolute URL") }
-            returnURLs[name] = url
-        }
-        var ipnURL: URL?
-        if let ipn = Self.text(urls["ipn"]) {
-            guard Self.isHTTPURL(ipn), let url = URL(string: ipn) else { throw .invalid("urls.ipn", "must be an http(s) URL") }
-            ipnURL = url
-        }
-
-        let scheme = Self.text(request["scheme"])
-        if method == "alipay", scheme == nil { throw .invalid("scheme", "required for alipay") }
-        if let scheme, !Self.isURLScheme(scheme) { throw .invalid("scheme", "must be a URL scheme such as \"myshop\"") }
-        let universalLink = Self.text(request["universal_link"])
-        if method == "wechatpay", universalLink == nil { throw .invalid("universal_link", "required for wechatpay") }
-        if let universalLink, !(Self.isHTTPURL(universalLink) && universalLink.lowercased().hasPrefix("https:")) {
-            throw .invalid("universal_link", "must be an https URL")
-        }
-        var unionpayMode = "00"
-        if let mode = request["unionpay_mode"], mode != .null {
-            guard mode == .string("00") || mode == .string("01") else {
-                throw .invalid("unionpay_mode", "must be \"00\" (production) or \"01\" (development)")
+        var method: String?
+        var clients: [String] = []
+        var expiry: Int64?
+        if let payment = Self.present(request["payment"]) {
+            guard let given = Self.text(payment["method"]) else { throw .invalid("payment.method", "required") }
+            guard Self.supportedMethods.contains(given) else {
+                throw .invalid("payment.method", "unsupported payment method \"\(given)\"; expected one of "
+                    + Self.supportedMethods.sorted().joined(separator: ", "))
             }
-            unionpayMode = mode.stringValue ?? "00"
+            method = given
+            guard case .array(let items)? = Self.present(payment["client"]), !items.isEmpty else {
+                throw .invalid("payment.client", "required: one or more of mobile_native, mobile_browser, desktop")
+            }
+            for (index, item) in items.enumerated() {
+                guard let kind = item.stringValue, Self.clientKinds.contains(kind) else {
+                    throw .invalid("payment.client[\(index)]", "must be mobile_native, mobile_browser or desktop")
+                }
+                if !clients.contains(kind) { clients.append(kind) }
+            }
+            if let given = Self.wholeNumber(payment["expiry"]) {
+                let nowSeconds = Self.unixMillis(now()) / 1000
+                guard given < 100_000_000_000 else {
+                    throw .invalid("payment.expiry", "an absolute time in Unix seconds (this looks like milliseconds)")
+                }
+                guard given > nowSeconds else { throw .invalid("payment.expiry", "already past (Unix seconds)") }
+                expiry = given
+            }
         }
-        let consumer = Self.present(request["consumer"])
-        if let email = Self.text(consumer?["email"]), !Self.isPlausibleEmail(email) {
-            throw .invalid("consumer.email", "not an e-mail address")
+        let autoCapture: Bool = if let method, !Self.authorizingMethods.contains(method) {
+            true
+        } else {
+            transaction["auto_capture"] == .bool(true)
         }
-        if method == "card", request["request_3ds_verification"] == .bool(true) {
-            try Self.checkThreeDSecure(consumer: consumer, payment: payment)
-        }
+        let urls = try Self.chargeURLs(request)
 
         let referenceKey = merchant.apiKey + "\u{0}" + reference
         guard !usedReferences.contains(referenceKey) else {
@@ -309,217 +358,301 @@ extension CitconEmulator {
             throw .duplicate
         }
 
-        var id = Self.randomHex(count: 32)
-        while charges[id] != nil { id = Self.randomHex(count: 32) }
-        var charge = Charge(
-            merchant: merchant, id: id, reference: reference, chargeToken: Self.randomHex(count: 32), amount: amount,
-            currency: currency.code, country: country, method: method, autoCapture: autoCapture,
-            successURL: returnURLs["success"] ?? "", failURL: returnURLs["fail"] ?? "",
-            cancelURL: returnURLs["cancel"] ?? "", ipnURL: ipnURL, expiry: expiry, timeCreated: nowMillis, client: [])
-        charge.native = nativeContent(for: charge, currency: currency, unionpayMode: unionpayMode)
-        var client: [JSONValue] = []
-        if let native = charge.native {
-            client.append(.object([
-                .init(key: "type", value: .string("native")),
-                .init(key: "content", value: .object(Self.nativeKeyOrder(method).compactMap { key in
-                    native[key].map { JSONValue.Member(key: key, value: .string($0)) }
-                })),
-            ]))
-        }
-        let page = citconBaseURL.appendingPathComponent("h5").appendingPathComponent(id).absoluteString
-        client.append(.object([
-            .init(key: "type", value: .string("url")),
-            .init(key: "content", value: .object([.init(key: "url", value: .string(page))])),
-        ]))
-        charge.client = client
+        var id = Self.randomDigits(count: 22)
+        while charges[id] != nil || id.hasPrefix("0") { id = Self.randomDigits(count: 22) }
+        var charge = Charge(merchant: merchant, id: id, chargeToken: Self.randomHex(count: 32), reference: reference,
+                            amount: amount, currency: currency.code, country: country, method: method,
+                            autoCapture: autoCapture, urls: urls, expiry: expiry, created: Self.unixMillis(now()))
+        let client = clientEntries(for: &charge, clients: clients, citconBaseURL: citconBaseURL, currency: currency)
         charges[id] = charge
         usedReferences.insert(referenceKey)
-        logger.debug("charge created", metadata: ["id": .string(id), "method": .string(method), "reference": .string(reference)])
+        logger.debug("charge created", metadata: ["id": .string(id), "method": .string(method ?? "-"),
+                                                  "reference": .string(reference)])
 
-        return Self.success(.object([
+        var members: [JSONValue.Member] = [
             .init(key: "object", value: .string("charge")),
+            .init(key: "charge_token", value: .string(charge.chargeToken)),
             .init(key: "id", value: .string(id)),
             .init(key: "reference", value: .string(reference)),
             .init(key: "amount", value: .number(String(amount))),
             .init(key: "currency", value: .string(charge.currency)),
-            .init(key: "country", value: .string(country)),
+            .init(key: "time_created", value: apiTime(charge.created)),
+            .init(key: "time_captured", value: .null),
             .init(key: "auto_capture", value: .bool(autoCapture)),
-            .init(key: "status", value: .string(State.pending.rawValue)),
-            .init(key: "time_created", value: .number(String(nowMillis))),
-            .init(key: "charge_token", value: .string(charge.chargeToken)),
-            .init(key: "payment", value: .object([
+            .init(key: "status", value: .string(State.initiated.rawValue)),
+            .init(key: "country", value: .string(country)),
+        ]
+        if let exchange = exchange(of: charge) { members.append(.init(key: "exchange", value: exchange)) }
+        if let method {
+            members.append(.init(key: "payment", value: .object([
                 .init(key: "method", value: .string(method)),
                 .init(key: "client", value: .array(client)),
-            ])),
-        ]))
+            ])))
+        }
+        return success(.object(members))
     }
 
-    /// A card charge with 3-D Secure needs the cardholder's names, phone, e-mail and billing address
-    /// (`payment.billing_address`, or else `consumer.billing_address`).
-    private static func checkThreeDSecure(consumer: JSONValue?, payment: JSONValue) throws(CitconRefusal) {
-        let why = "required for card with request_3ds_verification"
-        guard let consumer else { throw .invalid("consumer", why) }
-        for field in ["first_name", "last_name", "phone", "email"] where text(consumer[field]) == nil {
-            throw .invalid("consumer.\(field)", why)
+    /// The charge's URLs: top-level `urls` with `ipn`, `success`, `fail`, `cancel` (sandbox recordings,
+    /// Android SDK, Java demo), or the `*_url` keys of the PHP demo (top level or inside `transaction`).
+    /// None is required; each must be an absolute URL (the IPN one http or https).
+    static func chargeURLs(_ request: JSONValue) throws(CitconRefusal) -> ChargeURLs {
+        func find(_ name: String) -> (value: String, path: String)? {
+            let candidates: [(JSONValue?, String)] = [
+                (request["urls"]?[name], "urls.\(name)"), (request["urls"]?[name + "_url"], "urls.\(name)_url"),
+                (request["transaction"]?["urls"]?[name + "_url"], "transaction.urls.\(name)_url"),
+            ]
+            for (value, path) in candidates {
+                if let text = text(value) { return (text, path) }
+            }
+            return nil
         }
-        let (address, path): (JSONValue?, String) = if let given = present(payment["billing_address"]) {
-            (given, "payment.billing_address")
-        } else {
-            (present(consumer["billing_address"]), "consumer.billing_address")
+        var urls = ChargeURLs()
+        for name in ["success", "fail", "cancel"] {
+            guard let (value, path) = find(name) else { continue }
+            guard isReturnURL(value) else { throw .invalid(path, "must be an absolute URL") }
+            switch name {
+            case "success": urls.success = value
+            case "fail": urls.fail = value
+            default: urls.cancel = value
+            }
         }
-        guard let address else { throw .invalid("consumer.billing_address", why) }
-        for field in ["street", "city", "state", "zip", "country"] where text(address[field]) == nil {
-            throw .invalid("\(path).\(field)", why)
+        if let (value, path) = find("ipn") {
+            guard isHTTPURL(value), let url = URL(string: value) else { throw .invalid(path, "must be an http(s) URL") }
+            urls.ipn = url
         }
-        if let country = text(address["country"]), (try? CountryCode(country)) == nil {
-            throw .invalid("\(path).country", "unknown ISO 3166-1 alpha-2 country code")
+        return urls
+    }
+
+    /// `payment.client[]` of a new charge, one or two entries per requested client, in the sandbox's
+    /// order: a `mobile_native` entry first (the Android SDK reads `client[0]`), then the `redirect`
+    /// entries (`desktop`, `mobile_browser`), then the desktop `qr` entry.
+    private func clientEntries(for charge: inout Charge, clients: [String], citconBaseURL: URL,
+                               currency: Currency) -> [JSONValue] {
+        guard let method = charge.method else { return [] }
+        func entry(_ client: String, _ format: String, _ httpMethod: String, _ content: String) -> JSONValue {
+            .object([
+                .init(key: "client", value: .string(client)), .init(key: "format", value: .string(format)),
+                .init(key: "method", value: .string(httpMethod)), .init(key: "content", value: .string(content)),
+            ])
         }
+        func page(_ kind: String) -> String {
+            var landing = Self.randomHex(count: 32)
+            while landings[landing] != nil { landing = Self.randomHex(count: 32) }
+            landings[landing] = charge.id
+            return citconBaseURL.appendingPathComponent("landing").appendingPathComponent("v1")
+                .appendingPathComponent(kind).appendingPathComponent(landing).absoluteString
+        }
+        var entries: [JSONValue] = []
+        if clients.contains("mobile_native") {
+            if let native = nativeContent(for: charge, currency: currency) {
+                charge.native = native
+                let content = JSONValue.object(Self.nativeKeyOrder(method).compactMap { key in
+                    native[key].map { JSONValue.Member(key: key, value: .string($0)) }
+                })
+                entries.append(entry("mobile_native", "json", "", content.serialized))
+            } else {
+                entries.append(entry("mobile_native", "redirect", "GET", page("landing")))
+            }
+        }
+        for client in ["desktop", "mobile_browser"] where clients.contains(client) {
+            entries.append(entry(client, "redirect", "GET", page("landing")))
+        }
+        if clients.contains("desktop"), Self.qrMethods.contains(method) {
+            entries.append(entry("desktop", "qr", "GET", page("qr")))
+        }
+        return entries
+    }
+
+    /// `exchange` of a PayPal charge (recorded: the amount, the currency, rate 1); `nil` for others.
+    func exchange(of charge: Charge) -> JSONValue? {
+        guard charge.method == "paypal" else { return nil }
+        return .object([
+            .init(key: "amount", value: .number(String(charge.amount))),
+            .init(key: "currency", value: .string(charge.currency)),
+            .init(key: "rate", value: .number("1")),
+        ])
     }
 
     // MARK: Inquiry
 
-    /// The charge with its current status, as `GET /v1/transactions/{id}` answers it.
+    /// The charge with its current status, as `GET /v1/transactions/{id}` answers it (the iOS guide's
+    /// example and the Android `ResponsdInquire` model).
     func transactionData(_ charge: Charge) -> JSONValue {
         func optional(_ value: Int64?) -> JSONValue { value.map { .number(String($0)) } ?? .null }
+        let refunds = charge.refunds.map { refund -> JSONValue in
+            .object([
+                .init(key: "id", value: .string(refund.id)),
+                .init(key: "object", value: .string("refund")),
+                .init(key: "reference", value: .string(refund.reference)),
+                .init(key: "amount", value: .number(String(refund.amount))),
+                .init(key: "currency", value: .string(charge.currency)),
+                .init(key: "status", value: .string("succeeded")),
+                .init(key: "time_created", value: apiTime(refund.time)),
+            ])
+        }
+        let exchange = exchange(of: charge) ?? .object([
+            .init(key: "amount", value: .null), .init(key: "currency", value: .null), .init(key: "rate", value: .null),
+        ])
         return .object([
-            .init(key: "object", value: .string("charge")),
             .init(key: "id", value: .string(charge.id)),
-            .init(key: "reference", value: .string(charge.reference)),
+            .init(key: "object", value: .string("charge")),
             .init(key: "amount", value: .number(String(charge.amount))),
             .init(key: "currency", value: .string(charge.currency)),
-            .init(key: "country", value: .string(charge.country)),
-            .init(key: "auto_capture", value: .bool(charge.autoCapture)),
             .init(key: "status", value: .string(status(of: charge))),
-            .init(key: "time_created", value: .number(String(charge.timeCreated))),
-            .init(key: "charge_token", value: .string(charge.chargeToken)),
+            .init(key: "time_canceled", value: charge.timeCanceled.map { apiTime($0) } ?? .string("")),
             .init(key: "expiry", value: optional(charge.expiry)),
+            .init(key: "time_created", value: apiTime(charge.created)),
+            .init(key: "country", value: .string(charge.country)),
+            .init(key: "reference", value: .string(charge.reference)),
             .init(key: "amount_captured", value: optional(charge.amountCaptured)),
             .init(key: "amount_refunded", value: optional(charge.amountRefunded > 0 ? charge.amountRefunded : nil)),
-            .init(key: "time_captured", value: optional(charge.timeCaptured)),
-            .init(key: "time_canceled", value: optional(charge.timeCanceled)),
-            .init(key: "payment", value: .object([.init(key: "method", value: .string(charge.method))])),
+            .init(key: "time_captured", value: charge.timeCaptured.map { apiTime($0) } ?? .null),
+            .init(key: "auto_capture", value: .bool(charge.autoCapture)),
+            .init(key: "payment", value: .object([
+                .init(key: "method", value: .string(charge.method ?? "")),
+                .init(key: "token", value: .null),
+                .init(key: "type", value: .string("")),
+                .init(key: "data", value: .object([
+                    .init(key: "pan", value: .string("")), .init(key: "expiry", value: .string("")),
+                ])),
+            ])),
+            .init(key: "exchange", value: exchange),
+            .init(key: "captures", value: .object([.init(key: "data", value: .array([]))])),
+            .init(key: "refunds", value: .object([.init(key: "data", value: .array(refunds))])),
+            .init(key: "chargebacks", value: .object([.init(key: "data", value: .array([]))])),
         ])
     }
 
-    /// The SDK-guide status: `pending`, `succeeded`, `authorized`, `failed`, `canceled` or `expired`
-    /// (a pending charge whose `payment.expiry` has passed).
+    /// `initiated`, `succeeded`, `authorized`, `failed`, `canceled`, or `expired` for an initiated
+    /// charge whose `payment.expiry` (Unix seconds) has passed.
     func status(of charge: Charge) -> String {
-        if charge.state == .pending, let expiry = charge.expiry, Self.unixMillis(now()) >= expiry { return "expired" }
+        if charge.state == .initiated, let expiry = charge.expiry, Self.unixMillis(now()) / 1000 >= expiry { return "expired" }
         return charge.state.rawValue
     }
 
-    /// The merchant's charge `id`; 404 / 4040 for an unknown one or another merchant's.
+    /// The merchant's charge `id`; 404 / 4103 for an unknown one or another merchant's.
     private func findCharge(_ id: String, token: AccessToken) throws(CitconRefusal) -> Charge {
         guard let charge = charges[id], charge.merchant.apiKey == token.apiKey else { throw .notFound }
         return charge
     }
 
-    // MARK: Captures, refunds, cancels
+    // MARK: Refunds and cancels
 
-    private func capture(_ request: JSONValue, token: AccessToken) throws(CitconRefusal) -> CitconAnswer {
-        try Self.check(request, against: .object(["transaction_id": .string, "amount": .integer(minimum: 1)]), path: "")
-        var charge = try operationTarget(request, token: token)
-        guard let amount = Self.integer(request["amount"]) else { throw .invalid("amount", "required") }
-        let current = status(of: charge)
-        guard current == State.authorized.rawValue else {
-            throw .invalid("transaction_id", "the transaction is \(current); only an authorized one can be captured")
-        }
-        guard amount <= charge.amount else { throw .invalid("amount", "exceeds the authorized amount (\(charge.amount))") }
-        let time = Self.unixMillis(now())
-        charge.state = .succeeded
-        charge.amountCaptured = amount
-        charge.timeCaptured = time
-        charge.timeCompleted = time
-        charges[charge.id] = charge
-        let id = Self.randomHex(count: 32)
-        record(.capture, charge: charge, id: id, amount: amount, status: "succeeded")
-        notify(charge, transactionType: "charge", status: "captured", time: time)
-        return Self.success(operationData("capture", id: id, charge: charge, amount: amount, time: time))
-    }
-
+    /// `POST /v1/refunds {id, reference, amount, note?}`: `id` is the charge's `data.id`, `reference`
+    /// the refund's own. A charge that is not paid, or too large an amount, is 406 / 4202.
     private func refund(_ request: JSONValue, token: AccessToken) throws(CitconRefusal) -> CitconAnswer {
-        try Self.check(request, against: .object(["transaction_id": .string, "amount": .integer(minimum: 1),
-                                                  "reason": .string]), path: "")
-        var charge = try operationTarget(request, token: token)
-        guard let amount = Self.integer(request["amount"]) else { throw .invalid("amount", "required") }
-        let current = status(of: charge)
-        guard current == State.succeeded.rawValue else {
-            throw .invalid("transaction_id", "the transaction is \(current); only a paid one can be refunded")
+        try check(request, against: Self.refundFields, path: "")
+        guard let id = Self.text(request["id"]) else { throw .invalid("id", "required (the charge's id)") }
+        guard let reference = Self.text(request["reference"]) else { throw .invalid("reference", "required") }
+        guard let amount = Self.wholeNumber(request["amount"]) else { throw .invalid("amount", "required") }
+        guard amount > 0 else { throw .invalid("amount", "must be a positive number of minor units") }
+        var charge = try findCharge(id, token: token)
+        let referenceKey = charge.merchant.apiKey + "\u{0}" + reference
+        guard !usedRefundReferences.contains(referenceKey) else { throw .duplicate }
+        guard status(of: charge) == State.succeeded.rawValue,
+              amount <= (charge.amountCaptured ?? charge.amount) - charge.amountRefunded else {
+            logger.debug("refund refused", metadata: ["id": .string(id), "status": .string(status(of: charge))])
+            throw .refundFailed
         }
-        let refundable = (charge.amountCaptured ?? charge.amount) - charge.amountRefunded
-        guard amount <= refundable else { throw .invalid("amount", "exceeds the refundable balance (\(refundable))") }
         let time = Self.unixMillis(now())
-        charge.amountRefunded += amount
+        var refundID = Self.randomDigits(count: 22)
+        while refundID.hasPrefix("0") || charges[refundID] != nil { refundID = Self.randomDigits(count: 22) }
+        let refund = Refund(id: refundID, reference: reference, amount: amount, time: time)
+        charge.refunds.append(refund)
         charges[charge.id] = charge
-        let id = Self.randomHex(count: 32)
-        record(.refund, charge: charge, id: id, amount: amount, status: "succeeded")
-        notify(charge, transactionType: "refund", status: "success", time: time)
-        return Self.success(operationData("refund", id: id, charge: charge, amount: amount, time: time))
+        usedRefundReferences.insert(referenceKey)
+        record(.refund, charge: charge, id: refundID, amount: amount, status: "succeeded")
+        notify(refund: refund, of: charge)
+        return success(.object([
+            .init(key: "id", value: .string(refundID)),
+            .init(key: "object", value: .string("refund")),
+            .init(key: "reference", value: .string(reference)),
+            .init(key: "amount", value: .number(String(amount))),
+            .init(key: "amount_refunded", value: .number(String(charge.amountRefunded))),
+            .init(key: "currency", value: .string(charge.currency)),
+            .init(key: "country", value: .string(charge.country)),
+            .init(key: "time_created", value: apiTime(time)),
+            .init(key: "payment", value: .object([.init(key: "method", value: .string(charge.method ?? ""))])),
+            .init(key: "status", value: .string("succeeded")),
+            .init(key: "time_completed", value: apiTime(time)),
+            .init(key: "exchange", value: .object([
+                .init(key: "amount", value: .number(String(amount))),
+                .init(key: "currency", value: .string(charge.currency)),
+                .init(key: "rate", value: .number("1")),
+            ])),
+        ]))
     }
 
+    /// `POST /v1/cancels {id, reference[, transaction_reference]}`: `id` is the charge's `data.id`,
+    /// `reference` the cancel's own. An `initiated` charge (recorded) or an `authorized` one (released)
+    /// becomes `canceled`; any other state is 400 / 4000.
     private func cancel(_ request: JSONValue, token: AccessToken) throws(CitconRefusal) -> CitconAnswer {
-        try Self.check(request, against: .object(["transaction_id": .string]), path: "")
-        var charge = try operationTarget(request, token: token)
+        try check(request, against: Self.cancelFields, path: "")
+        guard let id = Self.text(request["id"]) else { throw .invalid("id", "required (the charge's id)") }
+        guard let reference = Self.text(request["reference"]) else { throw .invalid("reference", "required") }
+        var charge = try findCharge(id, token: token)
         let current = status(of: charge)
-        guard current == State.authorized.rawValue || current == State.pending.rawValue else {
-            throw .invalid("transaction_id", "the transaction is \(current); only an authorized or pending one can be cancelled")
+        guard current == State.initiated.rawValue || current == State.authorized.rawValue else {
+            throw .invalid("id", "the charge is \(current); only an initiated or authorized charge can be cancelled")
         }
         let time = Self.unixMillis(now())
         charge.state = .canceled
         charge.timeCanceled = time
-        charge.timeCompleted = time
+        charge.completed = time
         charges[charge.id] = charge
-        let id = Self.randomHex(count: 32)
         if current == State.authorized.rawValue {
-            record(.cancel, charge: charge, id: id, amount: charge.amount, status: "succeeded")
+            record(.cancel, charge: charge, id: charge.id, amount: charge.amount, status: "canceled")
         }
-        notify(charge, transactionType: "charge", status: "cancelled", time: time)
-        return Self.success(operationData("cancel", id: id, charge: charge, amount: charge.amount, time: time))
-    }
-
-    /// The charge named by `transaction_id`.
-    private func operationTarget(_ request: JSONValue, token: AccessToken) throws(CitconRefusal) -> Charge {
-        guard let id = Self.text(request["transaction_id"]) else { throw .invalid("transaction_id", "required") }
-        return try findCharge(id, token: token)
-    }
-
-    private func operationData(_ object: String, id: String, charge: Charge, amount: Int64, time: Int64) -> JSONValue {
-        .object([
-            .init(key: "object", value: .string(object)),
-            .init(key: "id", value: .string(id)),
-            .init(key: "transaction_id", value: .string(charge.id)),
-            .init(key: "amount", value: .number(String(amount))),
+        notify(charge, status: "cancelled", time: time)
+        return success(.object([
+            .init(key: "id", value: .string(charge.id)),
+            .init(key: "object", value: .string("cancel")),
+            .init(key: "reference", value: .string(reference)),
+            .init(key: "amount", value: .number(String(charge.amount))),
             .init(key: "currency", value: .string(charge.currency)),
-            .init(key: "status", value: .string("succeeded")),
-            .init(key: "time_created", value: .number(String(time))),
-        ])
+            .init(key: "time_created", value: apiTime(charge.created)),
+            .init(key: "country", value: .string(charge.country)),
+            .init(key: "payment", value: .object([
+                .init(key: "method", value: .string(charge.method ?? "")),
+                .init(key: "type", value: .string("")),
+                .init(key: "data", value: .object([.init(key: "pan", value: .string(""))])),
+            ])),
+            .init(key: "status", value: .string("canceled")),
+        ]))
     }
 
     func record(_ operation: LedgerEntry.Operation, charge: Charge, id: String, amount: Int64, status: String) {
         ledger.append(LedgerEntry(operation: operation, transactionID: charge.id, id: id, reference: charge.reference,
-                                  method: charge.method, amountMinor: amount, currency: charge.currency, status: status))
+                                  method: charge.method ?? "", amountMinor: amount, currency: charge.currency, status: status))
         logger.debug("money moved", metadata: ["operation": .string(operation.rawValue), "id": .string(charge.id)])
     }
 
     // MARK: Envelope
 
-    static func envelope(status: String, data: JSONValue) -> JSONValue {
+    /// `{status, app: "citcon_upi", version, data}`; `version` is the sandbox's `v1.0.0` with seconds
+    /// and the 2022 documents' `v0.1.1` with milliseconds.
+    func envelope(status: String, data: JSONValue) -> JSONValue {
         .object([
             .init(key: "status", value: .string(status)),
-            .init(key: "app", value: .string("upi")),
-            .init(key: "version", value: .string("v1")),
+            .init(key: "app", value: .string("citcon_upi")),
+            .init(key: "version", value: .string(timeUnit == .seconds ? "v1.0.0" : "v0.1.1")),
             .init(key: "data", value: data),
         ])
     }
 
-    static func success(_ data: JSONValue) -> CitconAnswer {
+    func success(_ data: JSONValue) -> CitconAnswer {
         CitconAnswer(httpStatus: 200, body: envelope(status: "success", data: data).serializedBytes)
     }
 
-    static func failure(_ refusal: CitconRefusal) -> CitconAnswer {
+    func failure(_ refusal: CitconRefusal) -> CitconAnswer {
         let data = JSONValue.object([.init(key: "code", value: .string(refusal.code)),
                                      .init(key: "message", value: .string(refusal.message))])
         return CitconAnswer(httpStatus: refusal.httpStatus, body: envelope(status: "fail", data: data).serializedBytes)
+    }
+
+    /// A time of the API (Unix milliseconds inside) in the emulator's ``TimeUnit``.
+    func apiTime(_ millis: Int64) -> JSONValue {
+        .number(String(timeUnit == .seconds ? millis / 1000 : millis))
     }
 
     // MARK: Validation helpers
@@ -537,24 +670,25 @@ extension CitconEmulator {
         return parsed
     }
 
-    /// Checks the types of the described fields; unknown members are ignored and `null` counts as absent.
-    static func check(_ value: JSONValue, against shape: CitconShape, path: String) throws(CitconRefusal) {
+    /// Checks the types of the members a source shows; `null` counts as absent. A member no source
+    /// shows is ignored, or refused when the emulator was made with ``UnknownFields/refuse``.
+    func check(_ value: JSONValue, against field: CitconField, path: String) throws(CitconRefusal) {
         let name = path.isEmpty ? "body" : path
-        switch shape {
+        if value == .null { return }
+        switch field {
+        case .any:
+            return
         case .string:
             guard case .string = value else { throw .invalid(name, "must be a string") }
         case .boolean:
             guard case .bool = value else { throw .invalid(name, "must be true or false") }
-        case .integer(let minimum):
-            let detail = switch minimum {
-            case 1?: "must be a positive integer"
-            case 0?: "must be a non-negative integer"
-            default: "must be an integer"
+        case .integer:
+            guard case .number(let text) = value, text.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == "-") }),
+                  Int64(text) != nil else {
+                throw .invalid(name, "must be an integer")
             }
-            guard case .number(let text) = value, !text.contains(where: { ".eE".contains($0) }), let number = Int64(text) else {
-                throw .invalid(name, detail)
-            }
-            if let minimum, number < minimum { throw .invalid(name, detail) }
+        case .amount:
+            guard Self.wholeNumber(value) != nil else { throw .invalid(name, "must be a whole number of minor units") }
         case .array(let item):
             guard case .array(let items) = value else { throw .invalid(name, "must be an array") }
             for (index, element) in items.enumerated() {
@@ -562,11 +696,27 @@ extension CitconEmulator {
             }
         case .object(let fields):
             guard case .object(let members) = value else { throw .invalid(name, "must be an object") }
-            for member in members where member.value != .null {
-                guard let inner = fields[member.key] else { continue }
-                try check(member.value, against: inner, path: path.isEmpty ? member.key : path + "." + member.key)
+            for member in members {
+                let inner = path.isEmpty ? member.key : path + "." + member.key
+                guard let described = fields[member.key] else {
+                    if unknownFields == .refuse, member.value != .null { throw .invalid(inner, "unknown member") }
+                    continue
+                }
+                try check(member.value, against: described, path: inner)
             }
         }
+    }
+
+    /// A JSON number with no fraction, or with a zero fraction (`100.0`), as a whole number; no exponents.
+    static func wholeNumber(_ value: JSONValue?) -> Int64? {
+        guard case .number(let text)? = value, !text.contains(where: { $0 == "e" || $0 == "E" }) else { return nil }
+        var whole = Substring(text)
+        if let dot = whole.firstIndex(of: ".") {
+            let fraction = whole[whole.index(after: dot)...]
+            guard !fraction.isEmpty, fraction.allSatisfy({ $0 == "0" }) else { return nil }
+            whole = whole[..<dot]
+        }
+        return Int64(whole)
     }
 
     /// A present value (not absent, not `null`).
@@ -579,12 +729,6 @@ extension CitconEmulator {
     static func text(_ value: JSONValue?) -> String? {
         guard let text = value?.stringValue, !text.isEmpty else { return nil }
         return text
-    }
-
-    /// An integer value (already type-checked).
-    static func integer(_ value: JSONValue?) -> Int64? {
-        guard case .number(let text)? = value else { return nil }
-        return Int64(text)
     }
 
     static func requireObject(_ parent: JSONValue, _ key: String, path: String) throws(CitconRefusal) -> JSONValue {
@@ -606,21 +750,6 @@ extension CitconEmulator {
         return scheme == "http" || scheme == "https"
     }
 
-    /// RFC 3986: a letter, then letters, digits, `+`, `-` or `.`.
-    static func isURLScheme(_ text: String) -> Bool {
-        guard let first = text.unicodeScalars.first, first.isASCII, first.properties.isAlphabetic, text.count <= 64 else {
-            return false
-        }
-        return text.unicodeScalars.allSatisfy {
-            $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "+-.".unicodeScalars.contains($0))
-        }
-    }
-
-    static func isPlausibleEmail(_ email: String) -> Bool {
-        let parts = email.split(separator: "@", omittingEmptySubsequences: false)
-        return parts.count == 2 && !parts[0].isEmpty && parts[1].contains(".") && !email.contains(where: \.isWhitespace)
-    }
-
     // MARK: Values
 
     static func randomHex(count: Int) -> String {
@@ -637,10 +766,6 @@ extension CitconEmulator {
         return String((0..<count).map { _ in alphabet[Int.random(in: 0..<alphabet.count)] })
     }
 
-    static func unixSeconds(_ date: Date) -> Int64 {
-        Int64(date.timeIntervalSince1970.rounded(.down))
-    }
-
     static func unixMillis(_ date: Date) -> Int64 {
         Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
     }
@@ -650,7 +775,8 @@ extension CitconEmulator {
         return TimeInterval(parts.seconds) + TimeInterval(parts.attoseconds) / 1e18
     }
 
-    /// `2021-08-14T09:47:43.000Z` for Unix milliseconds (UTC, proleptic Gregorian).
+    /// `2021-08-14T09:47:43.000Z` for Unix milliseconds (UTC, proleptic Gregorian), as the IPN
+    /// document's example writes times.
     static func iso8601(millis: Int64) -> String {
         let (days, dayMillis) = millis.quotientAndRemainder(dividingBy: 86_400_000)
         let (dayNumber, msOfDay) = dayMillis < 0 ? (days - 1, dayMillis + 86_400_000) : (days, dayMillis)

@@ -5,12 +5,16 @@ import Logging
 import FoundationNetworking
 #endif
 
-/// A local stand-in for the Citcon UPI API, written from Citcon's UPI SDK guide and IPN signature
-/// document and independent of Till's Citcon module: it is the other party.
+/// A local stand-in for the Citcon UPI API: the other party of Till's Citcon module.
 ///
-/// It answers the JSON API under `/citcon/v1` (access tokens, charges, transaction inquiry,
-/// captures, refunds, cancels), serves a per-charge H5 payment page, plays the wallet apps
-/// (WeChat Pay, Alipay, UnionPay) that receive a charge's native launch content, sends signed IPNs
+/// It is written from vendor material only, never from Till's own notes: the recorded sandbox traffic
+/// and the Android SDK models kept as wire fixtures (`Tests/TillCitconTests/Fixtures/wire`), the
+/// official demo servers and `How_to_verify_UPI_IPN_signature.pdf` (citcon-aoyansheng/upi_web_sdk_demo),
+/// the Android UPI SDK (zhuanglm/cpay_upi) and the iOS SDK's demo and guide (Citcon/citcon_upi_sdk_ios).
+///
+/// It answers the JSON API under `/citcon/v1` (access tokens, charges, transaction inquiry, refunds,
+/// cancels), serves the landing and QR pages a charge's `payment.client[]` points at, plays the wallet
+/// apps (WeChat Pay, Alipay, UnionPay) that receive a `mobile_native` entry's content, sends signed IPNs
 /// with retries, and keeps a ``ledger`` of what really moved money, so a test can tell "the app was
 /// told" from "the money moved". Host it with ``Sandbox/start(payFort:citcon:host:port:logger:)``.
 ///
@@ -20,20 +24,8 @@ import FoundationNetworking
 /// // point the Citcon module at sandbox.citconBaseURL (…/citcon/v1)
 /// ```
 ///
-/// Choices where the documentation is silent:
-/// - A charge succeeds, fails or is cancelled only when the customer acts: on the H5 page
-///   (`outcome=complete|fail|cancel`) or in the simulated wallet app. Creating it moves no money.
-/// - `transaction.auto_capture` defaults to `false` (the SDK guide's default); only `card`, `paypal`
-///   and `venmo` can stop at `authorized`, every other method is captured when paid.
-/// - A `payment.expiry` that is already past is refused (`4001`): it catches seconds sent for
-///   milliseconds. A pending charge whose expiry passes reads `expired`; no IPN is sent for it.
-/// - Captures, refunds and cancels that the charge's state does not allow are `400` / `4001` naming
-///   the field (`transaction_id` for the state, `amount` for a too-large amount). One capture per
-///   authorization; what it leaves uncaptured is released.
-/// - A refund IPN carries the charge's `id`, `reference` and `amount`, with `amount_refunded` the total
-///   refunded so far, so the receiver can tell a full refund from a partial one.
-/// - The wallet's `sign` / `signedString` are keyed with a secret of this emulator instance, not
-///   the merchant's: neither the app nor the merchant can forge launch content.
+/// `POST /v1/captures` is answered "not supported" (`501` / `5200`): no source shows a capture request.
+/// Where the sources are silent the choices are listed in `docs/sandbox.md` (Citcon).
 public actor CitconEmulator {
     /// One merchant account: its API credentials and how it wants its IPNs.
     ///
@@ -41,9 +33,11 @@ public actor CitconEmulator {
     public struct Merchant: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
         /// How IPNs are encoded.
         public enum IPNFormat: String, Sendable, Hashable, CaseIterable, Codable {
-            /// `application/x-www-form-urlencoded`, every value a string.
+            /// `application/x-www-form-urlencoded`, every value a string. The IPN document does not
+            /// state a content type, so a receiver should take both.
             case form
-            /// `application/json`, with `amount` (and captured/refunded amounts, when any) as numbers.
+            /// `application/json`: the object the IPN document shows, `amount` a number and
+            /// `amount_captured` / `amount_refunded` numbers or `""`.
             case json
         }
 
@@ -64,9 +58,9 @@ public actor CitconEmulator {
         ///   - apiSecret: the secret that signs IPNs.
         ///   - wechatAppID: the `appid` of WeChat Pay launch content.
         ///   - wechatPartnerID: the `partnerid` of WeChat Pay launch content.
-        ///   - ipnFormat: form-encoded (default) or JSON IPNs.
+        ///   - ipnFormat: JSON (default, as the IPN document shows it) or form-encoded IPNs.
         public init(apiKey: String, apiSecret: String, wechatAppID: String = "wxsandbox0001",
-                    wechatPartnerID: String = "1900000109", ipnFormat: IPNFormat = .form) {
+                    wechatPartnerID: String = "1900000109", ipnFormat: IPNFormat = .json) {
             self.apiKey = apiKey
             self.apiSecret = apiSecret
             self.wechatAppID = wechatAppID
@@ -83,9 +77,31 @@ public actor CitconEmulator {
         public var debugDescription: String { description }
     }
 
+    /// The unit of the API's numeric times (`data.expiry` of a token, `time_created`, `time_completed`,
+    /// `time_captured`, `time_canceled`). The sources disagree, so both are offered.
+    public enum TimeUnit: String, Sendable, Hashable, CaseIterable {
+        /// Unix seconds, as the sandbox answered in 2025 (`expiry: 1762681312`,
+        /// `time_created: 1762597034`); the envelope's `version` is `v1.0.0`.
+        case seconds
+        /// Unix milliseconds, as the 2022 WebSDK manual and the iOS SDK guide show
+        /// (`expiry: 1658662133487`, `time_created: 1647181576000`); `version` is `v0.1.1`.
+        case milliseconds
+    }
+
+    /// What the emulator does with a request member that no source shows.
+    public enum UnknownFields: String, Sendable, Hashable, CaseIterable {
+        /// Ignore it, as the sandbox did with the members a third-party client chose
+        /// (`transaction_reference` and `note` in refunds and cancels, `country_accelerator` in charges):
+        /// the default.
+        case ignore
+        /// Refuse it `400` / `4000` naming the member: a test setting (not Citcon's behaviour) that
+        /// catches a client sending members no source shows.
+        case refuse
+    }
+
     /// A failure to inject into the next matching API request (`/citcon/v1/…`).
     public enum Fault: String, Sendable, Hashable, CaseIterable {
-        /// HTTP 503 with code `5000` at once; the request is not processed.
+        /// HTTP 500 with code `5100` at once; the request is not processed.
         case serverError = "server_error"
         /// The request is processed (money may move), but no answer comes for the emulator's
         /// `timeoutHold`; then HTTP 504. The caller must inquire.
@@ -103,29 +119,27 @@ public actor CitconEmulator {
         public enum Operation: String, Sendable, Hashable, Codable, CaseIterable {
             /// A charge was paid (`succeeded`) or authorized (`authorized`) by the customer.
             case charge
-            /// An authorization was captured.
-            case capture
             /// Money was given back.
             case refund
-            /// An authorization was released (a pending charge cancelled moved no money and is absent).
+            /// An authorization was released (cancelling an `initiated` charge moved no money and is absent).
             case cancel
         }
 
         /// What happened.
         public var operation: Operation
-        /// The charge's id (`transaction_id`).
+        /// The charge's `id`.
         public var transactionID: String
-        /// The capture, refund or cancel id; the charge id for ``Operation/charge``.
+        /// The refund's own `id`; the charge `id` for ``Operation/charge`` and ``Operation/cancel``.
         public var id: String
-        /// The merchant's `transaction.reference`.
+        /// The charge's `transaction.reference`.
         public var reference: String
-        /// The payment method (`wechatpay`, `card`, …).
+        /// The payment method (`wechatpay`, `upop`, …).
         public var method: String
         /// The amount in minor units of ``currency``.
         public var amountMinor: Int64
         /// ISO 4217 alphabetic code.
         public var currency: String
-        /// `succeeded` or `authorized` for a charge; `succeeded` for the others.
+        /// `succeeded` or `authorized` for a charge; `succeeded` for a refund; `canceled` for a cancel.
         public var status: String
 
         /// Creates a ledger entry.
@@ -147,11 +161,11 @@ public actor CitconEmulator {
         }
     }
 
-    /// One try at delivering an IPN to a charge's `urls.ipn`.
+    /// One try at delivering an IPN to a charge's IPN URL.
     public struct IPNAttempt: Sendable, Hashable, Codable {
         /// Where it was POSTed.
         public var url: URL
-        /// The body exactly as sent (form-encoded or JSON text).
+        /// The body exactly as sent (JSON or form-encoded text).
         public var body: String
         /// The `Content-Type` it was sent with.
         public var contentType: String
@@ -164,7 +178,7 @@ public actor CitconEmulator {
         /// Whether this was a replay made with ``CitconEmulator/redeliver(ipnOf:)``.
         public var replay: Bool
 
-        /// Whether Citcon counts the answer as an acknowledgement (any 2xx).
+        /// Whether the emulator counts the answer as an acknowledgement (any 2xx).
         public var acknowledged: Bool {
             guard let status else { return false }
             return (200..<300).contains(status)
@@ -179,6 +193,8 @@ public actor CitconEmulator {
 
     let merchants: [Merchant]
     let tokenLifetime: Duration
+    let timeUnit: TimeUnit
+    let unknownFields: UnknownFields
     let ipnRetryInterval: Duration
     let ipnMaxAttempts: Int
     let ipnTimeout: Duration
@@ -186,51 +202,69 @@ public actor CitconEmulator {
     let now: @Sendable () -> Date
     let logger: Logger
     let session: URLSession
-    /// Keys the wallet launch content this instance issues (WeChat `sign`, Alipay `signedString`).
-    let walletKey = SymmetricKey(size: .bits256)
+    /// Keys what this instance issues: access tokens, the WeChat `sign` and the Alipay `signedString`.
+    let instanceKey = SymmetricKey(size: .bits256)
 
     // MARK: State
 
     struct AccessToken {
         var apiKey: String
         var type: String
-        var permissions: [String]
-        /// Unix seconds.
-        var expiry: Int64
+        var permission: [String]
+        /// Unix milliseconds.
+        var expiresAt: Int64
         var revoked = false
     }
 
+    /// A charge's state, in the words of the iOS guide's "Status Returned to Client end".
     enum State: String {
-        case pending, succeeded, authorized, failed, canceled
+        case initiated, succeeded, authorized, failed, canceled
+    }
+
+    /// Where a charge sends the customer and its IPNs.
+    struct ChargeURLs {
+        var ipn: URL?
+        var success: String?
+        var fail: String?
+        var cancel: String?
+    }
+
+    struct Refund {
+        var id: String
+        var reference: String
+        var amount: Int64
+        /// Unix milliseconds.
+        var time: Int64
     }
 
     struct Charge {
         var merchant: Merchant
+        /// `data.id`: 22 digits, as the sandbox's.
         var id: String
-        var reference: String
+        /// `data.charge_token`: 32 hex digits.
         var chargeToken: String
+        var reference: String
         var amount: Int64
         var currency: String
         var country: String
-        var method: String
+        /// `nil` for a pending charge created without a `payment` object (the WebSDK's first step).
+        var method: String?
         var autoCapture: Bool
-        var successURL: String
-        var failURL: String
-        var cancelURL: String
-        var ipnURL: URL?
-        /// `payment.expiry`, absolute milliseconds.
+        var urls: ChargeURLs
+        /// `payment.expiry`, Unix seconds, as sent.
         var expiry: Int64?
-        var timeCreated: Int64
-        var state: State = .pending
-        var timeCompleted: Int64?
+        /// Unix milliseconds.
+        var created: Int64
+        var state: State = .initiated
+        var completed: Int64?
         var amountCaptured: Int64?
-        var amountRefunded: Int64 = 0
         var timeCaptured: Int64?
         var timeCanceled: Int64?
-        /// The native launch content handed out, if the method has one.
+        var refunds: [Refund] = []
+        /// The `mobile_native` launch content handed out, if any.
         var native: [String: String]?
-        /// `payment.client[]` as created.
-        var client: [JSONValue]
+
+        var amountRefunded: Int64 { refunds.reduce(0) { $0 + $1.amount } }
     }
 
     /// An IPN body ready to send, kept for replays.
@@ -243,8 +277,12 @@ public actor CitconEmulator {
 
     var tokens: [String: AccessToken] = [:]
     var charges: [String: Charge] = [:]
-    /// `apiKey \0 reference` of every reference used.
+    /// `apiKey \0 reference` of every charge reference used.
     var usedReferences: Set<String> = []
+    /// `apiKey \0 reference` of every refund reference used.
+    var usedRefundReferences: Set<String> = []
+    /// Landing and QR page ids → charge id.
+    var landings: [String: String] = [:]
     var chargeIDsByPrepayID: [String: String] = [:]
     var chargeIDsByTN: [String: String] = [:]
     var pendingFaults: [(fault: Fault, path: String?)] = []
@@ -255,8 +293,8 @@ public actor CitconEmulator {
     var ipnsHeld = false
     var heldIPNs: [(message: IPNMessage, delay: Duration)] = []
 
-    /// What really moved money, oldest first: charges the customer paid or authorized, captures,
-    /// refunds, and cancels that released an authorization.
+    /// What really moved money, oldest first: charges the customer paid or authorized, refunds, and
+    /// cancels that released an authorization.
     public internal(set) var ledger: [LedgerEntry] = []
 
     /// Every IPN delivery try so far (replays included), oldest first.
@@ -265,7 +303,11 @@ public actor CitconEmulator {
     /// Creates an emulator for some merchant accounts.
     /// - Parameters:
     ///   - merchants: the accounts requests may come from (the first one wins when two share a key).
-    ///   - tokenLifetime: how long an access token stays valid (one hour).
+    ///   - tokenLifetime: how long an access token stays valid (24 hours, as the 2022 manual's and
+    ///     the 2025 sandbox's tokens did).
+    ///   - timeUnit: seconds (default, the 2025 sandbox) or milliseconds (the 2022 documents) for the
+    ///     API's numeric times, token `expiry` included.
+    ///   - unknownFields: ignore (default, as the sandbox did) or refuse request members no source shows.
     ///   - ipnRetryInterval: the wait between IPN tries; tests compress it to milliseconds.
     ///   - ipnMaxAttempts: how many times an IPN is tried before giving up (at least 1).
     ///   - ipnTimeout: how long one IPN POST may take before it counts as unanswered.
@@ -273,7 +315,9 @@ public actor CitconEmulator {
     ///   - now: the wall clock, for token expiry, `payment.expiry` and timestamps.
     ///   - logger: where the emulator logs (never secrets, tokens or card data).
     public init(merchants: [Merchant],
-                tokenLifetime: Duration = .seconds(3600),
+                tokenLifetime: Duration = .seconds(86_400),
+                timeUnit: TimeUnit = .seconds,
+                unknownFields: UnknownFields = .ignore,
                 ipnRetryInterval: Duration = .seconds(10),
                 ipnMaxAttempts: Int = 10,
                 ipnTimeout: Duration = .seconds(10),
@@ -282,6 +326,8 @@ public actor CitconEmulator {
                 logger: Logger = Logger(label: "till.sandbox.citcon")) {
         self.merchants = merchants
         self.tokenLifetime = tokenLifetime
+        self.timeUnit = timeUnit
+        self.unknownFields = unknownFields
         self.ipnRetryInterval = ipnRetryInterval
         self.ipnMaxAttempts = max(1, ipnMaxAttempts)
         self.ipnTimeout = ipnTimeout
@@ -300,9 +346,8 @@ public actor CitconEmulator {
 
     /// Makes the next API request (`/citcon/v1/…`) that matches `path` fail as `fault`. Faults queue
     /// up and are used in order.
-    /// - Parameter path: the API path as Till speaks it: `"/v1/charges"`, `"charges"` and
-    ///   `"/citcon/v1/charges"` are the same; `"/v1/transactions"` matches every inquiry. `nil`
-    ///   matches any API request.
+    /// - Parameter path: the API path: `"/v1/charges"`, `"charges"` and `"/citcon/v1/charges"` are the
+    ///   same; `"/v1/transactions"` matches every inquiry. `nil` matches any API request.
     public func inject(_ fault: Fault, path: String? = nil) {
         pendingFaults.append((fault, path.map(Self.normalizedAPIPath)))
     }
@@ -310,10 +355,10 @@ public actor CitconEmulator {
     /// Expires every access token issued so far, now. Returns how many were still valid.
     @discardableResult
     public func expireTokens() -> Int {
-        let nowSeconds = Self.unixSeconds(now())
+        let nowMillis = Self.unixMillis(now())
         var count = 0
         for key in tokens.keys where tokens[key]?.revoked == false {
-            if let expiry = tokens[key]?.expiry, expiry > nowSeconds { count += 1 }
+            if let expiry = tokens[key]?.expiresAt, expiry > nowMillis { count += 1 }
             tokens[key]?.revoked = true
         }
         logger.info("access tokens expired", metadata: ["count": .stringConvertible(count)])

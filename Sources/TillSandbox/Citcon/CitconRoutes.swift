@@ -33,17 +33,19 @@ enum CitconRoutes {
         router.post("/citcon/v1/refunds") { request, context in await api(request, context, .refunds) }
         router.post("/citcon/v1/cancels") { request, context in await api(request, context, .cancels) }
 
-        router.get("/citcon/h5/:id") { _, context -> Response in
-            let base = await address.baseURL.appendingPathComponent("citcon")
-            return response(await emulator.h5Page(id: context.parameters.get("id") ?? "", citconBaseURL: base))
+        for kind in ["landing", "qr"] {
+            router.get("/citcon/landing/v1/\(kind)/:id") { _, context -> Response in
+                let base = await address.baseURL.appendingPathComponent("citcon")
+                return response(await emulator.landingPage(kind: kind, id: context.parameters.get("id") ?? "", citconBaseURL: base))
+            }
+            router.post("/citcon/landing/v1/\(kind)/:id/complete") { request, context -> Response in
+                guard let body = await readBody(request) else { return Sandbox.text("body too large", status: .contentTooLarge) }
+                return response(await emulator.completeLanding(id: context.parameters.get("id") ?? "", form: body))
+            }
         }
-        router.post("/citcon/h5/:id/complete") { request, context -> Response in
-            guard let body = await readBody(request) else { return Sandbox.text("body too large", status: .contentTooLarge) }
-            return response(await emulator.completePage(id: context.parameters.get("id") ?? "", form: body))
-        }
-        router.post("/citcon/wallet/:method/pay") { request, context -> Response in
+        router.post("/citcon/wallet/:wallet/pay") { request, context -> Response in
             guard let body = await readBody(request) else { return Sandbox.json(error("body too large"), status: .contentTooLarge) }
-            return response(await emulator.walletPay(method: context.parameters.get("method") ?? "", body: body))
+            return response(await emulator.walletPay(wallet: context.parameters.get("wallet") ?? "", body: body))
         }
 
         router.post("/admin/citcon/faults") { request, _ -> Response in
@@ -74,6 +76,20 @@ enum CitconRoutes {
             }
             return Sandbox.json(encoding: attempt)
         }
+        router.post("/admin/citcon/ipn/:id/send") { request, context -> Response in
+            let expected = "expected {\"transaction_type\": \"chargeback\" | \"vault\" | …, \"status\": \"…\", \"omit\": [\"amount\", …] (optional)}"
+            guard let body = await readBody(request), let parsed = try? JSONValue.parse(body),
+                  let type = parsed["transaction_type"]?.stringValue, let status = parsed["status"]?.stringValue else {
+                return Sandbox.json(error(expected), status: .badRequest)
+            }
+            var omitting: Set<String> = []
+            if case .array(let items)? = parsed["omit"] { omitting = Set(items.compactMap(\.stringValue)) }
+            let id = context.parameters.get("id") ?? ""
+            guard await emulator.sendIPN(about: id, transactionType: type, status: status, omitting: omitting) else {
+                return Sandbox.json(error("no charge \(id) with an IPN URL"), status: .notFound)
+            }
+            return Sandbox.json(.object([.init(key: "queued", value: .string(type))]))
+        }
         router.post("/admin/citcon/tokens/expire") { _, _ -> Response in
             let count = await emulator.expireTokens()
             return Sandbox.json(.object([.init(key: "expired", value: .number(String(count)))]))
@@ -91,6 +107,8 @@ enum CitconRoutes {
             Sandbox.text(html, status: .init(code: status), contentType: "text/html; charset=utf-8")
         case .redirect(let location):
             Response(status: .seeOther, headers: [.location: location])
+        case .json(let status, let body):
+            Sandbox.json(body, status: .init(code: status))
         case .error(let status, let message):
             Sandbox.json(error(message), status: .init(code: status))
         }
@@ -102,7 +120,7 @@ enum CitconRoutes {
 }
 
 extension CitconEmulator: SandboxEmulator {
-    /// `citcon`: the API under `/citcon/v1`, H5 pages and wallets under `/citcon`, admin under `/admin/citcon`.
+    /// `citcon`: the API under `/citcon/v1`, landing pages and wallets under `/citcon`, admin under `/admin/citcon`.
     public nonisolated var name: String { "citcon" }
 
     public nonisolated func mount(_ mount: SandboxMount) {
