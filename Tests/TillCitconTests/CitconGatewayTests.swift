@@ -9,7 +9,7 @@ import TillTesting
 struct CitconGatewayTests {
     let attempt = "attemptref0000000000000001"
 
-    @Test("prepare: a server token creates the charge with the whole request; the app gets a client token and the launch content")
+    @Test("prepare: a server token creates the charge; the app gets a client token and the wallet's parameters from the mobile_native entry")
     func prepareWeChat() async throws {
         let transport = RecordingTransport()
         transport.expect(.post, path: "/v1/access-tokens", respond: Fixtures.token("server-token"))
@@ -26,42 +26,56 @@ struct CitconGatewayTests {
         #expect(String(decoding: requests[2].body ?? Data(), as: UTF8.self) == #"{"token_type":"client"}"#)
 
         let body = try #require(JSONSerialization.jsonObject(with: requests[1].body ?? Data()) as? [String: Any])
+        #expect(Set(body.keys) == ["transaction", "consumer", "payment", "urls"])
         let transaction = try #require(body["transaction"] as? [String: Any])
         #expect(transaction["reference"] as? String == attempt)
         #expect(transaction["amount"] as? Int == 1999)
         #expect(transaction["currency"] as? String == "USD")
         #expect(transaction["country"] as? String == "US")
         #expect(transaction["note"] as? String == "order 42")
+        #expect(transaction["auto_capture"] == nil, "WeChat Pay captures at once")
         let payment = try #require(body["payment"] as? [String: Any])
         #expect(payment["method"] as? String == "wechatpay")
         #expect(payment["client"] as? [String] == ["mobile_native"])
+        #expect(payment["expiry"] == nil && payment["timeout"] == nil, "no lifetime in a unit Till could vouch for")
         let urls = try #require(body["urls"] as? [String: String])
         #expect(urls["ipn"] == Fixtures.notificationURL.absoluteString)
         #expect(urls["success"] == "https://shop.example.com/till/return?till_state=abc&citcon_result=success")
         #expect(urls["cancel"] == "https://shop.example.com/till/return?till_state=abc&citcon_result=cancel")
-        #expect(body["universal_link"] as? String == "https://shop.example.com/till/return")
-        #expect(body["scheme"] == nil)
+        for invented in ["scheme", "universal_link", "request_3ds_verification", "unionpay_mode", "installments"] {
+            #expect(body[invented] == nil, "\(invented) is an SDK property, not a REST field")
+        }
         let consumer = try #require(body["consumer"] as? [String: Any])
         #expect(consumer["first_name"] as? String == "Ada")
+        #expect(consumer["reference"] as? String == "cust-9")
 
-        #expect(preparation.gatewayReference == "ch0001")
+        #expect(preparation.gatewayReference == "2000470537621948100613")
         #expect(preparation.parameters["access_token"] == "client-token")
-        #expect(preparation.parameters["native.prepayid"] == "wxp1")
-        #expect(preparation.parameters["native.timestamp"] == "1767225600")
-        #expect(preparation.parameters["page_url"] == "https://citcon.test/h5/ch0001")
+        #expect(preparation.parameters["launch"] == "wallet")
+        #expect(preparation.parameters["wallet"] == "wechatpay")
+        #expect(preparation.parameters["wallet.prepayid"] == "wxp1")
+        #expect(preparation.parameters["wallet.timestamp"] == "1767225600")
+        #expect(preparation.parameters["wallet.package"] == "Sign=WXPay")
+        #expect(preparation.parameters["page_url"] == nil)
         #expect(!preparation.parameters.values.contains("server-token"))
         #expect(!preparation.parameters.values.contains("merchant-key"))
         #expect(!preparation.parameters.values.contains(Fixtures.secret))
+        #expect(preparation.parameters["charge_token"] == nil)
+
+        let step = try await Fixtures.app().present(preparation, input: .start)
+        #expect(step == .launchWallet(WalletLaunch(wallet: "wechatpay", parameters: [
+            "appid": "wx1", "partnerid": "p1", "package": "Sign=WXPay", "noncestr": "n", "timestamp": "1767225600", "prepayid": "wxp1", "sign": "S",
+        ], returnScheme: nil, returnURL: Fixtures.universalReturn)))
     }
 
     @Test("tokens are cached; an expired one (401) is replaced and the call made once more")
     func tokenCacheAndRefresh() async throws {
         let transport = RecordingTransport()
         transport.expect(.post, path: "/v1/access-tokens", respond: Fixtures.token("t1"))
-        transport.expect(.get, path: "/v1/transactions/ch0001", respond: Fixtures.charge(reference: attempt, status: "pending"))
+        transport.expect(.get, path: "/v1/transactions/ch0001", respond: Fixtures.charge(id: "ch0001", reference: attempt, status: "initiated"))
         transport.expect(.get, path: "/v1/transactions/ch0001", respond: Fixtures.failure(code: "4010", message: "token expired", status: 401))
         transport.expect(.post, path: "/v1/access-tokens", respond: Fixtures.token("t2"))
-        transport.expect(.get, path: "/v1/transactions/ch0001", respond: Fixtures.charge(reference: attempt, status: "succeeded"))
+        transport.expect(.get, path: "/v1/transactions/ch0001", respond: Fixtures.charge(id: "ch0001", reference: attempt, status: "succeeded"))
         let gateway = Fixtures.server(transport)
         let query = InquiryQuery(attempt: AttemptReference(rawValue: attempt), gatewayReference: "ch0001")
         #expect(try await gateway.inquire(query).status == .pending)
@@ -72,7 +86,23 @@ struct CitconGatewayTests {
         #expect(transport.requests.map { $0.headers["Authorization"] ?? "" } == ["Bearer merchant-key", "Bearer t1", "Bearer t1", "Bearer merchant-key", "Bearer t2"])
     }
 
-    @Test("Alipay needs a scheme return, WeChat Pay a universal link: errors name the field")
+    @Test("an inquiry of a paid charge with a refunded total says partially refunded, or refunded once it reaches the amount")
+    func inquiryRefunds() async throws {
+        let transport = RecordingTransport()
+        transport.expect(.post, path: "/v1/access-tokens", respond: Fixtures.token("t1"))
+        transport.expect(.get, path: "/v1/transactions/ch0001", respond: Fixtures.charge(id: "ch0001", reference: attempt, status: "succeeded", amountRefunded: 500))
+        transport.expect(.get, path: "/v1/transactions/ch0001", respond: Fixtures.charge(id: "ch0001", reference: attempt, status: "succeeded", amountRefunded: 1999))
+        let gateway = Fixtures.server(transport)
+        let query = InquiryQuery(attempt: AttemptReference(rawValue: attempt), gatewayReference: "ch0001")
+        let partial = try await gateway.inquire(query)
+        #expect(partial.status == .partiallyRefunded)
+        #expect(partial.amount?.minorUnits == 500)
+        let full = try await gateway.inquire(query)
+        #expect(full.status == .refunded)
+        #expect(full.eventID != partial.eventID)
+    }
+
+    @Test("Alipay needs a scheme return, WeChat Pay a universal link: errors name the field; neither is sent to Citcon")
     func returnStyles() throws {
         let server = Fixtures.server(RecordingTransport())
         let alipay = try #require(throws: CheckoutError.self) {
@@ -84,8 +114,9 @@ struct CitconGatewayTests {
         }
         #expect(wechat.field == "returnURLs")
         let request = try server.chargeRequest(for: Fixtures.context(Fixtures.intent(method: .alipay), returnURL: Fixtures.schemeReturn))
-        #expect(request.scheme == "myshop")
-        #expect(request.universalLink == nil)
+        let body = try #require(JSONSerialization.jsonObject(with: try JSONEncoder().encode(request)) as? [String: Any])
+        #expect(body["scheme"] == nil && body["universal_link"] == nil)
+        #expect(request.urls.success == "myshop://till/return?till_state=abc&citcon_result=success")
     }
 
     @Test("bad intents are typed errors naming the field")
@@ -93,13 +124,17 @@ struct CitconGatewayTests {
         let gateway = Fixtures.server(RecordingTransport())
         var noCountry = Fixtures.intent()
         noCountry.country = nil
-        #expect(throws: CheckoutError.self) { try gateway.chargeRequest(for: Fixtures.context(noCountry)) }
-        #expect((try? gateway.chargeRequest(for: Fixtures.context(noCountry))) == nil)
-        do { _ = try gateway.chargeRequest(for: Fixtures.context(noCountry)) } catch let error as CheckoutError { #expect(error.field == "intent.country") }
+        do { _ = try gateway.chargeRequest(for: Fixtures.context(noCountry)); Issue.record("no country") }
+        catch let error as CheckoutError { #expect(error.field == "intent.country") }
 
         var unsupported = Fixtures.intent()
         unsupported.method = .mada
         do { _ = try gateway.chargeRequest(for: Fixtures.context(unsupported)); Issue.record("accepted mada") }
+        catch let error as CheckoutError { #expect(error.field == "intent.method") }
+
+        var fomo = Fixtures.intent()
+        fomo.method = .fomo
+        do { _ = try gateway.chargeRequest(for: Fixtures.context(fomo)); Issue.record("FOMO is a provider, not a Citcon method") }
         catch let error as CheckoutError { #expect(error.field == "intent.method") }
 
         do { _ = try gateway.chargeRequest(for: Fixtures.context(Fixtures.intent(method: .wechatPay, action: .authorize))); Issue.record("authorised wechat") }
@@ -114,53 +149,115 @@ struct CitconGatewayTests {
         catch let error as CheckoutError { #expect(error.field == "intent.description") }
     }
 
-    @Test("card with 3-D Secure needs the customer's details and a billing address")
-    func cardThreeDS() throws {
-        let settings = CitconSettings(request3DSecure: true)
-        let bare = Fixtures.server(RecordingTransport(), settings: settings)
-        do { _ = try bare.chargeRequest(for: Fixtures.context(Fixtures.intent(method: .card))); Issue.record("no phone") }
-        catch let error as CheckoutError { #expect(error.field == "intent.customer.phone") }
+    @Test("PayPal, Venmo and card need consumer.reference", arguments: [PaymentMethod.paypal, .venmo, .card])
+    func consumerReference(method: PaymentMethod) throws {
+        let gateway = Fixtures.server(RecordingTransport())
+        var intent = Fixtures.intent(method: method)
+        intent.customer.reference = nil
+        let error = try #require(throws: CheckoutError.self) { try gateway.chargeRequest(for: Fixtures.context(intent, returnURL: Fixtures.schemeReturn)) }
+        #expect(error.field == "intent.customer.reference")
+        #expect(error.code == .missingField)
+        var wallet = Fixtures.intent(method: .alipay)
+        wallet.customer.reference = nil
+        #expect(try gateway.chargeRequest(for: Fixtures.context(wallet, returnURL: Fixtures.schemeReturn)).consumer?.reference == nil)
+    }
 
-        var intent = Fixtures.intent(method: .card, action: .authorize)
-        intent.customer.phone = "5551234567"
-        do { _ = try bare.chargeRequest(for: Fixtures.context(intent)); Issue.record("no address") }
-        catch let error as CheckoutError { #expect(error.field == "orderDetails.billingAddress") }
-
+    @Test("card and PayPal: a page, auto_capture by action, goods under goods.data, the billing address under payment")
+    func cardAndGoods() throws {
         let address = CitconChargeRequest.Address(street: "555 Smith St", street2: "#2", city: "Chicago", state: "IL", zip: "12345", country: "US")
-        let goods = CitconChargeRequest.Goods(data: [.init(name: "Toy", sku: "3264571", quantity: 1, totalAmount: 1999, unitAmount: 1999)],
-                                              shipping: .init(firstName: "Ada", city: "Chicago", country: "US"))
-        let full = Fixtures.server(RecordingTransport(), settings: settings) { _ in
-            CitconOrderDetails(goods: goods, billingAddress: address, installments: .init(id: "3"), indicator: "authenticated")
+        let goods = CitconChargeRequest.Goods(data: [.init(name: "Toy", sku: "3264571", quantity: 1, unitAmount: 1999, productType: "physical")],
+                                              shipping: .init(firstName: "Ada", city: "Chicago", zip: "60607", country: "US"))
+        let full = Fixtures.server(RecordingTransport()) { _ in
+            CitconOrderDetails(goods: goods, billingAddress: address, indicator: "non-authenticated")
         }
-        let request = try full.chargeRequest(for: Fixtures.context(intent))
-        #expect(request.request3DSecureVerification == true)
+        let request = try full.chargeRequest(for: Fixtures.context(Fixtures.intent(method: .card, action: .authorize)))
         #expect(request.transaction.autoCapture == false)
+        #expect(request.payment.client == ["mobile_browser"])
         #expect(request.payment.billingAddress == address)
-        #expect(request.consumer?.billingAddress == address)
         #expect(request.goods == goods)
-        #expect(request.installments?.id == "3")
-        let encoded = String(decoding: try JSONEncoder().encode(request), as: UTF8.self)
-        #expect(encoded.contains(#""request_3ds_verification":true"#))
-        #expect(encoded.contains(#""total_amount":1999"#))
-        #expect(encoded.contains(#""billing_address""#))
+        let encoded = try #require(JSONSerialization.jsonObject(with: try JSONEncoder().encode(request)) as? [String: Any])
+        let data = try #require((encoded["goods"] as? [String: Any])?["data"] as? [[String: Any]])
+        #expect(data.first?["unit_amount"] as? Int == 1999)
+        #expect(data.first?["product_type"] as? String == "physical")
+        #expect((encoded["goods"] as? [String: Any])?["goods"] == nil)
+        #expect((encoded["payment"] as? [String: Any])?["billing_address"] != nil)
+        #expect((encoded["consumer"] as? [String: Any])?["billing_address"] == nil)
+        #expect(encoded["request_3ds_verification"] == nil)
+        let sale = try full.chargeRequest(for: Fixtures.context(Fixtures.intent(method: .paypal)))
+        #expect(sale.transaction.autoCapture == true)
     }
 
-    @Test("UnionPay carries its mode")
-    func unionPayMode() throws {
-        let gateway = Fixtures.server(RecordingTransport(), settings: CitconSettings(unionpayMode: "01"))
-        let request = try gateway.chargeRequest(for: Fixtures.context(Fixtures.intent(method: .unionPay), returnURL: Fixtures.schemeReturn))
-        #expect(request.unionpayMode == "01")
-        let bad = Fixtures.server(RecordingTransport(), settings: CitconSettings(unionpayMode: "02"))
-        do { _ = try bad.chargeRequest(for: Fixtures.context(Fixtures.intent(method: .unionPay), returnURL: Fixtures.schemeReturn)); Issue.record("02") }
-        catch let error as CheckoutError { #expect(error.field == "settings.unionpay_mode") }
+    @Test("UnionPay is upop on the wire; its SDK mode goes to the app with the tn, never to Citcon")
+    func unionPay() async throws {
+        let transport = RecordingTransport()
+        transport.expect(.post, path: "/v1/access-tokens", respond: Fixtures.token("s"))
+        transport.expect(.post, path: "/v1/charges", respond: Fixtures.charge(reference: attempt, method: "upop",
+                                                                             client: [Fixtures.entry("mobile_native", content: #"{"tn":"771234567890"}"#)]))
+        transport.expect(.post, path: "/v1/access-tokens", respond: Fixtures.token("c", type: "client"))
+        let gateway = Fixtures.server(transport, settings: CitconSettings(unionpayMode: "01"))
+        let preparation = try await gateway.prepare(Fixtures.context(Fixtures.intent(method: .unionPay), returnURL: Fixtures.schemeReturn))
+        let body = try #require(JSONSerialization.jsonObject(with: transport.requests[1].body ?? Data()) as? [String: Any])
+        #expect((body["payment"] as? [String: Any])?["method"] as? String == "upop")
+        #expect(body["unionpay_mode"] == nil)
+        let step = try await Fixtures.app().present(preparation, input: .start)
+        #expect(step == .launchWallet(WalletLaunch(wallet: "upop", parameters: ["tn": "771234567890", "mode": "01"], returnScheme: "myshop",
+                                                   returnURL: Fixtures.schemeReturn)))
+        #expect(CitconMethods.wireName(of: .unionPay) == "upop")
+        #expect(CitconMethods.wireName(of: .alipayPlus) == "alipay+")
+        #expect(CitconMethods.wireName(of: .wechatPay) == "wechatpay")
     }
 
-    @Test("a charge Citcon could not create moved no money, so it may go elsewhere; a validation refusal names Citcon's field")
+    @Test("wallet_client mobile_browser: a wallet charge asks for the page and the app opens it in a web view")
+    func walletAsPage() async throws {
+        let transport = RecordingTransport()
+        transport.expect(.post, path: "/v1/access-tokens", respond: Fixtures.token("s"))
+        transport.expect(.post, path: "/v1/charges", respond: Fixtures.charge(reference: attempt, method: "alipay", client: [
+            Fixtures.entry("desktop", content: "https://landing.uat01.citconpay.com/v1/landing/a"),
+            Fixtures.entry("mobile_browser", content: "https://landing.uat01.citconpay.com/v1/landing/b"),
+            Fixtures.entry("desktop", format: "qr", content: "https://landing.uat01.citconpay.com/v1/qr/c"),
+        ]))
+        transport.expect(.post, path: "/v1/access-tokens", respond: Fixtures.token("c", type: "client"))
+        let gateway = Fixtures.server(transport, settings: CitconSettings(walletClient: .mobileBrowser))
+        let preparation = try await gateway.prepare(Fixtures.context(Fixtures.intent(method: .alipay), returnURL: Fixtures.schemeReturn))
+        let body = try #require(JSONSerialization.jsonObject(with: transport.requests[1].body ?? Data()) as? [String: Any])
+        #expect((body["payment"] as? [String: Any])?["client"] as? [String] == ["mobile_browser"])
+        let step = try await Fixtures.app().present(preparation, input: .start)
+        #expect(step == .openURL(URL(string: "https://landing.uat01.citconpay.com/v1/landing/b")!, handoff: .webPage))
+    }
+
+    /// Charge answers Till cannot use: only a desktop QR, the entry shape Till once guessed (`type` and
+    /// an object `content`), a page that is not https, no entry at all.
+    static func unusableClient(_ name: String) -> [[String: Any]] {
+        switch name {
+        case "qr only": [["client": "desktop", "format": "qr", "method": "GET", "content": "https://landing.uat01.citconpay.com/v1/qr/c"]]
+        case "object content": [["type": "native", "content": ["appid": "wx1"]]]
+        case "not https": [["client": "mobile_browser", "format": "redirect", "method": "GET", "content": "javascript:alert(1)"]]
+        default: []
+        }
+    }
+
+    @Test("an answer Till cannot use is cancelled before the attempt fails, so nothing is left open",
+          arguments: ["qr only", "object content", "not https", "no entries"])
+    func unusableAnswerCancelled(answer: String) async throws {
+        let transport = RecordingTransport()
+        transport.expect(.post, path: "/v1/access-tokens", respond: Fixtures.token("s"))
+        transport.expect(.post, path: "/v1/charges", respond: Fixtures.charge(reference: attempt, client: Self.unusableClient(answer)))
+        transport.expect(.post, path: "/v1/cancels", respond: Fixtures.cancelled(reference: "\(attempt)-cancel"))
+        let error = try await #require(throws: CheckoutError.self) { try await Fixtures.server(transport).prepare(Fixtures.context(Fixtures.intent())) }
+        #expect(error.category == .unavailable)
+        #expect(error.field == "payment.client")
+        try transport.verify()
+        let cancel = try #require(JSONSerialization.jsonObject(with: transport.requests.last?.body ?? Data()) as? [String: String])
+        #expect(cancel == ["id": "2000470537621948100613", "reference": "\(attempt)-cancel", "transaction_reference": attempt])
+    }
+
+    @Test("a charge Citcon could not create moved no money, so it may go elsewhere; a refusal names Citcon's field; a duplicate reference is 4100")
     func prepareFailures() async throws {
         let transport = RecordingTransport()
         transport.expect(.post, path: "/v1/access-tokens", respond: Fixtures.token("t1"))
         transport.expect(.post, path: "/v1/charges", fail: TransportError(.timedOut, "no answer"))
         transport.expect(.post, path: "/v1/charges", respond: Fixtures.failure(code: "4001", message: "transaction.currency: not supported", status: 400))
+        transport.expect(.post, path: "/v1/charges", respond: Fixtures.failure(code: "4100", message: "duplicate request", status: 400))
         let gateway = Fixtures.server(transport)
         let context = Fixtures.context(Fixtures.intent())
         do { _ = try await gateway.prepare(context); Issue.record("prepared") }
@@ -171,6 +268,13 @@ struct CitconGatewayTests {
             #expect(error.field == "citcon.transaction.currency")
             #expect(error.gatewayCode == "4001")
         }
+        do { _ = try await gateway.prepare(context); Issue.record("prepared") }
+        catch let error as CheckoutError {
+            #expect(error.category == .invalidInput)
+            #expect(error.field == "citcon.transaction.reference")
+            #expect(error.gatewayCode == "4100")
+        }
+        try transport.verify()
     }
 
     @Test("a refused merchant key is a configuration error")
@@ -181,7 +285,7 @@ struct CitconGatewayTests {
         catch let error as CheckoutError { #expect(error.category == .configuration || error.category == .unavailable) }
     }
 
-    @Test("present: a wallet launch for WeChat Pay, Alipay and UnionPay, the page for the rest")
+    @Test("present: a wallet launch with the wallet's parameters, or the page in a web view")
     func presentSteps() async throws {
         let gateway = CitconGateway(environment: .custom(Fixtures.base), transport: RecordingTransport())
         func preparation(_ method: PaymentMethod, _ parameters: [String: String], returnURL: URL = Fixtures.schemeReturn) -> Preparation {
@@ -189,22 +293,26 @@ struct CitconGatewayTests {
                         amount: Money(minorUnits: 1, currency: try! Currency(code: "USD")), gatewayReference: "ch",
                         parameters: parameters.merging(["environment": "CUSTOM"]) { a, _ in a }, returnURL: returnURL)
         }
-        let alipay = try await gateway.present(preparation(.alipay, ["native.orderSpec": "spec", "native.signedString": "sig", "page_url": "https://p"]), input: .start)
+        let alipay = try await gateway.present(preparation(.alipay, ["launch": "wallet", "wallet": "alipay", "wallet.orderSpec": "spec",
+                                                                     "wallet.signedString": "sig"]), input: .start)
         #expect(alipay == .launchWallet(WalletLaunch(wallet: "alipay", parameters: ["orderSpec": "spec", "signedString": "sig"], returnScheme: "myshop",
                                                      returnURL: Fixtures.schemeReturn)))
-        let wechat = try await gateway.present(preparation(.wechatPay, ["native.prepayid": "p"], returnURL: Fixtures.universalReturn), input: .start)
-        #expect(wechat == .launchWallet(WalletLaunch(wallet: "wechat", parameters: ["prepayid": "p"], returnScheme: nil,
+        let wechat = try await gateway.present(preparation(.wechatPay, ["launch": "wallet", "wallet": "wechatpay", "wallet.prepayid": "p"],
+                                                           returnURL: Fixtures.universalReturn), input: .start)
+        #expect(wechat == .launchWallet(WalletLaunch(wallet: "wechatpay", parameters: ["prepayid": "p"], returnScheme: nil,
                                                      returnURL: Fixtures.universalReturn)))
-        let card = try await gateway.present(preparation(.card, ["page_url": "https://citcon.test/h5/1"]), input: .start)
+        let card = try await gateway.present(preparation(.card, ["launch": "page", "page_url": "https://citcon.test/h5/1"]), input: .start)
         #expect(card == .openURL(URL(string: "https://citcon.test/h5/1")!, handoff: .webPage))
-        let paypal = try await gateway.present(preparation(.paypal, ["page_url": "https://citcon.test/h5/2"]), input: .start)
-        #expect(paypal == .openURL(URL(string: "https://citcon.test/h5/2")!, handoff: .browser))
+        let paypal = try await gateway.present(preparation(.paypal, ["launch": "page", "page_url": "https://citcon.test/h5/2"]), input: .start)
+        #expect(paypal == .openURL(URL(string: "https://citcon.test/h5/2")!, handoff: .webPage))
         #expect(card.customerMayAuthenticate && alipay.customerMayAuthenticate)
 
         let uat = CitconGateway(environment: .uat, transport: RecordingTransport())
-        do { _ = try await uat.present(preparation(.card, ["page_url": "https://p"]), input: .start); Issue.record("wrong environment") }
+        do { _ = try await uat.present(preparation(.card, ["launch": "page", "page_url": "https://p"]), input: .start); Issue.record("wrong environment") }
         catch let error as CheckoutError { #expect(error.field == "environment") }
-        do { _ = try await uat.present(preparation(.card, ["environment": "UAT", "page_url": "javascript:alert(1)"]), input: .start); Issue.record("bad url") }
+        do { _ = try await uat.present(preparation(.card, ["environment": "UAT", "launch": "page", "page_url": "javascript:alert(1)"]), input: .start); Issue.record("bad url") }
+        catch let error as CheckoutError { #expect(error.field == "payment.client") }
+        do { _ = try await gateway.present(preparation(.card, [:]), input: .start); Issue.record("nothing to open") }
         catch let error as CheckoutError { #expect(error.field == "payment.client") }
     }
 
@@ -242,10 +350,10 @@ struct CitconGatewayTests {
     @Test("IPN: verified, then read only from signed fields; refunds; the attempt it claims")
     func verifyIPN() throws {
         let gateway = Fixtures.server(RecordingTransport())
-        func body(status: String, type: String = "charge", refunded: String = "") throws -> Data {
-            var fields = CitconIPNFields([("id", "ch0001"), ("transaction_type", type), ("reference", attempt), ("amount", "1999"),
-                                          ("currency", "USD"), ("status", status), ("amount_refunded", refunded),
-                                          ("fields", "id,transaction_type,reference,amount,currency,status,amount_refunded")])
+        func body(status: String, type: String = "charge", amount: String = "1999", refunded: String = "", captured: String = "") throws -> Data {
+            var fields = CitconIPNFields([("id", "ch0001"), ("transaction_type", type), ("reference", attempt), ("amount", amount),
+                                          ("currency", "USD"), ("status", status), ("amount_refunded", refunded), ("amount_captured", captured),
+                                          ("fields", "id,transaction_type,reference,amount,currency,status,amount_refunded,amount_captured")])
             let sign = try CitconSignature.sign(fields, secret: Fixtures.secret)
             fields = CitconIPNFields(fields.names.map { ($0, fields[$0]!) } + [("sign", sign)])
             return Data(fields.names.map { "\($0)=\(fields[$0]!)" }.joined(separator: "&").utf8)
@@ -258,9 +366,13 @@ struct CitconGatewayTests {
         #expect(paid.report.amount?.minorUnits == 1999)
         let again = try gateway.verifyNotification(IncomingNotification(body: try body(status: "success")))
         #expect(again.report.eventID == paid.report.eventID)
-        let partial = try gateway.verifyNotification(IncomingNotification(body: try body(status: "success", type: "refund", refunded: "500")))
+        // A refund's amount is the refund's own (as in Citcon's refund answer): 500 of 500 refunded is
+        // still only part of the charge.
+        let partial = try gateway.verifyNotification(IncomingNotification(body: try body(status: "success", type: "refund", amount: "500", refunded: "500")))
         #expect(partial.report.status == .partiallyRefunded)
-        let full = try gateway.verifyNotification(IncomingNotification(body: try body(status: "success", type: "refund", refunded: "1999")))
+        #expect(partial.report.amount?.minorUnits == 500)
+        let full = try gateway.verifyNotification(IncomingNotification(body: try body(status: "success", type: "refund", amount: "1499",
+                                                                                     refunded: "1999", captured: "1999")))
         #expect(full.report.status == .refunded)
         #expect(full.report.eventID != partial.report.eventID)
 
@@ -272,23 +384,44 @@ struct CitconGatewayTests {
         #expect(!((Fixtures.app() as Any) is any CheckoutServer))
     }
 
-    @Test("refund, capture and cancel use the server token")
+    @Test("refund and cancel use the server token with the recorded bodies; capture has no vendor source and sends nothing")
     func followUps() async throws {
         let transport = RecordingTransport()
         transport.expect(.post, path: "/v1/access-tokens", respond: Fixtures.token("server-token"))
-        for (path, object) in [("captures", "capture"), ("refunds", "refund"), ("cancels", "cancel")] {
-            transport.expect(.post, path: "/v1/\(path)", respond: Fixtures.json(#"{"status":"success","app":"upi","version":"v1","data":{"object":"\#(object)","id":"op1","transaction_id":"ch0001","amount":500,"currency":"USD","status":"succeeded"}}"#))
-        }
+        transport.expect(.post, path: "/v1/refunds", respond: Fixtures.json(#"{"status":"success","app":"citcon_upi","version":"v1.0.0","data":{"id":"2000470575137023123461","object":"refund","reference":"r1","amount":500,"amount_refunded":500,"currency":"USD","country":"US","time_created":1762606655,"payment":{"method":"paypal"},"status":"succeeded","time_completed":1762606657}}"#))
+        transport.expect(.post, path: "/v1/cancels", respond: Fixtures.cancelled(id: "ch0001", reference: "c1"))
         let gateway = Fixtures.server(transport)
         let usd = try Currency(code: "USD")
-        #expect(try await gateway.capture(transactionID: "ch0001", amount: Money(minorUnits: 500, currency: usd)).object == "capture")
-        #expect(try await gateway.refund(transactionID: "ch0001", amount: Money(minorUnits: 500, currency: usd), reason: "r").object == "refund")
-        #expect(try await gateway.cancel(transactionID: "ch0001").status == "succeeded")
+        let captureError = try await #require(throws: CheckoutError.self) {
+            try await gateway.capture(transactionID: "ch0001", amount: Money(minorUnits: 500, currency: usd))
+        }
+        #expect(captureError.code == .unsupportedAction)
+        let refund = try await gateway.refund(transactionID: "ch0001", reference: "r1", amount: Money(minorUnits: 500, currency: usd), note: "n")
+        #expect(refund.object == "refund")
+        #expect(refund.amountRefunded == 500)
+        let cancel = try await gateway.cancel(transactionID: "ch0001", reference: "c1")
+        #expect(cancel.status == "canceled")
         try transport.verify()
-        let refund = try #require(JSONSerialization.jsonObject(with: transport.requests[2].body ?? Data()) as? [String: Any])
-        #expect(refund["transaction_id"] as? String == "ch0001")
-        #expect(refund["amount"] as? Int == 500)
+        #expect(!transport.requests.contains { $0.url.path.hasSuffix("/captures") })
+        let refundBody = try #require(JSONSerialization.jsonObject(with: transport.requests[1].body ?? Data()) as? [String: Any])
+        #expect(Set(refundBody.keys) == ["id", "reference", "amount", "note"])
+        #expect(refundBody["id"] as? String == "ch0001")
+        #expect(refundBody["amount"] as? Int == 500)
+        let cancelBody = try #require(JSONSerialization.jsonObject(with: transport.requests[2].body ?? Data()) as? [String: String])
+        #expect(cancelBody == ["id": "ch0001", "reference": "c1"])
         #expect(transport.requests.dropFirst().allSatisfy { $0.headers["Authorization"] == "Bearer server-token" })
+    }
+
+    @Test("a refund of an unpaid charge (HTTP 406, 4202) is a definite refusal")
+    func refundRefused() async throws {
+        let transport = RecordingTransport()
+        transport.expect(.post, path: "/v1/access-tokens", respond: Fixtures.token("server-token"))
+        transport.expect(.post, path: "/v1/refunds", respond: Fixtures.failure(code: "4202", message: "refund failed", status: 406))
+        let error = try await #require(throws: CheckoutError.self) {
+            try await Fixtures.server(transport).refund(transactionID: "ch0001", reference: "r1", amount: Money(minorUnits: 100, currency: try Currency(code: "USD")))
+        }
+        #expect(error.category == .declinedHard)
+        #expect(error.gatewayCode == "4202")
     }
 
     @Test("the registry learns Citcon's Info.plist schemes")
@@ -344,15 +477,40 @@ struct CitconHardeningTests {
         #expect(!report.eventID.contains("1999:"), "the event id is built from signed fields only")
     }
 
-    @Test("a refund that did not succeed says nothing about the charge; a 'paid' without an amount is refused")
+    @Test("a refund that did not succeed says nothing about the charge; a signed 'paid' without an amount is recorded, never paid")
     func refundFailureAndMissingAmount() throws {
         let gateway = Fixtures.server(RecordingTransport())
         let failedRefund = charge.map { $0.0 == "transaction_type" ? ("transaction_type", "refund") : $0.0 == "status" ? ("status", "fail") : $0 }
         let report = try gateway.verifyNotification(IncomingNotification(body: try body(failedRefund))).report
         #expect(report.status != .failed && !report.status.isFinal)
+        #expect(!report.status.isKnown)
         let noAmount = charge.map { $0.0 == "amount" ? ("amount", "") : $0 }
-        let error = try #require(throws: CheckoutError.self) { try gateway.verifyNotification(IncomingNotification(body: try body(noAmount))) }
-        #expect(error.field == "amount")
+        let unmapped = try gateway.verifyNotification(IncomingNotification(body: try body(noAmount))).report
+        #expect(unmapped.status != .paid && !unmapped.status.isKnown)
+        #expect(unmapped.status.rawValue == "citcon_charge_success_without_amount")
+        #expect(AttemptPolicy.verdict(for: unmapped, on: .pending, amount: Money(minorUnits: 1999, currency: try Currency(code: "USD")),
+                                      source: .notification) != .apply)
+        let badCurrency = charge.map { $0.0 == "currency" ? ("currency", "XXQ") : $0 }
+        #expect(try gateway.verifyNotification(IncomingNotification(body: try body(badCurrency))).report.status != .paid)
+    }
+
+    @Test("a refund IPN naming Till's refund reference maps back to its attempt; one naming the charge maps as it is")
+    func refundReferences() throws {
+        let gateway = Fixtures.server(RecordingTransport())
+        let reference = CitconServer.refundReference(for: AttemptReference(rawValue: attempt), sequence: 2)
+        #expect(reference == "\(attempt)-r2")
+        for named in [reference, attempt] {
+            let refund = charge.map { $0.0 == "transaction_type" ? ("transaction_type", "refund") : $0.0 == "reference" ? ("reference", named) : $0 }
+            let report = try gateway.verifyNotification(IncomingNotification(body: try body(refund))).report
+            #expect(report.attempt.rawValue == attempt)
+            #expect(report.status == .partiallyRefunded)
+        }
+        #expect(CitconServer.attempt(fromRefundReference: "order-7") == "order-7")
+        #expect(CitconServer.attempt(fromRefundReference: "order-r") == "order-r")
+        #expect(CitconServer.attempt(fromRefundReference: "-r1") == "-r1")
+        // A charge IPN's reference is never rewritten.
+        let chargeIPN = charge.map { $0.0 == "reference" ? ("reference", reference) : $0 }
+        #expect(try gateway.verifyNotification(IncomingNotification(body: try body(chargeIPN))).report.attempt.rawValue == reference)
     }
 
     @Test("only an HTTP 401 refreshes the token and resends; a 'fail' envelope saying 4010 is not resent")
@@ -372,20 +530,21 @@ struct CitconHardeningTests {
         transport.expect(.post, path: "/v1/access-tokens", respond: Fixtures.token("server"))
         transport.expect(.post, path: "/v1/charges", respond: Fixtures.charge(reference: attempt))
         transport.expect(.post, path: "/v1/access-tokens", respond: Fixtures.failure(code: "5000", message: "down", status: 503))
-        transport.expect(.post, path: "/v1/cancels", respond: Fixtures.json(#"{"status":"success","app":"upi","version":"v1","data":{"object":"cancel","id":"c1","transaction_id":"ch0001","status":"succeeded"}}"#))
+        transport.expect(.post, path: "/v1/cancels", respond: Fixtures.cancelled(reference: "\(attempt)-cancel"))
         do { _ = try await Fixtures.server(transport).prepare(Fixtures.context(Fixtures.intent())); Issue.record("prepared") }
         catch let error as CheckoutError { #expect(error.category == .unavailable) }
         try transport.verify()
         let cancel = try #require(JSONSerialization.jsonObject(with: transport.requests.last?.body ?? Data()) as? [String: Any])
-        #expect(cancel["transaction_id"] as? String == "ch0001")
+        #expect(cancel["id"] as? String == "2000470537621948100613")
+        #expect(cancel["transaction_id"] == nil)
     }
 
     @Test("an absurd token expiry neither crashes nor keeps a token forever")
     func absurdExpiry() async throws {
         let transport = RecordingTransport()
-        transport.expect(.post, path: "/v1/access-tokens", respond: Fixtures.json(#"{"status":"success","app":"upi","version":"v1","data":{"access_token":"s","expiry":9223372036854775807}}"#))
+        transport.expect(.post, path: "/v1/access-tokens", respond: Fixtures.json(#"{"status":"success","app":"citcon_upi","version":"v1.0.0","data":{"access_token":"s","expiry":9223372036854775807}}"#))
         transport.expect(.post, path: "/v1/charges", respond: Fixtures.charge(reference: attempt))
-        transport.expect(.post, path: "/v1/access-tokens", respond: Fixtures.json(#"{"status":"success","app":"upi","version":"v1","data":{"access_token":"c","expiry":9223372036854775807}}"#))
+        transport.expect(.post, path: "/v1/access-tokens", respond: Fixtures.json(#"{"status":"success","app":"citcon_upi","version":"v1.0.0","data":{"access_token":"c","expiry":9223372036854775807}}"#))
         let preparation = try await Fixtures.server(transport).prepare(Fixtures.context(Fixtures.intent()))
         let expiry = try #require(preparation.parameters["access_token_expiry"].flatMap { Int64($0) })
         #expect(expiry <= Int64(Date().timeIntervalSince1970) + 86_401)

@@ -41,14 +41,13 @@ struct CitconReturnURLTests {
         }
     }
 
-    @Test("a metadata override lifts the requirement, and is what Citcon is sent")
-    func metadataOverride() throws {
-        var intent = Fixtures.intent(method: .wechatPay)
-        intent.metadata["citcon.universal_link"] = "https://links.example.com/pay"
-        let chosen = try #require(try server.returnURL(from: [offered[0]], for: intent))
-        #expect(chosen == offered[0])
-        let request = try server.chargeRequest(for: Fixtures.context(intent, returnURL: chosen))
-        #expect(request.universalLink == "https://links.example.com/pay")
+    @Test("the chosen return URL is the only way back: no scheme or universal link is sent to Citcon")
+    func nothingSentButURLs() throws {
+        let chosen = try #require(try server.returnURL(from: offered, for: Fixtures.intent(method: .wechatPay)))
+        let request = try server.chargeRequest(for: Fixtures.context(Fixtures.intent(method: .wechatPay), returnURL: chosen))
+        let body = try #require(JSONSerialization.jsonObject(with: try JSONEncoder().encode(request)) as? [String: Any])
+        #expect(Set(body.keys).isSubset(of: ["transaction", "consumer", "payment", "goods", "urls"]))
+        #expect(request.urls.fail.hasPrefix(chosen.absoluteString))
     }
 }
 
@@ -94,12 +93,14 @@ struct CitconPluginTests {
 
     @Test("settings build the server half")
     func buildsServer() throws {
-        let built = try CitconPlugin.plugin.makeServer(context(["environment": "prod", "unionpay_mode": "01", "request_3ds": "true",
-                                                                "charge_lifetime_seconds": "600"]))
+        let built = try CitconPlugin.plugin.makeServer(context(["environment": "prod", "unionpay_mode": "01", "request_3ds": "false",
+                                                                "charge_lifetime_seconds": "600", "wallet_client": "mobile_browser",
+                                                                "country_accelerator": "CN"]))
         let server = try #require(built as? CitconServer)
         #expect(server.gateway == "citcon-us")
         #expect(server.environment == .prod)
-        #expect(server.settings == CitconSettings(unionpayMode: "01", request3DSecure: true, chargeLifetime: .seconds(600)))
+        #expect(server.settings == CitconSettings(walletClient: .mobileBrowser, countryAccelerator: "CN", unionpayMode: "01",
+                                                  chargeLifetime: .seconds(600)))
 
         let defaults = try #require(try CitconPlugin.plugin.makeServer(context([:])) as? CitconServer)
         #expect(defaults.environment == .uat)
@@ -130,6 +131,9 @@ struct CitconPluginTests {
         (["base_url": "ftp://citcon.example"], "settings.base_url"),
         (["unionpay_mode": "02"], "settings.unionpay_mode"),
         (["request_3ds": "yes"], "settings.request_3ds"),
+        (["request_3ds": "true"], "settings.request_3ds"),
+        (["wallet_client": "desktop"], "settings.wallet_client"),
+        (["country_accelerator": "US"], "settings.country_accelerator"),
         (["charge_lifetime_seconds": "5"], "settings.charge_lifetime_seconds"),
         (["charge_lifetime_seconds": "86401"], "settings.charge_lifetime_seconds"),
         (["charge_lifetime_seconds": "ten"], "settings.charge_lifetime_seconds"),

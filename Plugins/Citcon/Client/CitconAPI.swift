@@ -53,20 +53,31 @@ package struct CitconAPI: Sendable {
     /// Reads Citcon's envelope: the payload of a success, a typed error for a failure.
     ///
     /// Only an HTTP 401 is ``tokenRefused`` (the one answer a caller may resend after refreshing its
-    /// token); a `fail` envelope with HTTP 200 is never one, whatever code it carries.
+    /// token); a `fail` envelope with HTTP 200 is never one, whatever code it carries. A success whose
+    /// `data` cannot be read is `malformed_body` (category `unknownOutcome`) naming the path.
     package func decodeAnswer<Answer: Decodable>(_ response: TransportResponse, as: Answer.Type) throws(CheckoutError) -> Answer {
         let decoder = JSONDecoder()
         if (200..<300).contains(response.statusCode) {
-            if let envelope = try? decoder.decode(CitconEnvelope<Answer>.self, from: response.body), envelope.status == "success" {
-                return envelope.data
+            let probe = try? decoder.decode(CitconEnvelopeStatus.self, from: response.body)
+            if probe?.status == "success" {
+                return try client.decodeAnswer(response, as: CitconEnvelope<Answer>.self).data
             }
             if let failure = try? decoder.decode(CitconEnvelope<CitconFailure>.self, from: response.body), failure.status != "success" {
                 throw error(for: response.statusCode, failure.data)
             }
-            throw CheckoutError(.malformedBody, category: .unknownOutcome, message: "unreadable Citcon answer", gateway: gateway)
+            throw CheckoutError(.malformedBody, category: .unknownOutcome, field: "body", message: "unreadable Citcon answer", gateway: gateway)
         }
         let failure = (try? decoder.decode(CitconEnvelope<CitconFailure>.self, from: response.body))?.data
         throw error(for: response.statusCode, failure)
+    }
+
+    /// The codes of a repeated `transaction.reference`: `4100` as the sandbox answers it (HTTP 400,
+    /// "duplicate request"); the iOS SDK guide gives `4000` beside the same message, so `4000` counts
+    /// only with that message.
+    package static func isDuplicateReference(_ failure: CitconFailure?) -> Bool {
+        guard let code = failure?.code else { return false }
+        if code == "4100" { return true }
+        return code == "4000" && failure?.message?.lowercased().contains("duplicate") == true
     }
 
     /// The error for a failed answer with HTTP `status`.
@@ -84,15 +95,22 @@ package struct CitconAPI: Sendable {
         case 404:
             return CheckoutError(.unknownOutcome, message: "Citcon does not know this transaction", gateway: gateway,
                                  gatewayCode: code, gatewayMessage: message)
+        case 400..<500 where Self.isDuplicateReference(failure):
+            return CheckoutError(.invalidField, category: .invalidInput, field: "citcon.transaction.reference",
+                                 message: "Citcon already has a transaction with this reference", gateway: gateway,
+                                 gatewayCode: code, gatewayMessage: message)
+        case 400..<500 where code == "4202":
+            // The sandbox's answer (HTTP 406) to a refund of a charge that was never paid.
+            return CheckoutError(.declined, category: .declinedHard, message: "Citcon refused the refund", gateway: gateway,
+                                 gatewayCode: code, gatewayMessage: message)
         case 400..<500:
-            // Citcon's validation messages start with the field path ("transaction.amount: …").
+            // A validation message that starts with a field path ("transaction.amount: …") names it.
             let field = message.flatMap { text -> String? in
                 guard let colon = text.firstIndex(of: ":") else { return nil }
                 let path = text[..<colon]
                 return path.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "." || $0 == "_" }) && !path.isEmpty ? "citcon." + path : nil
             }
-            return CheckoutError(.invalidField, category: .invalidInput, field: field,
-                                 message: code == "4000" ? "Citcon already has an order with this reference" : "Citcon refused the request",
+            return CheckoutError(.invalidField, category: .invalidInput, field: field, message: "Citcon refused the request",
                                  gateway: gateway, gatewayCode: code, gatewayMessage: message)
         default:
             return CheckoutError(.gatewayError, category: .unknownOutcome, message: "Citcon answered HTTP \(status)", gateway: gateway,
@@ -109,3 +127,8 @@ package struct CitconAPI: Sendable {
 
 /// The body of a request that has none.
 package struct CitconNoBody: Encodable, Sendable {}
+
+/// The `status` of an envelope, read before its `data`.
+struct CitconEnvelopeStatus: Decodable {
+    var status: String
+}

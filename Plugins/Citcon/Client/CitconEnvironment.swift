@@ -36,7 +36,7 @@ public enum CitconEnvironment: Sendable, Hashable {
     }
 
     /// Whether plain-HTTP page URLs are acceptable (only for a local or custom base URL).
-    var allowsPlainHTTP: Bool {
+    package var allowsPlainHTTP: Bool {
         if case .custom = self { return true }
         return false
     }
@@ -49,14 +49,27 @@ public enum CitconEnvironment: Sendable, Hashable {
     }
 }
 
-/// What an app needs to offer Citcon's methods: Info.plist schemes and the way back.
+/// What an app needs to offer Citcon's methods: the methods, their names on Citcon's wire, Info.plist
+/// schemes and the way back.
 public enum CitconMethods {
-    /// The methods Citcon offers through Till.
+    /// The methods Citcon offers through Till. Each is named by a Citcon source (the Android SDK's
+    /// vendor list, the iOS demo's payment list, the WebSDK guide's method lists).
     public static let all: Set<PaymentMethod> = [.wechatPay, .alipay, .alipayHK, .alipayPlus, .unionPay, .paypal, .venmo, .card,
-                                                 .toss, .fomo, .gcash, .dana, .kakaoPay]
+                                                 .toss, .gcash, .dana, .kakaoPay]
 
-    /// The methods paid in a wallet SDK with native launch content.
-    public static let nativeWallets: [PaymentMethod: String] = [.wechatPay: "wechat", .alipay: "alipay", .unionPay: "unionpay"]
+    /// The methods whose charge can carry a wallet SDK's parameters (client `mobile_native`), with
+    /// Citcon's name for each: the three whose native content Citcon's Android SDK reads.
+    public static let nativeWallets: [PaymentMethod: String] = [.wechatPay: "wechatpay", .alipay: "alipay", .unionPay: "upop"]
+
+    /// Citcon's name for `method` on the wire (`payment.method`): UnionPay is `upop` and Alipay+ is
+    /// `alipay+`; the others are Till's own identifiers (`wechatpay`, `alipay_hk`, `kakaopay`).
+    public static func wireName(of method: PaymentMethod) -> String {
+        switch method {
+        case .unionPay: "upop"
+        case .alipayPlus: "alipay+"
+        default: method.rawValue
+        }
+    }
 
     /// Registry information for Citcon's methods, with the `LSApplicationQueriesSchemes` the SDK guide
     /// lists (card and PayPal need `<bundle id>.payments`).

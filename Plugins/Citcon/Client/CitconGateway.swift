@@ -1,13 +1,13 @@
 import Foundation
 import TillGatewayKit
 
-/// Citcon UPI (WeChat Pay, Alipay, UnionPay, PayPal, Venmo, card, Toss, FOMO, …): the **app half**,
+/// Citcon UPI (WeChat Pay, Alipay, UnionPay, PayPal, Venmo, card, Toss, …): the **app half**,
 /// a ``Checkout``.
 ///
 /// | step | Citcon |
 /// |---|---|
-/// | Prepare (server) | a server access token creates the charge (`POST /v1/charges`) with the attempt reference as `transaction.reference`; a client token (charge and inquire only) goes to the app |
-/// | Present (app) | a wallet SDK launch (WeChat Pay, Alipay, UnionPay) or the H5 / browser page |
+/// | Prepare (server) | a server access token creates the charge (`POST /v1/charges`) with the attempt reference as `transaction.reference`; a client token (charge and inquiry only) goes to the app |
+/// | Present (app) | a wallet SDK launch with the `mobile_native` content (WeChat Pay, Alipay, UnionPay), or the `mobile_browser` page |
 /// | Return (app) | the return URL (custom scheme or universal link) with `citcon_result` and the SDK code (`0`, `-1`, `-2`, `6001`), or the SDK's in-process result with the same codes |
 /// | Confirm (server) | the IPN, checked with the API secret (SHA-256 `sign`), or `GET /v1/transactions/{id}` |
 ///
@@ -42,10 +42,11 @@ public struct CitconGateway: Checkout {
 
     // MARK: Present (app)
 
-    /// A wallet launch with the charge's native content (WeChat Pay, Alipay, UnionPay), or the charge's
-    /// page: in the browser for PayPal and Venmo, in a web view otherwise.
+    /// What the server chose from the charge's `payment.client[]`: a wallet launch with the
+    /// `mobile_native` entry's parameters (`launch=wallet`), or the `mobile_browser` page in a web
+    /// view (`launch=page`).
     /// - Throws: ``CheckoutError`` naming `environment` when the preparation was made in another
-    ///   environment than this app's, `payment.client` when Citcon gave nothing the app can open, or
+    ///   environment than this app's, `payment.client` when there is nothing the app can open, or
     ///   `input` for a form submission (Citcon collects nothing in the app).
     public func present(_ preparation: Preparation, input: PresentInput) async throws -> NextStep {
         guard case .start = input else {
@@ -57,22 +58,26 @@ public struct CitconGateway: Checkout {
                                 message: "the preparation was made in \(parameters["environment"] ?? "no environment"), this app uses \(environment.name); tokens belong to one environment",
                                 gateway: gateway)
         }
-        if let wallet = CitconMethods.nativeWallets[preparation.method] {
+        switch parameters["launch"] {
+        case "wallet":
+            guard let wallet = parameters["wallet"], !wallet.isEmpty else { break }
             var content: [String: String] = [:]
-            for (key, value) in parameters where key.hasPrefix("native.") { content[String(key.dropFirst(7))] = value }
-            if !content.isEmpty {
-                let scheme = preparation.returnURL?.scheme.flatMap { ["http", "https"].contains($0.lowercased()) ? nil : $0 }
-                return .launchWallet(WalletLaunch(wallet: wallet, parameters: content, returnScheme: scheme, returnURL: preparation.returnURL))
-            }
+            for (key, value) in parameters where key.hasPrefix(Self.walletPrefix) { content[String(key.dropFirst(Self.walletPrefix.count))] = value }
+            let scheme = preparation.returnURL?.scheme.flatMap { ["http", "https"].contains($0.lowercased()) ? nil : $0 }
+            return .launchWallet(WalletLaunch(wallet: wallet, parameters: content, returnScheme: scheme, returnURL: preparation.returnURL))
+        case "page":
+            guard let text = parameters["page_url"], let url = URL(string: text), let scheme = url.scheme?.lowercased(),
+                  scheme == "https" || (scheme == "http" && environment.allowsPlainHTTP) else { break }
+            return .openURL(url, handoff: .webPage)
+        default:
+            break
         }
-        guard let text = parameters["page_url"], let url = URL(string: text), let scheme = url.scheme?.lowercased(),
-              scheme == "https" || (scheme == "http" && environment.allowsPlainHTTP) else {
-            throw CheckoutError(.gatewayError, category: .unknownOutcome, field: "payment.client",
-                                message: "Citcon gave nothing the app can open for \(preparation.method)", gateway: gateway)
-        }
-        let handoff: Handoff = [.paypal, .venmo].contains(preparation.method) ? .browser : .webPage
-        return .openURL(url, handoff: handoff)
+        throw CheckoutError(.gatewayError, category: .unknownOutcome, field: "payment.client",
+                            message: "Citcon gave nothing the app can open for \(preparation.method)", gateway: gateway)
     }
+
+    /// The prefix of the wallet SDK's parameters in a preparation (`wallet.prepayid`).
+    package static let walletPrefix = "wallet."
 
     // MARK: Return (app)
 
@@ -110,7 +115,8 @@ public struct CitconGateway: Checkout {
         }
     }
 
-    /// Maps both of Citcon's vocabularies (the SDK guide's and the IPN document's) to Till's.
+    /// Maps both of Citcon's vocabularies (the REST answers' and SDK guide's `initiated`, `succeeded`,
+    /// `canceled`, … and the IPN document's `success`, `captured`, `cancelled`, `fail`) to Till's.
     /// Anything unlisted is an unknown status: never applied, never success.
     public static func status(_ raw: String) -> PaymentStatus {
         switch raw.lowercased() {

@@ -8,7 +8,7 @@ public struct CitconTransactionStatus: Sendable, Hashable {
     public var id: String
     /// The attempt reference the charge was created with.
     public var reference: String?
-    /// Citcon's raw status (`pending`, `succeeded`, …).
+    /// Citcon's raw status (`initiated`, `pending`, `succeeded`, …).
     public var rawStatus: String
     /// The raw status in Till's terms (see ``CitconGateway/status(_:)``).
     public var status: PaymentStatus

@@ -7,8 +7,9 @@ import TillGatewayKit
 /// from a JSON object or a form-encoded body; a field sent twice is refused, never guessed.
 ///
 /// JSON values are read as text the way they always have been: strings verbatim, integers in plain
-/// decimal, other numbers as Swift prints them, `true`/`false`, and `null` as empty. Nested objects
-/// and arrays are kept as "not a plain value" (Citcon never signs them).
+/// decimal, other numbers as Swift prints them, `true`/`false`, and `null` as empty. A nested object
+/// or array (the IPN document lists a `payment` field without describing it) is kept as its compact
+/// JSON text for signing only: Till never reads what is inside it.
 public struct CitconIPNFields: Sendable, Hashable {
     /// Field names in the order they were received.
     public private(set) var names: [String]
@@ -16,13 +17,19 @@ public struct CitconIPNFields: Sendable, Hashable {
 
     enum Value: Sendable, Hashable {
         case text(String)
-        /// A JSON object or array: never signed by Citcon, so never read.
-        case nested
+        /// A JSON object or array, as compact JSON text: signed over when listed, never read.
+        case nested(String)
     }
 
     /// The value of `name` when present and a scalar.
     public subscript(name: String) -> String? {
         if case .text(let text)? = values[name] { return text }
+        return nil
+    }
+
+    /// The compact JSON text of `name` when present and a nested object or array.
+    public func nestedJSON(_ name: String) -> String? {
+        if case .nested(let text)? = values[name] { return text }
         return nil
     }
 
@@ -87,7 +94,7 @@ public struct CitconIPNFields: Sendable, Hashable {
         case .number(let text): .text(numberText(text))
         case .bool(let flag): .text(flag ? "true" : "false")
         case .null: .text("")
-        case .object, .array: .nested
+        case .object, .array: .nested(String(decoding: json.serialized(), as: UTF8.self))
         }
     }
 
@@ -111,13 +118,40 @@ public struct CitconIPNFields: Sendable, Hashable {
 
 /// Citcon's IPN signature: `hex(SHA-256("k1=v1&k2=v2…&secret=<API secret>"))` over the pairs whose
 /// names are listed in `fields`, plus `fields` itself, sorted by name, values not URL-encoded.
+///
+/// Citcon's document lists a `payment` field without saying what it holds or how it signs when it is
+/// a nested object. Till accepts two renderings of a listed nested value, and reads nothing inside
+/// it either way: its compact JSON text (Till's choice), and `Array`, the text the one published
+/// reader that lists `payment` (a third-party WooCommerce plugin interpolating a decoded JSON object
+/// in PHP) signs.
 public enum CitconSignature {
-    /// The fields Till needs signed before it believes an IPN: anything unsigned could have been
-    /// rewritten on the way.
+    /// How a listed nested value (a JSON object or array) is written into the string to sign.
+    public enum NestedRendering: String, Sendable, CaseIterable {
+        /// Its compact JSON text, members in the order sent.
+        case json
+        /// `Array`: what a PHP reader that decodes the IPN into arrays signs.
+        case phpArray
+    }
+
+    /// The fields Till needs signed before it believes an IPN about money (`charge` and `refund`):
+    /// anything unsigned could have been rewritten on the way.
     public static let requiredSignedFields = ["id", "transaction_type", "reference", "status", "amount", "currency"]
 
+    /// The fields that must be signed for an IPN of `transactionType` (`nil`: `transaction_type`
+    /// itself is not signed). `charge`, `refund` and any type that is not signed need
+    /// ``requiredSignedFields``; a `chargeback` needs `id, transaction_type, reference, status`; a
+    /// `vault` or any other type needs `transaction_type` (and, checked by ``verify(_:secret:)``, a
+    /// signed `reference` or `id`). None but money IPNs needs an amount.
+    public static func requiredSignedFields(for transactionType: String?) -> [String] {
+        switch transactionType {
+        case nil, "charge", "refund": requiredSignedFields
+        case "chargeback": ["id", "transaction_type", "reference", "status"]
+        default: ["transaction_type"]
+        }
+    }
+
     /// The names `fields` lists, checked: no empty or repeated names, never `sign`, and every one
-    /// present in the body as a scalar.
+    /// present in the body.
     /// - Throws: ``CheckoutError`` in category `verification`, naming the field.
     public static func signedNames(in ipn: CitconIPNFields) throws(CheckoutError) -> [String] {
         guard let list = ipn["fields"], !list.isEmpty else {
@@ -141,25 +175,39 @@ public enum CitconSignature {
                 throw CheckoutError(.missingField, category: .verification, field: name,
                                     message: "is listed in fields but missing from the IPN")
             }
-            guard ipn[name] != nil else {
-                throw CheckoutError(.invalidField, category: .verification, field: name, message: "is not a plain value")
-            }
             names.append(name)
         }
         return names
     }
 
-    /// The exact string Citcon hashes, secret included (for the signature debugger).
-    public static func stringToSign(_ ipn: CitconIPNFields, secret: String) throws(CheckoutError) -> String {
+    /// The exact string Citcon hashes, secret included (for the signature debugger), with listed
+    /// nested values written as `nested` says.
+    public static func stringToSign(_ ipn: CitconIPNFields, secret: String, nested: NestedRendering = .json) throws(CheckoutError) -> String {
         var names = try signedNames(in: ipn)
         if !names.contains("fields") { names.append("fields") }
-        let pairs = names.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.map { "\($0)=\(ipn[$0] ?? "")" }
+        let pairs = names.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.map { name -> String in
+            if let text = ipn[name] { return "\(name)=\(text)" }
+            switch nested {
+            case .json: return "\(name)=\(ipn.nestedJSON(name) ?? "")"
+            case .phpArray: return "\(name)=Array"
+            }
+        }
         return pairs.joined(separator: "&") + "&secret=" + secret
     }
 
     /// The lower-case hex `sign` for `ipn`.
-    public static func sign(_ ipn: CitconIPNFields, secret: String) throws(CheckoutError) -> String {
-        Hex.encode(SHA256.hash(data: Data(try stringToSign(ipn, secret: secret).utf8)))
+    public static func sign(_ ipn: CitconIPNFields, secret: String, nested: NestedRendering = .json) throws(CheckoutError) -> String {
+        Hex.encode(SHA256.hash(data: Data(try stringToSign(ipn, secret: secret, nested: nested).utf8)))
+    }
+
+    /// Whether `fields` lists a nested value (so more than one rendering is tried).
+    public static func listsNestedValue(_ ipn: CitconIPNFields) -> Bool {
+        ((try? signedNames(in: ipn)) ?? []).contains { ipn.nestedJSON($0) != nil }
+    }
+
+    /// The fields that must be signed for this IPN, by its signed `transaction_type`.
+    public static func requiredSignedFields(for ipn: CitconIPNFields, signed names: [String]) -> [String] {
+        requiredSignedFields(for: names.contains("transaction_type") ? (ipn["transaction_type"] ?? "") : nil)
     }
 
     /// Checks `sign`, and that the fields Till relies on are among the signed ones.
@@ -171,12 +219,25 @@ public enum CitconSignature {
             throw CheckoutError(.missingField, category: .verification, field: "sign", message: "the IPN is not signed")
         }
         let names = try signedNames(in: ipn)
-        for required in requiredSignedFields where !names.contains(required) {
+        for required in requiredSignedFields(for: ipn, signed: names) where !names.contains(required) {
             throw CheckoutError(.invalidField, category: .verification, field: "fields",
                                 message: "does not cover \(required); Till reads only signed fields")
         }
-        let expected = try sign(ipn, secret: secret)
-        guard ConstantTime.equals(expected, sent.lowercased()) else {
+        for name in ["reference", "id", "transaction_type", "status", "amount", "currency", "amount_refunded", "amount_captured"]
+        where names.contains(name) && ipn[name] == nil {
+            throw CheckoutError(.invalidField, category: .verification, field: name, message: "is not a plain value")
+        }
+        if !names.contains("reference") && !names.contains("id") {
+            throw CheckoutError(.invalidField, category: .verification, field: "fields",
+                                message: "covers neither reference nor id; Till cannot tell what the IPN is about")
+        }
+        let renderings: [NestedRendering] = names.contains { ipn.nestedJSON($0) != nil } ? NestedRendering.allCases : [.json]
+        var matched = false
+        for rendering in renderings {
+            let expected = try sign(ipn, secret: secret, nested: rendering)
+            if ConstantTime.equals(expected, sent.lowercased()) { matched = true }
+        }
+        guard matched else {
             throw CheckoutError(.signatureMismatch, field: "sign", message: "the sign does not match the signed fields and the API secret")
         }
         return Set(names + ["fields"])

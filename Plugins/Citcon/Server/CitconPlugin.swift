@@ -11,9 +11,11 @@ import TillGatewayKit
 /// |---|---|---|
 /// | `environment` | `uat`, `prod`; `dev` or `qa` with `base_url` | `uat` |
 /// | `base_url` | an http(s) URL: with `dev` or `qa`, or alone for any other base (the local sandbox) | — |
-/// | `unionpay_mode` | `00` (production), `01` (development) | `00` |
-/// | `request_3ds` | `true`, `false` | `false` |
-/// | `charge_lifetime_seconds` | 60 … 86400 | 1800 |
+/// | `wallet_client` | `mobile_native` (wallet SDK launch), `mobile_browser` (page) | `mobile_native` |
+/// | `country_accelerator` | `CN` | — |
+/// | `unionpay_mode` | `00` (production), `01` (development): the app's UnionPay SDK mode | `00` |
+/// | `request_3ds` | only `false`: Citcon documents no REST field for it | `false` |
+/// | `charge_lifetime_seconds` | 60 … 86400: Till's own bound on a preparation | 1800 |
 ///
 /// Errors name the setting or credential at fault (`settings.unionpay_mode`, `credentials.api_key`).
 public enum CitconPlugin {
@@ -33,8 +35,16 @@ public enum CitconPlugin {
         let settings = context.settings
         let environment = try environment(settings)
         var options = CitconSettings()
+        let clients = CitconSettings.WalletClient.allCases.map(\.rawValue)
+        if let client = try settings.choice("wallet_client", clients, default: nil), let value = CitconSettings.WalletClient(rawValue: client) {
+            options.walletClient = value
+        }
+        options.countryAccelerator = try settings.choice("country_accelerator", ["CN"], default: nil)
         options.unionpayMode = try settings.choice("unionpay_mode", ["00", "01"], default: options.unionpayMode) ?? options.unionpayMode
-        options.request3DSecure = try settings.bool("request_3ds", default: options.request3DSecure)
+        if try settings.bool("request_3ds", default: false) {
+            throw CheckoutError(.misconfigured, field: "\(settings.path)settings.request_3ds",
+                                message: "Citcon documents no REST field that asks for 3-D Secure; card 3-D Secure happens on Citcon's page")
+        }
         if let seconds = try settings.integer("charge_lifetime_seconds", in: 60...86_400) {
             options.chargeLifetime = .seconds(seconds)
         }
@@ -88,15 +98,20 @@ public enum CitconPlugin {
             let secret = try arguments.required("secret")
             let fields = try CitconIPNFields.parse(try arguments.file("body"))
             do throws(CheckoutError) {
-                try CitconSignature.verify(fields, secret: secret)
+                let signed = try CitconSignature.verify(fields, secret: secret)
+                let required = CitconSignature.requiredSignedFields(for: fields, signed: Array(signed))
                 return SignatureDebugger.Verdict(valid: true, lines: [
-                    "valid: the sign matches and covers \(CitconSignature.requiredSignedFields.joined(separator: ", "))",
+                    "valid: the sign matches and covers \(required.joined(separator: ", "))",
                 ])
             } catch {
                 var lines = ["invalid: \(error.field.map { "\($0): " } ?? "")\(error.message)"]
-                if let expected = try? CitconSignature.stringToSign(fields, secret: secret) {
-                    lines.append("string to sign: \(expected)")
-                    lines.append("expected sign: \((try? CitconSignature.sign(fields, secret: secret)) ?? "?")")
+                let renderings: [CitconSignature.NestedRendering] = CitconSignature.listsNestedValue(fields)
+                    ? CitconSignature.NestedRendering.allCases : [.json]
+                for rendering in renderings {
+                    guard let expected = try? CitconSignature.stringToSign(fields, secret: secret, nested: rendering) else { continue }
+                    let label = renderings.count > 1 ? " (nested values as \(rendering == .json ? "JSON" : "Array"))" : ""
+                    lines.append("string to sign\(label): \(expected)")
+                    lines.append("expected sign\(label): \((try? CitconSignature.sign(fields, secret: secret, nested: rendering)) ?? "?")")
                 }
                 return SignatureDebugger.Verdict(valid: false, lines: lines)
             }

@@ -3,8 +3,8 @@ import TillCitcon
 import TillGatewayKit
 
 /// Citcon UPI: the **server half**, a ``CheckoutServer``. It holds the merchant's API key and secret:
-/// it creates charges (Prepare), checks IPNs and inquires (Confirm), and captures, refunds and
-/// cancels. The app half is ``CitconGateway``, in `TillCitcon`.
+/// it creates charges (Prepare), checks IPNs and inquires (Confirm), and refunds and cancels. The app
+/// half is ``CitconGateway``, in `TillCitcon`.
 ///
 /// | step | Citcon |
 /// |---|---|
@@ -18,7 +18,7 @@ public struct CitconServer: CheckoutServer {
     public let gateway: GatewayID
     /// Where the API is; the app must use the same one.
     public let environment: CitconEnvironment
-    /// UnionPay mode, 3-D Secure, charge lifetime.
+    /// The wallet client, acceleration, UnionPay mode and preparation lifetime.
     public let settings: CitconSettings
     private let credentials: CitconCredentials
     private let api: CitconAPI
@@ -29,9 +29,9 @@ public struct CitconServer: CheckoutServer {
     ///   - id: the gateway id in the merchant's configuration.
     ///   - environment: where the API is; the app must use the same one.
     ///   - credentials: the merchant's API key and secret.
-    ///   - settings: UnionPay mode, 3-D Secure, charge lifetime.
+    ///   - settings: the wallet client, acceleration, UnionPay mode and preparation lifetime.
     ///   - transport: how requests are sent.
-    ///   - orderDetails: goods, shipping, billing address and installments for an attempt.
+    ///   - orderDetails: goods, shipping and billing address for an attempt.
     public init(id: GatewayID = "citcon", environment: CitconEnvironment, credentials: CitconCredentials,
                 settings: CitconSettings = CitconSettings(), transport: any HTTPTransport,
                 orderDetails: (@Sendable (AttemptContext) -> CitconOrderDetails?)? = nil) {
@@ -53,14 +53,20 @@ public struct CitconServer: CheckoutServer {
     /// Methods whose charge can be authorised and captured later (the others capture at once).
     static let capturableMethods: Set<PaymentMethod> = [.card, .paypal, .venmo]
 
+    /// Methods whose charge needs `consumer.reference` (Citcon's Phase 1 manual for the PayPal and
+    /// Venmo WebSDK; the iOS SDK guide for card, PayPal and Venmo).
+    static let consumerReferenceMethods: Set<PaymentMethod> = [.card, .paypal, .venmo]
+
+    /// Methods whose charge may carry `transaction.country_accelerator` (the sandbox accepted it for
+    /// WeChat Pay and UnionPay).
+    static let acceleratedMethods: Set<PaymentMethod> = [.wechatPay, .unionPay]
+
     // MARK: Return URL
 
-    /// The return URL for the method: WeChat Pay returns through a universal link, so the first
-    /// `https` URL offered; Alipay through the app's URL scheme, so the first custom-scheme URL; the
-    /// other methods prefer a custom scheme, else take the first offered.
-    ///
-    /// An `intent.metadata` override (`citcon.universal_link` for WeChat Pay, `citcon.scheme` for
-    /// Alipay) lifts the requirement: the override is sent to Citcon instead.
+    /// The return URL for the method: WeChat Pay's SDK returns through a universal link, so the first
+    /// `https` URL offered; Alipay's through the app's URL scheme, so the first custom-scheme URL; the
+    /// other methods prefer a custom scheme, else take the first offered (the iOS SDK guide requires a
+    /// universal link for WeChat Pay and a scheme for Alipay).
     /// - Throws: ``CheckoutError`` `missing_field` naming `returnURLs` when WeChat Pay is offered no
     ///   `https` URL, or Alipay no custom-scheme URL.
     public func returnURL(from offered: [URL], for intent: PaymentIntent) throws -> URL? {
@@ -68,23 +74,21 @@ public struct CitconServer: CheckoutServer {
         let customScheme = offered.first { !Self.isWeb($0) }
         switch intent.method {
         case .wechatPay:
-            if let universalLink { return universalLink }
-            guard intent.metadata["citcon.universal_link"] != nil else {
+            guard let universalLink else {
                 throw CheckoutError(.missingField, field: "returnURLs",
-                                    message: "WeChat Pay returns through a universal link: register a universal-link (https) return route (or set intent.metadata[\"citcon.universal_link\"])",
+                                    message: "WeChat Pay returns through a universal link: register a universal-link (https) return route",
                                     gateway: gateway)
             }
+            return universalLink
         case .alipay:
-            if let customScheme { return customScheme }
-            guard intent.metadata["citcon.scheme"] != nil else {
+            guard let customScheme else {
                 throw CheckoutError(.missingField, field: "returnURLs",
-                                    message: "Alipay returns through a URL scheme: register a custom-scheme return route (or set intent.metadata[\"citcon.scheme\"])",
-                                    gateway: gateway)
+                                    message: "Alipay returns through a URL scheme: register a custom-scheme return route", gateway: gateway)
             }
+            return customScheme
         default:
-            break
+            return customScheme ?? offered.first
         }
-        return customScheme ?? offered.first
     }
 
     /// Whether `url` is a web address (a universal link) rather than an app's own scheme.
@@ -95,12 +99,14 @@ public struct CitconServer: CheckoutServer {
 
     // MARK: Prepare
 
-    /// Creates the charge with a server token, then hands the app a client token (charge and inquire
-    /// only) with the wallet's launch content or the page to open.
+    /// Creates the charge with a server token, picks what the app opens from its `payment.client[]`
+    /// (``CitconCharge/launch(allowPlainHTTP:)``), then hands the app a client token (charge and
+    /// inquiry only) with it.
     ///
-    /// A charge Citcon could not create (no answer, unreachable, a server error) moved no money, so it
-    /// fails as `unavailable`: the attempt may go to another gateway. A charge created for which no
-    /// client token can be had is cancelled before failing the same way.
+    /// A charge Citcon could not create (no answer, unreachable, a server error, an answer that names
+    /// no charge) moved no money, so it fails as `unavailable`: the attempt may go to another gateway.
+    /// A charge that was created but that Till cannot use (nothing the app can open, or no client
+    /// token) is cancelled (`POST /v1/cancels`) before failing the same way, so nothing is left open.
     public func prepare(_ context: AttemptContext) async throws -> Preparation {
         let request = try chargeRequest(for: context)
         let charge: CitconCharge
@@ -108,22 +114,27 @@ public struct CitconServer: CheckoutServer {
             charge = try await call(.post, "charges", body: request, as: CitconCharge.self, token: .server)
         } catch let error as CheckoutError where error.category == .unknownOutcome || error.category == .unavailable {
             // Even if Citcon created the charge, it moves money only once a customer approves it in the
-            // wallet or on the page, and nobody has its launch content: safe to try elsewhere. (This
-            // holds because Till never sends a vaulted payment token, which could charge at once.)
+            // wallet or on the page, and nobody has its content: safe to try elsewhere. (This holds
+            // because Till never sends a vaulted payment token, which could charge at once.)
             throw CheckoutError(.gatewayUnreachable, category: .unavailable, message: "no Citcon charge: \(error.message)",
                                 gateway: gateway, gatewayCode: error.gatewayCode, gatewayMessage: error.gatewayMessage)
         }
         guard charge.reference == nil || charge.reference == context.attempt.rawValue else {
+            // Another order's charge: never touched (not even cancelled).
             throw CheckoutError(.gatewayError, category: .unavailable, message: "Citcon answered with another order's charge", gateway: gateway)
+        }
+        guard let launch = charge.launch(allowPlainHTTP: environment.allowsPlainHTTP) else {
+            let cancelled = await cancelUnused(charge, attempt: context.attempt)
+            throw CheckoutError(.gatewayError, category: .unavailable, field: "payment.client",
+                                message: "Citcon's answer holds nothing the app can open (\(cancelled ? "the charge was cancelled" : "cancelling the charge failed; it was never handed to anyone"))",
+                                gateway: gateway)
         }
         let clientToken: CitconToken
         do {
             clientToken = try await token(.client, minimumLifetime: settings.clientTokenMinimumLifetime)
         } catch {
-            // The charge exists but no app will ever get it: cancel it before moving on, so it cannot
-            // linger payable. (If the cancel fails too, it expires with payment.expiry.)
-            _ = try? await call(.post, "cancels", body: CitconOperationRequest(transactionID: charge.id), as: CitconOperation.self,
-                                token: .server)
+            // The charge exists but no app will ever get it: cancel it before moving on.
+            _ = await cancelUnused(charge, attempt: context.attempt)
             throw CheckoutError(.gatewayUnreachable, category: .unavailable,
                                 message: "no client token (the charge was cancelled): \((error as? CheckoutError)?.message ?? "failure")",
                                 gateway: gateway, gatewayCode: (error as? CheckoutError)?.gatewayCode)
@@ -136,15 +147,16 @@ public struct CitconServer: CheckoutServer {
             "environment": environment.name,
             "method": request.payment.method,
         ]
-        for entry in charge.payment?.client ?? [] {
-            switch entry.type {
-            case "native":
-                for (key, value) in entry.content where parameters["native.\(key)"] == nil { parameters["native.\(key)"] = value }
-            case "url":
-                if parameters["page_url"] == nil, let url = entry.content["url"] { parameters["page_url"] = url }
-            default:
-                continue
-            }
+        switch launch {
+        case .wallet(let method, let content):
+            parameters["launch"] = "wallet"
+            parameters["wallet"] = method
+            var content = content
+            if method == "upop", content["mode"] == nil { content["mode"] = settings.unionpayMode }
+            for (key, value) in content { parameters[CitconGateway.walletPrefix + key] = value }
+        case .page(let url):
+            parameters["launch"] = "page"
+            parameters["page_url"] = url.absoluteString
         }
         var expiresAt = clientToken.expiresAt
         if let lifetime = settings.chargeLifetime { expiresAt = min(expiresAt, Date().addingTimeInterval(CitconAPI.seconds(lifetime))) }
@@ -152,11 +164,20 @@ public struct CitconServer: CheckoutServer {
                            gatewayReference: charge.id, parameters: parameters, returnURL: context.returnURL, expiresAt: expiresAt)
     }
 
-    /// The charge request for an attempt: every part of the SDK's `CPayRequest` Till can fill. The
-    /// return URL (chosen by ``returnURL(from:for:)``) gives the app's scheme or universal link;
-    /// `intent.metadata["citcon.scheme"]` and `["citcon.universal_link"]` override them.
+    /// The reference of the cancel Till sends for an attempt's unused charge.
+    static func cancelReference(for attempt: AttemptReference) -> String { "\(attempt.rawValue)-cancel" }
+
+    /// Cancels a charge Till created but cannot use; true when Citcon answered the cancel.
+    private func cancelUnused(_ charge: CitconCharge, attempt: AttemptReference) async -> Bool {
+        let body = CitconCancelRequest(id: charge.id, reference: Self.cancelReference(for: attempt), transactionReference: attempt.rawValue)
+        return (try? await call(.post, "cancels", body: body, as: CitconOperation.self, token: .server)) != nil
+    }
+
+    /// The charge request for an attempt: `transaction`, `payment`, `urls`, and `consumer` and
+    /// `goods` when known. Wallets (WeChat Pay, Alipay, UnionPay) ask for ``CitconSettings/walletClient``;
+    /// every other method for `mobile_browser`.
     /// - Throws: ``CheckoutError`` naming the field of the intent or context at fault.
-    public func chargeRequest(for context: AttemptContext, now: Date = Date()) throws -> CitconChargeRequest {
+    public func chargeRequest(for context: AttemptContext) throws -> CitconChargeRequest {
         let intent = context.intent
         let method = intent.method
         guard CitconMethods.all.contains(method) else {
@@ -183,63 +204,30 @@ public struct CitconServer: CheckoutServer {
         if let note = intent.description, note.count > 128 {
             throw CheckoutError(.fieldTooLong, field: "intent.description", message: "at most 128 characters for Citcon's note", gateway: gateway)
         }
-
-        var scheme: String?
-        var universalLink: String?
-        if Self.isWeb(returnURL) {
-            var components = URLComponents(url: returnURL, resolvingAgainstBaseURL: false)
-            components?.query = nil
-            components?.fragment = nil
-            universalLink = components?.url?.absoluteString
-        } else {
-            scheme = returnURL.scheme
+        let customer = intent.customer
+        if Self.consumerReferenceMethods.contains(method), (customer.reference ?? "").isEmpty {
+            throw CheckoutError(.missingField, field: "intent.customer.reference",
+                                message: "Citcon needs consumer.reference for \(method)", gateway: gateway)
         }
-        if let override = intent.metadata["citcon.scheme"] { scheme = override }
-        if let override = intent.metadata["citcon.universal_link"] { universalLink = override }
 
         let details = orderDetails?(context)
-        let customer = intent.customer
-        let consumer = CitconChargeRequest.Consumer(reference: customer.reference, firstName: customer.firstName, lastName: customer.lastName,
-                                                    phone: customer.phone, email: customer.email, billingAddress: details?.billingAddress)
-        let wants3DS = method == .card && settings.request3DSecure
-        if wants3DS {
-            let needed: [(String, String?)] = [("intent.customer.firstName", customer.firstName), ("intent.customer.lastName", customer.lastName),
-                                               ("intent.customer.phone", customer.phone), ("intent.customer.email", customer.email)]
-            for (field, value) in needed where (value ?? "").isEmpty {
-                throw CheckoutError(.missingField, field: field, message: "card 3-D Secure needs it", gateway: gateway)
-            }
-            guard details?.billingAddress?.isComplete == true else {
-                throw CheckoutError(.missingField, field: "orderDetails.billingAddress",
-                                    message: "card 3-D Secure needs the street, city, state, zip and country", gateway: gateway)
-            }
-        }
-        guard ["00", "01"].contains(settings.unionpayMode) else {
-            throw CheckoutError(.misconfigured, field: "settings.unionpay_mode", message: "00 (production) or 01 (development)", gateway: gateway)
-        }
-
-        var expiry: Int64?
-        if let lifetime = settings.chargeLifetime {
-            expiry = Int64((now.timeIntervalSince1970 + CitconAPI.seconds(lifetime)) * 1_000)
-        }
         let hasConsumer = [customer.reference, customer.firstName, customer.lastName, customer.phone, customer.email].contains { $0 != nil }
-            || details?.billingAddress != nil
+        let client = CitconMethods.nativeWallets[method] != nil ? settings.walletClient.rawValue : CitconSettings.WalletClient.mobileBrowser.rawValue
         return CitconChargeRequest(
             transaction: .init(reference: context.attempt.rawValue, amount: intent.amount.minorUnits, currency: intent.amount.currency.code,
-                               country: country.code, autoCapture: Self.capturableMethods.contains(method) ? intent.action == .sale : nil,
+                               country: country.code,
+                               countryAccelerator: Self.acceleratedMethods.contains(method) ? settings.countryAccelerator : nil,
+                               autoCapture: Self.capturableMethods.contains(method) ? intent.action == .sale : nil,
                                note: intent.description),
-            consumer: hasConsumer ? consumer : nil,
-            payment: .init(method: method.rawValue, indicator: details?.indicator, client: ["mobile_native"], expiry: expiry,
-                           billingAddress: method == .card ? details?.billingAddress : nil),
+            consumer: hasConsumer ? .init(reference: customer.reference, firstName: customer.firstName, lastName: customer.lastName,
+                                          phone: customer.phone, email: customer.email) : nil,
+            payment: .init(method: CitconMethods.wireName(of: method), indicator: details?.indicator, client: [client],
+                           billingAddress: details?.billingAddress),
             goods: details?.goods,
-            installments: details?.installments,
             urls: .init(ipn: context.notificationURL?.absoluteString,
                         success: Self.returnURL(returnURL, result: "success"),
                         fail: Self.returnURL(returnURL, result: "fail"),
-                        cancel: Self.returnURL(returnURL, result: "cancel")),
-            scheme: scheme,
-            universalLink: universalLink,
-            request3DSecureVerification: method == .card ? wants3DS : nil,
-            unionpayMode: method == .unionPay ? settings.unionpayMode : nil)
+                        cancel: Self.returnURL(returnURL, result: "cancel")))
     }
 
     /// The attempt's return URL with `citcon_result=<result>` added (its state kept).
@@ -252,6 +240,10 @@ public struct CitconServer: CheckoutServer {
     // MARK: Confirm
 
     /// Checks the IPN's `sign` with the API secret, then reads the report from its signed fields only.
+    ///
+    /// A verified IPN is always answered with a report, so it is stored and acknowledged; one that
+    /// moves no money in Till's terms (a chargeback, a vault notice, a refund that failed, a paid
+    /// charge without its amount) gets a `citcon_…` status that is recorded and never applied.
     /// - Throws: ``CheckoutError`` in category `verification` for a bad or missing signature or a
     ///   `fields` list that leaves out what Till reads; `invalid_input` for a malformed body or a
     ///   field sent twice (`duplicate_field`).
@@ -275,44 +267,91 @@ public struct CitconServer: CheckoutServer {
 
     /// The report of a verified IPN, read only from its signed fields: whatever `fields` does not
     /// list could have been added on the way, so it is never looked at.
+    ///
+    /// - `charge`: the status in Till's terms with the signed amount; a `paid` or `authorized` without
+    ///   a readable amount and currency becomes `citcon_charge_<status>_without_amount` (never applied).
+    /// - `refund`: for the attempt its `reference` names, or the attempt of a Till refund reference
+    ///   (``refundReference(for:sequence:)``). A successful refund is `refunded` only when the signed
+    ///   `amount_refunded` reaches the signed `amount_captured`; otherwise `partially_refunded` with the
+    ///   refunded total (or the refund's amount). A refund that did not succeed is `citcon_refund_<status>`.
+    /// - `chargeback`, `vault` and any other type: `citcon_<type>_<status>`, no amount.
     func report(fromIPN all: CitconIPNFields, signed: Set<String>) throws -> StatusReport {
-        func value(_ name: String) -> String? { signed.contains(name) ? all[name] : nil }
-        guard let reference = value("reference"), !reference.isEmpty else {
-            throw CheckoutError(.missingField, field: "reference", message: "the IPN names no order", gateway: gateway)
+        func value(_ name: String) -> String? {
+            guard signed.contains(name), let text = all[name], !text.isEmpty else { return nil }
+            return text
         }
-        guard let raw = value("status"), !raw.isEmpty else {
-            throw CheckoutError(.missingField, field: "status", message: "the IPN carries no status", gateway: gateway)
-        }
-        let amount = try money(minor: value("amount"), currency: value("currency"))
         let type = value("transaction_type") ?? ""
+        let id = value("id")
+        guard var about = value("reference") ?? id else {
+            throw CheckoutError(.missingField, category: .verification, field: "reference", message: "the IPN names no order", gateway: gateway)
+        }
+        if type == "refund", let reference = value("reference") { about = Self.attempt(fromRefundReference: reference) }
+        let raw = value("status") ?? ""
+        let currency = value("currency").flatMap(Currency.lookup)
+        func money(_ name: String) -> Money? {
+            guard let text = value(name), let minor = Int64(text), minor >= 0, let currency else { return nil }
+            return Money(minorUnits: minor, currency: currency)
+        }
+        let amount = money("amount")
         let refunded = value("amount_refunded") ?? ""
-        var status = CitconGateway.status(raw)
+        var status: PaymentStatus
+        var reported: Money?
         switch type {
         case "charge":
-            break
+            status = CitconGateway.status(raw)
+            reported = amount
+            if status == .paid || status == .authorized, amount == nil {
+                status = Self.unmapped("charge", raw, suffix: "without_amount")
+            }
         case "refund":
-            // A refund that succeeded moves a paid payment on; anything else about a refund says
-            // nothing about the charge.
-            if status == .paid, let total = Int64(refunded), let amount {
-                status = total >= amount.minorUnits ? .refunded : .partiallyRefunded
-            } else if status == .paid {
-                status = .partiallyRefunded
+            if CitconGateway.status(raw) == .paid {
+                let total = money("amount_refunded")
+                if let total, let captured = money("amount_captured"), captured.minorUnits > 0, total.minorUnits >= captured.minorUnits {
+                    status = .refunded
+                } else {
+                    status = .partiallyRefunded
+                }
+                reported = total ?? amount
             } else {
-                status = PaymentStatus(rawValue: "citcon_refund_\(raw)")
+                status = Self.unmapped("refund", raw)
             }
         default:
-            status = PaymentStatus(rawValue: "citcon_\(type.isEmpty ? "untyped" : type)_\(raw)")
+            status = Self.unmapped(type.isEmpty ? "untyped" : type, raw)
         }
-        if status == .paid || status == .authorized, amount == nil {
-            throw CheckoutError(.missingField, field: "amount", message: "a payment is only confirmed with its amount", gateway: gateway)
-        }
-        let id = value("id")
-        return StatusReport(gateway: gateway, attempt: AttemptReference(rawValue: reference), gatewayReference: id,
-                            status: status, amount: type == "refund" ? nil : amount, gatewayStatus: raw,
-                            eventID: "\(id ?? reference):\(type):\(raw):\(refunded)")
+        return StatusReport(gateway: gateway, attempt: AttemptReference(rawValue: about), gatewayReference: id,
+                            status: status, amount: reported, gatewayStatus: raw.isEmpty ? nil : raw,
+                            eventID: "\(id ?? about):\(type):\(raw):\(refunded)")
     }
 
-    /// The charge's status from `GET /v1/transactions/{id}`, with the server token.
+    /// The reference Till gives a refund of `attempt`: `<attempt>-r<sequence>`. Citcon's refund answer
+    /// echoes the refund's own reference, so a refund IPN may name the refund rather than the charge; a
+    /// reference of this form maps back to its attempt (generated attempt references hold no `-`).
+    public static func refundReference(for attempt: AttemptReference, sequence: Int) -> String {
+        "\(attempt.rawValue)-r\(max(sequence, 1))"
+    }
+
+    /// The attempt a refund IPN's `reference` names: the part before a trailing `-r<digits>`
+    /// (``refundReference(for:sequence:)``), or the reference itself (a refund IPN naming the charge).
+    static func attempt(fromRefundReference reference: String) -> String {
+        guard let dash = reference.lastIndex(of: "-"), dash > reference.startIndex else { return reference }
+        let suffix = reference[reference.index(after: dash)...]
+        guard suffix.count > 1, suffix.first == "r", suffix.dropFirst().allSatisfy({ $0.isASCII && $0.isNumber }) else { return reference }
+        return String(reference[..<dash])
+    }
+
+    /// A status Till records and never applies: `citcon_<type>_<status>` in lower case, anything but
+    /// letters and digits as `_` (`citcon_chargeback_notification_of_claim`).
+    static func unmapped(_ type: String, _ raw: String, suffix: String? = nil) -> PaymentStatus {
+        let words = [type, raw.isEmpty ? "notice" : raw] + (suffix.map { [$0] } ?? [])
+        let slug = words.joined(separator: "_").lowercased().map { $0.isASCII && ($0.isLetter || $0.isNumber) ? $0 : "_" }
+        var collapsed = ""
+        for character in slug where !(character == "_" && collapsed.hasSuffix("_")) { collapsed.append(character) }
+        while collapsed.hasSuffix("_") { collapsed.removeLast() }
+        return PaymentStatus(rawValue: "citcon_" + String(collapsed.prefix(80)))
+    }
+
+    /// The charge's status from `GET /v1/transactions/{id}`, with the server token. A paid charge with
+    /// a refunded total is `partially_refunded`, or `refunded` once the total reaches its amount.
     /// - Throws: ``CheckoutError`` `unknown_outcome` when no transaction id is known, the transaction
     ///   belongs to another order, or the answer confirms a payment without its amount.
     public func inquire(_ query: InquiryQuery) async throws -> StatusReport {
@@ -320,19 +359,31 @@ public struct CitconServer: CheckoutServer {
             throw CheckoutError(.unknownOutcome, message: "no Citcon transaction id is known for this attempt", gateway: gateway)
         }
         let charge = try await transaction(id, token: .server)
-        guard charge.reference == nil || charge.reference == query.attempt.rawValue else {
-            throw CheckoutError(.unknownOutcome, message: "Citcon's transaction \(id) belongs to another order", gateway: gateway)
+        return try report(fromInquiry: charge, attempt: query.attempt)
+    }
+
+    /// The report of an inquiry's answer for `attempt`.
+    func report(fromInquiry charge: CitconCharge, attempt: AttemptReference) throws -> StatusReport {
+        guard charge.reference == nil || charge.reference == attempt.rawValue else {
+            throw CheckoutError(.unknownOutcome, message: "Citcon's transaction \(charge.id) belongs to another order", gateway: gateway)
         }
         guard let raw = charge.status, !raw.isEmpty else {
             throw CheckoutError(.unknownOutcome, message: "Citcon's answer carries no status", gateway: gateway)
         }
-        let status = CitconGateway.status(raw)
-        let amount = try money(minor: charge.amount.map(String.init), currency: charge.currency)
+        var status = CitconGateway.status(raw)
+        let currency = charge.currency.flatMap(Currency.lookup)
+        let amount = charge.amount.flatMap { minor in currency.map { Money(minorUnits: minor, currency: $0) } }
         if status == .paid || status == .authorized, amount == nil {
             throw CheckoutError(.unknownOutcome, message: "Citcon's answer confirms a payment without its amount", gateway: gateway)
         }
-        return StatusReport(gateway: gateway, attempt: query.attempt, gatewayReference: charge.id, status: status,
-                            amount: amount, gatewayStatus: raw, eventID: "\(charge.id):inquiry:\(raw)")
+        var reported = amount
+        if status == .paid, let amount, let refunded = charge.amountRefunded, refunded > 0 {
+            status = refunded >= amount.minorUnits ? .refunded : .partiallyRefunded
+            reported = Money(minorUnits: min(refunded, amount.minorUnits), currency: amount.currency)
+        }
+        return StatusReport(gateway: gateway, attempt: attempt, gatewayReference: charge.id, status: status,
+                            amount: reported, gatewayStatus: raw,
+                            eventID: "\(charge.id):inquiry:\(raw):\(charge.amountRefunded.map(String.init) ?? "")")
     }
 
     // MARK: Follow-up operations
@@ -342,22 +393,38 @@ public struct CitconServer: CheckoutServer {
         try await transaction(id, token: .server)
     }
 
-    /// Captures an authorised card, PayPal or Venmo charge.
+    /// Not supported: no Citcon source shows a capture request or answer, so Till does not guess one.
+    /// Capture an authorised charge in Citcon's merchant portal.
+    /// - Throws: ``CheckoutError`` `unsupported_action`, always, before anything is sent.
     public func capture(transactionID: String, amount: Money) async throws -> CitconOperation {
-        try await call(.post, "captures", body: CitconOperationRequest(transactionID: transactionID, amount: amount.minorUnits),
-                       as: CitconOperation.self, token: .server)
+        throw CheckoutError(.unsupportedAction, field: "capture",
+                            message: "Citcon's capture request is not documented in any source Till was built from", gateway: gateway)
     }
 
-    /// Refunds part or all of a paid charge.
-    public func refund(transactionID: String, amount: Money, reason: String? = nil) async throws -> CitconOperation {
-        try await call(.post, "refunds",
-                       body: CitconOperationRequest(transactionID: transactionID, amount: amount.minorUnits, reason: reason),
-                       as: CitconOperation.self, token: .server)
+    /// Refunds part or all of a paid charge: `POST /v1/refunds` with `{id, reference, amount, note}`.
+    /// - Parameters:
+    ///   - transactionID: the charge's id (the attempt's gateway reference).
+    ///   - reference: the refund's own reference, unique per refund.
+    ///   - amount: how much, in the charge's currency.
+    ///   - note: why, for the merchant's records.
+    /// - Throws: ``CheckoutError``; a refusal of the refund (code `4202`) is `declined`.
+    public func refund(transactionID: String, reference: String, amount: Money, note: String? = nil) async throws -> CitconOperation {
+        guard amount.minorUnits > 0 else {
+            throw CheckoutError(.invalidAmount, field: "amount", message: "must be positive", gateway: gateway)
+        }
+        return try await call(.post, "refunds",
+                              body: CitconRefundRequest(id: transactionID, reference: reference, amount: amount.minorUnits, note: note),
+                              as: CitconOperation.self, token: .server)
     }
 
-    /// Cancels a pending or authorised charge.
-    public func cancel(transactionID: String) async throws -> CitconOperation {
-        try await call(.post, "cancels", body: CitconOperationRequest(transactionID: transactionID),
+    /// Cancels a charge that was not paid: `POST /v1/cancels` with `{id, reference[, transaction_reference]}`.
+    /// - Parameters:
+    ///   - transactionID: the charge's id.
+    ///   - reference: the cancel's own reference.
+    ///   - transactionReference: the charge's merchant reference (the attempt reference), if wanted.
+    public func cancel(transactionID: String, reference: String, transactionReference: String? = nil) async throws -> CitconOperation {
+        try await call(.post, "cancels",
+                       body: CitconCancelRequest(id: transactionID, reference: reference, transactionReference: transactionReference),
                        as: CitconOperation.self, token: .server)
     }
 
@@ -379,9 +446,9 @@ public struct CitconServer: CheckoutServer {
             guard !answer.accessToken.isEmpty else {
                 throw CheckoutError(.gatewayError, category: .configuration, message: "Citcon issued an empty access token", gateway: gateway)
             }
-            // Believe at most a day: a far-future or absurd expiry must not keep a token forever (or overflow).
+            // Believe at most a day: a far-future or absurd expiry must not keep a token forever.
             let now = Date()
-            let claimed = answer.expiry.map { Date(timeIntervalSince1970: TimeInterval($0)) } ?? now.addingTimeInterval(3_600)
+            let claimed = answer.expiryDate ?? now.addingTimeInterval(3_600)
             return CitconToken(value: answer.accessToken, expiresAt: min(claimed, now.addingTimeInterval(86_400)))
         }
         do {
@@ -404,16 +471,5 @@ public struct CitconServer: CheckoutServer {
             let second = try await token(type)
             return try await api.send(method, path, body: body, as: Answer.self, bearer: second.value)
         }
-    }
-
-    private func money(minor: String?, currency: String?) throws -> Money? {
-        guard let minor, !minor.isEmpty else { return nil }
-        guard let value = Int64(minor) else {
-            throw CheckoutError(.invalidField, field: "amount", message: "not an integer amount in minor units", gateway: gateway)
-        }
-        guard let code = currency, let currency = Currency.lookup(code) else {
-            throw CheckoutError(.invalidCurrency, field: "currency", message: "not an ISO 4217 currency", gateway: gateway)
-        }
-        return Money(minorUnits: value, currency: currency)
     }
 }

@@ -22,47 +22,56 @@ public struct CitconCredentials: Sendable, Hashable, CustomStringConvertible, Cu
     public var debugDescription: String { description }
 }
 
-/// How the server fills the parts of a charge that are the merchant's choice.
+/// How the server fills the parts of a charge that are the merchant's choice, and what it hands the app.
 public struct CitconSettings: Sendable, Hashable {
-    /// UnionPay mode: `"00"` production (default), `"01"` development.
+    /// The client a wallet charge (WeChat Pay, Alipay, UnionPay) is requested for.
+    public enum WalletClient: String, Sendable, Hashable, CaseIterable {
+        /// The app launches the wallet's SDK with the charge's native content (as Citcon's Android SDK does).
+        case mobileNative = "mobile_native"
+        /// The app opens the charge's mobile page.
+        case mobileBrowser = "mobile_browser"
+    }
+
+    /// The client a wallet charge is requested for; other methods are always `mobile_browser`.
+    public var walletClient: WalletClient
+    /// `transaction.country_accelerator` for WeChat Pay and UnionPay charges (`CN`), or `nil`.
+    public var countryAccelerator: String?
+    /// The mode the app's UnionPay SDK is launched with (`"00"` production, `"01"` development): the
+    /// iOS SDK's `unionpayMode`, handed to the app as the wallet parameter `mode`; never sent to Citcon.
     public var unionpayMode: String
-    /// Ask for 3-D Secure on card payments. Needs the customer's names, phone, e-mail and billing address.
-    public var request3DSecure: Bool
-    /// How long a charge stays payable (`payment.expiry`). `nil` leaves it to Citcon.
+    /// How long Till keeps a preparation payable (its `expiresAt`). Till's own bound: no source shows
+    /// a charge lifetime field in a unit Till could send, so nothing is sent to Citcon.
     public var chargeLifetime: Duration?
     /// Minimum time left on a client token handed to an app.
     public var clientTokenMinimumLifetime: Duration
 
-    /// Settings; the defaults are UnionPay production, no 3-D Secure, charges payable for 30 minutes and
-    /// client tokens good for at least 15.
-    public init(unionpayMode: String = "00", request3DSecure: Bool = false, chargeLifetime: Duration? = .seconds(1_800),
-                clientTokenMinimumLifetime: Duration = .seconds(900)) {
+    /// Settings; the defaults are wallet SDK launches, no acceleration, UnionPay production,
+    /// preparations payable for 30 minutes and client tokens good for at least 15.
+    public init(walletClient: WalletClient = .mobileNative, countryAccelerator: String? = nil, unionpayMode: String = "00",
+                chargeLifetime: Duration? = .seconds(1_800), clientTokenMinimumLifetime: Duration = .seconds(900)) {
+        self.walletClient = walletClient
+        self.countryAccelerator = countryAccelerator
         self.unionpayMode = unionpayMode
-        self.request3DSecure = request3DSecure
         self.chargeLifetime = chargeLifetime
         self.clientTokenMinimumLifetime = clientTokenMinimumLifetime
     }
 }
 
-/// Order details Till cannot read from a ``PaymentIntent``: the goods, shipping, billing address and
-/// installments. The server supplies them per attempt through the `orderDetails` closure of
+/// Order details Till cannot read from a ``PaymentIntent``: the goods, shipping and billing address.
+/// The server supplies them per attempt through the `orderDetails` closure of
 /// ``CitconServer/init(id:environment:credentials:settings:transport:orderDetails:)``.
 public struct CitconOrderDetails: Sendable, Hashable {
-    /// The products and where they ship.
+    /// The products and where they ship (`goods`).
     public var goods: CitconChargeRequest.Goods?
-    /// The billing address (card 3-D Secure needs it).
+    /// The billing address (`payment.billing_address`).
     public var billingAddress: CitconChargeRequest.Address?
-    /// The maximum number of installments.
-    public var installments: CitconChargeRequest.Installments?
     /// `payment.indicator`.
     public var indicator: String?
 
     /// Details; every part is optional.
-    public init(goods: CitconChargeRequest.Goods? = nil, billingAddress: CitconChargeRequest.Address? = nil,
-                installments: CitconChargeRequest.Installments? = nil, indicator: String? = nil) {
+    public init(goods: CitconChargeRequest.Goods? = nil, billingAddress: CitconChargeRequest.Address? = nil, indicator: String? = nil) {
         self.goods = goods
         self.billingAddress = billingAddress
-        self.installments = installments
         self.indicator = indicator
     }
 }

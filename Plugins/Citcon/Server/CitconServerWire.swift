@@ -2,111 +2,130 @@ import Foundation
 import TillCitcon
 import TillGatewayKit
 
-// Typed wire models of the requests only the server makes (JSON, snake_case keys). See
+// Typed wire models of the requests only the server makes (JSON, snake_case keys). Each field is
+// named by a vendor source (the fixtures in Tests/TillCitconTests/Fixtures/wire/ say which); see
 // docs/gateways/citcon.md.
 
 /// Which access token to ask for.
 public enum CitconTokenType: String, Sendable, Hashable, Codable {
-    /// May only charge and inquire: the one an app gets.
+    /// Inquiry and charge permissions (Citcon's Phase 1 manual): the one an app gets.
     case client
-    /// May also refund, capture and cancel: never leaves the server.
+    /// Every permission (refunds, cancels, …): never leaves the server.
     case server
 }
 
-/// `POST /v1/access-tokens` body.
+/// `POST /v1/access-tokens` body: `{"token_type": "client" | "server"}`.
 struct CitconTokenRequest: Encodable {
     var tokenType: CitconTokenType
     enum CodingKeys: String, CodingKey { case tokenType = "token_type" }
 }
 
-/// `POST /v1/access-tokens` answer `data`.
+/// `POST /v1/access-tokens` answer `data`: `{"access_token", "token_type", "expiry", "permission"}`.
 struct CitconAccessToken: Decodable, Sendable, Hashable {
     var accessToken: String
-    var tokenType: CitconTokenType?
-    var permissions: [String]?
-    /// Unix seconds.
+    /// `client` or `server` (kept as text: an unknown word is not a failure).
+    var tokenType: String?
+    /// The token's permissions (`inquiry`, `charge`, `refund`, …): `permission`, singular, in every source.
+    var permission: [String]?
+    /// The expiry as sent: epoch milliseconds in Citcon's 2022 manual (1658662133487), epoch seconds in
+    /// the 2025 sandbox (1762681312). See ``expiryDate``.
     var expiry: Int64?
 
     enum CodingKeys: String, CodingKey {
-        case accessToken = "access_token", tokenType = "token_type", permissions, expiry
+        case accessToken = "access_token", tokenType = "token_type", permission, expiry
+    }
+
+    init(accessToken: String, tokenType: String? = nil, permission: [String]? = nil, expiry: Int64? = nil) {
+        self.accessToken = accessToken
+        self.tokenType = tokenType
+        self.permission = permission
+        self.expiry = expiry
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        accessToken = try container.decode(String.self, forKey: .accessToken)
+        tokenType = try? container.decodeIfPresent(String.self, forKey: .tokenType)
+        permission = try? container.decodeIfPresent([String].self, forKey: .permission)
+        expiry = try? container.decodeLossyInt(forKey: .expiry)
+    }
+
+    /// The largest value read as seconds: anything above 10^11 (the year 5138 in seconds, 1973 in
+    /// milliseconds) is milliseconds.
+    static let millisecondsThreshold: Int64 = 100_000_000_000
+
+    /// ``expiry`` as a date, whichever unit it came in; `nil` for none or a value not after 1970.
+    var expiryDate: Date? {
+        guard let expiry, expiry > 0 else { return nil }
+        let seconds = expiry > Self.millisecondsThreshold ? Double(expiry) / 1_000 : Double(expiry)
+        return Date(timeIntervalSince1970: seconds)
     }
 }
 
-/// The charge request: the SDK's `CPayRequest` as the REST API takes it.
+/// The charge request, `POST /v1/charges`, as the REST sources show it: `transaction`, `payment`,
+/// `urls`, and when known `consumer` and `goods`. The iOS SDK's `scheme`, `universalLink`,
+/// `unionpayMode` and `request3DSecureVerification` are properties of its request object, not REST
+/// fields, and are never sent.
 public struct CitconChargeRequest: Codable, Sendable, Hashable {
     /// The order: reference, amount, currency, country.
     public var transaction: Transaction
-    /// Who pays, when known.
+    /// Who pays (required for PayPal, Venmo and card).
     public var consumer: Consumer?
-    /// The method and how the app pays.
+    /// The method and the client the customer pays on.
     public var payment: Payment
     /// The products and where they ship.
     public var goods: Goods?
-    /// The maximum number of installments.
-    public var installments: Installments?
     /// Where Citcon posts its IPN and sends the customer back.
     public var urls: URLs
-    /// The app's URL scheme (required for Alipay).
-    public var scheme: String?
-    /// The app's universal link (required for WeChat Pay).
-    public var universalLink: String?
-    /// Whether a card payment asks for 3-D Secure.
-    public var request3DSecureVerification: Bool?
-    /// UnionPay: `"00"` production, `"01"` development.
-    public var unionpayMode: String?
 
     /// A charge request; the optional parts are left out of the JSON when `nil`.
-    public init(transaction: Transaction, consumer: Consumer? = nil, payment: Payment, goods: Goods? = nil,
-                installments: Installments? = nil, urls: URLs, scheme: String? = nil, universalLink: String? = nil,
-                request3DSecureVerification: Bool? = nil, unionpayMode: String? = nil) {
+    public init(transaction: Transaction, consumer: Consumer? = nil, payment: Payment, goods: Goods? = nil, urls: URLs) {
         self.transaction = transaction
         self.consumer = consumer
         self.payment = payment
         self.goods = goods
-        self.installments = installments
         self.urls = urls
-        self.scheme = scheme
-        self.universalLink = universalLink
-        self.request3DSecureVerification = request3DSecureVerification
-        self.unionpayMode = unionpayMode
     }
 
-    enum CodingKeys: String, CodingKey {
-        case transaction, consumer, payment, goods, installments, urls, scheme
-        case universalLink = "universal_link", request3DSecureVerification = "request_3ds_verification", unionpayMode = "unionpay_mode"
-    }
-
-    /// `CPayTransaction`.
+    /// `transaction`.
     public struct Transaction: Codable, Sendable, Hashable {
-        /// The merchant's unique reference: Till sends the attempt reference.
+        /// The merchant's unique reference: Till sends the attempt reference. A repeated one is
+        /// refused (HTTP 400, code `4100`).
         public var reference: String
-        /// Minor units, tax included.
+        /// Minor units.
         public var amount: Int64
         /// ISO 4217 code.
         public var currency: String
         /// ISO 3166 code of the country the payment is processed in.
         public var country: String
-        /// For card, PayPal and Venmo: capture at once (`true`) or authorise only (`false`).
+        /// `CN` to route WeChat Pay and UnionPay through Citcon's China acceleration (the sandbox
+        /// accepted it; its pages are then on `proxy.citconpay.cn`).
+        public var countryAccelerator: String?
+        /// Capture at once (`true`) or authorise only (`false`); Citcon's default for PayPal is `false`.
         public var autoCapture: Bool?
-        /// A note for the order (at most 128 characters).
+        /// A note for the order.
         public var note: String?
 
         /// A transaction.
-        public init(reference: String, amount: Int64, currency: String, country: String, autoCapture: Bool? = nil, note: String? = nil) {
+        public init(reference: String, amount: Int64, currency: String, country: String, countryAccelerator: String? = nil,
+                    autoCapture: Bool? = nil, note: String? = nil) {
             self.reference = reference
             self.amount = amount
             self.currency = currency
             self.country = country
+            self.countryAccelerator = countryAccelerator
             self.autoCapture = autoCapture
             self.note = note
         }
 
-        enum CodingKeys: String, CodingKey { case reference, amount, currency, country, autoCapture = "auto_capture", note }
+        enum CodingKeys: String, CodingKey {
+            case reference, amount, currency, country, countryAccelerator = "country_accelerator", autoCapture = "auto_capture", note
+        }
     }
 
-    /// `CPayConsumer`.
+    /// `consumer`.
     public struct Consumer: Codable, Sendable, Hashable {
-        /// The merchant's customer reference.
+        /// The merchant's customer reference (required for PayPal, Venmo and card).
         public var reference: String?
         /// Given name.
         public var firstName: String?
@@ -116,26 +135,23 @@ public struct CitconChargeRequest: Codable, Sendable, Hashable {
         public var phone: String?
         /// E-mail address.
         public var email: String?
-        /// Billing address.
-        public var billingAddress: Address?
 
         /// A consumer; every part is optional.
         public init(reference: String? = nil, firstName: String? = nil, lastName: String? = nil, phone: String? = nil,
-                    email: String? = nil, billingAddress: Address? = nil) {
+                    email: String? = nil) {
             self.reference = reference
             self.firstName = firstName
             self.lastName = lastName
             self.phone = phone
             self.email = email
-            self.billingAddress = billingAddress
         }
 
         enum CodingKeys: String, CodingKey {
-            case reference, firstName = "first_name", lastName = "last_name", phone, email, billingAddress = "billing_address"
+            case reference, firstName = "first_name", lastName = "last_name", phone, email
         }
     }
 
-    /// `CPayBillingAddr`.
+    /// `payment.billing_address`.
     public struct Address: Codable, Sendable, Hashable {
         /// Street and number.
         public var street: String?
@@ -160,79 +176,35 @@ public struct CitconChargeRequest: Codable, Sendable, Hashable {
             self.zip = zip
             self.country = country
         }
-
-        /// True when every part 3-D Secure needs is there.
-        var isComplete: Bool {
-            [street, city, state, zip, country].allSatisfy { !($0 ?? "").isEmpty }
-        }
     }
 
-    /// `CPayPayment`.
+    /// `payment`.
     public struct Payment: Codable, Sendable, Hashable {
-        /// Lower case: `wechatpay`, `alipay`, `unionpay`, `card`, `paypal`, `venmo`, …
+        /// Citcon's name of the method: `wechatpay`, `alipay`, `upop`, `card`, `paypal`, `venmo`, …
+        /// (``CitconMethods/wireName(of:)``).
         public var method: String
-        /// `payment.indicator`, as Citcon defines it.
+        /// `payment.indicator`, as Citcon defines it (the Android SDK sends `non-authenticated`).
         public var indicator: String?
-        /// Ask Citcon for a reusable payment token. Till never does.
-        public var requestToken: Bool?
-        /// A vaulted payment token. Till never sends one.
-        public var token: String?
-        /// Always contains `mobile_native` for an app.
+        /// The clients the customer may pay on: `mobile_native` (a wallet SDK in the app) or
+        /// `mobile_browser` (a page).
         public var client: [String]
-        /// When the order times out, absolute (Unix milliseconds).
-        public var expiry: Int64?
-        /// Card data. Till never fills it: card details are typed on Citcon's page.
-        public var data: PaymentData?
-        /// The card's billing address.
+        /// The billing address (card, PayPal).
         public var billingAddress: Address?
 
         /// A payment part.
-        public init(method: String, indicator: String? = nil, requestToken: Bool? = nil, token: String? = nil,
-                    client: [String] = ["mobile_native"], expiry: Int64? = nil, data: PaymentData? = nil, billingAddress: Address? = nil) {
+        public init(method: String, indicator: String? = nil, client: [String], billingAddress: Address? = nil) {
             self.method = method
             self.indicator = indicator
-            self.requestToken = requestToken
-            self.token = token
             self.client = client
-            self.expiry = expiry
-            self.data = data
             self.billingAddress = billingAddress
         }
 
         enum CodingKeys: String, CodingKey {
-            case method, indicator, requestToken = "request_token", token, client, expiry, data, billingAddress = "billing_address"
+            case method, indicator, client, billingAddress = "billing_address"
         }
     }
 
-    /// `CPayPaymentData`. Its description never shows the card number or CVV.
-    public struct PaymentData: Codable, Sendable, Hashable, CustomStringConvertible {
-        /// Cardholder's given name.
-        public var firstName: String?
-        /// Cardholder's family name.
-        public var lastName: String?
-        /// Card security code.
-        public var cvv: String?
-        /// Card number.
-        public var pan: String?
-        /// `MM/YY`.
-        public var expiry: String?
-
-        /// Card data.
-        public init(firstName: String? = nil, lastName: String? = nil, cvv: String? = nil, pan: String? = nil, expiry: String? = nil) {
-            self.firstName = firstName
-            self.lastName = lastName
-            self.cvv = cvv
-            self.pan = pan
-            self.expiry = expiry
-        }
-
-        /// `PaymentData(<redacted>)`: never the card number or CVV.
-        public var description: String { "PaymentData(<redacted>)" }
-
-        enum CodingKeys: String, CodingKey { case firstName = "first_name", lastName = "last_name", cvv, pan, expiry }
-    }
-
-    /// `CPayGoods`: the products and where they ship.
+    /// `goods`: the products (`goods.data`) and where they ship (`goods.shipping`).
     public struct Goods: Codable, Sendable, Hashable {
         /// The products.
         public var data: [Product]
@@ -246,7 +218,7 @@ public struct CitconChargeRequest: Codable, Sendable, Hashable {
         }
     }
 
-    /// `CPayProduct`; amounts in minor units.
+    /// One of `goods.data`; amounts in minor units.
     public struct Product: Codable, Sendable, Hashable {
         /// Product name.
         public var name: String?
@@ -256,46 +228,31 @@ public struct CitconChargeRequest: Codable, Sendable, Hashable {
         public var url: String?
         /// How many.
         public var quantity: Int?
-        /// Total for the line.
-        public var totalAmount: Int64?
         /// Price of one.
         public var unitAmount: Int64?
-        /// Tax rate, as Citcon defines it.
-        public var totalTaxRate: Int?
-        /// Tax for the line.
-        public var totalTaxAmount: Int64?
-        /// Discount for the line.
-        public var totalDiscountAmount: Int64?
-        /// The taxable part of the line.
-        public var taxableAmount: Int64?
+        /// `physical`, `digital` or `donation`.
+        public var productType: String?
         /// The tax-exempt part of the line.
         public var taxExemptAmount: Int64?
 
         /// A product line; every part is optional.
-        public init(name: String? = nil, sku: String? = nil, url: String? = nil, quantity: Int? = nil, totalAmount: Int64? = nil,
-                    unitAmount: Int64? = nil, totalTaxRate: Int? = nil, totalTaxAmount: Int64? = nil, totalDiscountAmount: Int64? = nil,
-                    taxableAmount: Int64? = nil, taxExemptAmount: Int64? = nil) {
+        public init(name: String? = nil, sku: String? = nil, url: String? = nil, quantity: Int? = nil, unitAmount: Int64? = nil,
+                    productType: String? = nil, taxExemptAmount: Int64? = nil) {
             self.name = name
             self.sku = sku
             self.url = url
             self.quantity = quantity
-            self.totalAmount = totalAmount
             self.unitAmount = unitAmount
-            self.totalTaxRate = totalTaxRate
-            self.totalTaxAmount = totalTaxAmount
-            self.totalDiscountAmount = totalDiscountAmount
-            self.taxableAmount = taxableAmount
+            self.productType = productType
             self.taxExemptAmount = taxExemptAmount
         }
 
         enum CodingKeys: String, CodingKey {
-            case name, sku, url, quantity, totalAmount = "total_amount", unitAmount = "unit_amount", totalTaxRate = "total_tax_rate"
-            case totalTaxAmount = "total_tax_amount", totalDiscountAmount = "total_discount_amount"
-            case taxableAmount = "taxable_amount", taxExemptAmount = "tax_exempt_amount"
+            case name, sku, url, quantity, unitAmount = "unit_amount", productType = "product_type", taxExemptAmount = "tax_exempt_amount"
         }
     }
 
-    /// `CPayShipping`.
+    /// `goods.shipping`.
     public struct Shipping: Codable, Sendable, Hashable {
         /// Recipient's given name.
         public var firstName: String?
@@ -338,15 +295,7 @@ public struct CitconChargeRequest: Codable, Sendable, Hashable {
         }
     }
 
-    /// `CPayInstallments`: the maximum number of installments.
-    public struct Installments: Codable, Sendable, Hashable {
-        /// The maximum number of installments, as text.
-        public var id: String
-        /// Installments up to `id`.
-        public init(id: String) { self.id = id }
-    }
-
-    /// `CPayUrls`.
+    /// `urls`.
     public struct URLs: Codable, Sendable, Hashable {
         /// Where Citcon posts its IPN (the server's notification URL).
         public var ipn: String?
@@ -367,41 +316,80 @@ public struct CitconChargeRequest: Codable, Sendable, Hashable {
     }
 }
 
-/// The answer to a capture, refund or cancel.
-public struct CitconOperation: Decodable, Sendable, Hashable {
-    /// `capture`, `refund` or `cancel`.
-    public var object: String?
-    /// Citcon's id of the operation.
+/// `POST /v1/refunds` body: the charge by `id`, the refund's own `reference`, the `amount` (minor
+/// units) and a `note`.
+public struct CitconRefundRequest: Codable, Sendable, Hashable {
+    /// The charge's id (`data.id` of its answer).
     public var id: String
-    /// The charge it applies to.
-    public var transactionID: String?
+    /// The refund's own reference.
+    public var reference: String
     /// Minor units.
-    public var amount: Int64?
-    /// ISO 4217 code.
-    public var currency: String?
-    /// Citcon's status of the operation (`succeeded`, …).
-    public var status: String?
+    public var amount: Int64
+    /// Why, for the merchant's records.
+    public var note: String?
 
-    enum CodingKeys: String, CodingKey {
-        case object, id, transactionID = "transaction_id", amount, currency, status
-    }
-
-    /// Decodes an operation; the amount may come as a number, a numeric string, `""` or `null`.
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        object = try container.decodeIfPresent(String.self, forKey: .object)
-        id = try container.decode(String.self, forKey: .id)
-        transactionID = try container.decodeIfPresent(String.self, forKey: .transactionID)
-        amount = try container.decodeLossyInt(forKey: .amount)
-        currency = try container.decodeIfPresent(String.self, forKey: .currency)
-        status = try container.decodeIfPresent(String.self, forKey: .status)
+    /// A refund request.
+    public init(id: String, reference: String, amount: Int64, note: String? = nil) {
+        self.id = id
+        self.reference = reference
+        self.amount = amount
+        self.note = note
     }
 }
 
-/// Capture / refund / cancel bodies.
-struct CitconOperationRequest: Encodable {
-    var transactionID: String
-    var amount: Int64?
-    var reason: String?
-    enum CodingKeys: String, CodingKey { case transactionID = "transaction_id", amount, reason }
+/// `POST /v1/cancels` body: the charge by `id`, the cancel's own `reference`, and optionally the
+/// charge's merchant reference.
+public struct CitconCancelRequest: Codable, Sendable, Hashable {
+    /// The charge's id.
+    public var id: String
+    /// The cancel's own reference.
+    public var reference: String
+    /// The charge's merchant reference (the attempt reference).
+    public var transactionReference: String?
+
+    /// A cancel request.
+    public init(id: String, reference: String, transactionReference: String? = nil) {
+        self.id = id
+        self.reference = reference
+        self.transactionReference = transactionReference
+    }
+
+    enum CodingKeys: String, CodingKey { case id, reference, transactionReference = "transaction_reference" }
+}
+
+/// The answer to a refund or a cancel: an object like a charge with `object` set to the operation.
+public struct CitconOperation: Decodable, Sendable, Hashable {
+    /// `refund` or `cancel`.
+    public var object: String?
+    /// A refund's own id; for a cancel, the cancelled charge's id.
+    public var id: String
+    /// The operation's own reference, echoed.
+    public var reference: String?
+    /// Minor units.
+    public var amount: Int64?
+    /// A refund's answer: the charge's refunded total, minor units.
+    public var amountRefunded: Int64?
+    /// ISO 4217 code.
+    public var currency: String?
+    /// `succeeded` (a refund), `canceled` (a cancel), … (open).
+    public var status: String?
+
+    enum CodingKeys: String, CodingKey {
+        case object, id, reference, amount, amountRefunded = "amount_refunded", currency, status
+    }
+
+    /// Decodes an operation; amounts may come as numbers, numeric strings, `""` or `null`.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        object = try? container.decodeIfPresent(String.self, forKey: .object)
+        guard let id = try container.decodeLossyString(forKey: .id) else {
+            throw DecodingError.keyNotFound(CodingKeys.id, .init(codingPath: container.codingPath, debugDescription: "no id"))
+        }
+        self.id = id
+        reference = try? container.decodeLossyString(forKey: .reference)
+        amount = try container.decodeLossyInt(forKey: .amount)
+        amountRefunded = try container.decodeLossyInt(forKey: .amountRefunded)
+        currency = try? container.decodeIfPresent(String.self, forKey: .currency)
+        status = try? container.decodeIfPresent(String.self, forKey: .status)
+    }
 }
