@@ -27,22 +27,26 @@ public enum SandboxError: Error, Sendable, Equatable, CustomStringConvertible {
 /// ```
 ///
 /// Routes:
-/// - `POST /payfort/FortAPI/paymentApi`: the PayFort JSON API.
-/// - `GET /payfort/3ds/{fort_id}`: the 3-D Secure page; `POST /payfort/3ds/{fort_id}/complete` with
-///   the form field `outcome=approve|decline` finishes it (302 to the order's `return_url`).
-/// - `POST /admin/payfort/faults` with `{"fault": "timeout"|"server_error"|"drop", "command": "PURCHASE"}`
-///   (`command` optional): queue a fault for the next matching request.
+/// - `POST /payfort/FortAPI/paymentApi`: the PayFort JSON API; `POST /payfort/FortAPI/paymentPage`: the
+///   custom merchant page's TOKENIZATION form (302 to the `return_url` with the signed result).
+/// - `GET /payfort/secure3dsSimulator?FORTSESSIONID=…`: the 3-D Secure page; a `POST` to the same URL
+///   with the form field `outcome=approve|fail` finishes it (302 to the order's `return_url`).
+/// - `POST /payfort/sandbox-only/fort-sdk/pay`: a stand-in for the FORT mobile SDK (not an APS API).
+/// - `POST /admin/payfort/faults` with `{"fault": "timeout"|"server_error"|"drop"|"technical_problem",
+///   "command": "PURCHASE"}` (`command` optional): queue a fault for the next matching request.
 /// - `GET /admin/payfort/ledger`, `GET /admin/payfort/operations`, `GET /admin/payfort/notifications`:
 ///   what was charged, the follow-up operations, and the feedback delivery attempts, as JSON arrays.
 /// - With a Citcon emulator: the Citcon UPI API `POST /citcon/v1/access-tokens`, `POST /citcon/v1/charges`,
-///   `GET /citcon/v1/transactions/{id}`, `POST /citcon/v1/captures`, `/citcon/v1/refunds`, `/citcon/v1/cancels`.
-/// - `GET /citcon/h5/{id}`: a charge's H5 payment page; `POST /citcon/h5/{id}/complete` with the form
-///   field `outcome=complete|fail|cancel` settles it (303 to the charge's `urls.success|fail|cancel`).
-/// - `POST /citcon/wallet/{method}/pay` (`wechatpay`, `alipay`, `unionpay`): the wallet app, given the
-///   charge's native content plus `"outcome"` as JSON (303 to the matching URL with `code` added).
+///   `GET /citcon/v1/transactions/{id}`, `POST /citcon/v1/refunds`, `/citcon/v1/cancels` (and
+///   `/citcon/v1/captures`, answered not supported).
+/// - `GET /citcon/landing/v1/landing/{id}` and `…/v1/qr/{id}`: the pages a charge's `payment.client[]`
+///   points at; `POST …/{id}/complete` with the form field `outcome=complete|fail|cancel` settles the
+///   charge (303 to its success, fail or cancel URL).
+/// - `POST /citcon/wallet/{wallet}/pay` (`wechatpay`, `alipay`, `upop`): the wallet app, given a
+///   `mobile_native` entry's content plus `"outcome"` as JSON (303 to the matching URL with `code` added).
 /// - `POST /admin/citcon/faults` with `{"fault": "server_error"|"timeout"|"drop"|"expire_tokens", "path": "/v1/charges"}`
 ///   (`path` optional), `GET /admin/citcon/ledger`, `GET /admin/citcon/notifications`,
-///   `POST /admin/citcon/ipn/{id}/redeliver`, `POST /admin/citcon/tokens/expire`.
+///   `POST /admin/citcon/ipn/{id}/redeliver`, `POST /admin/citcon/ipn/{id}/send`, `POST /admin/citcon/tokens/expire`.
 /// - `GET /healthz`.
 public struct Sandbox: Sendable {
     /// Only a namespace: start one with ``start(payFort:citcon:host:port:logger:)``.
@@ -124,11 +128,11 @@ public struct RunningSandbox: Sendable {
     }
 
     /// Where the PayFort emulator lives (`{baseURL}/payfort`); its API is
-    /// `{payFortBaseURL}/FortAPI/paymentApi`.
+    /// `{payFortBaseURL}/FortAPI/paymentApi`, its merchant page `{payFortBaseURL}/FortAPI/paymentPage`.
     public var payFortBaseURL: URL { baseURL.appendingPathComponent("payfort") }
 
     /// The Citcon UPI API base (`{baseURL}/citcon/v1`): the API's paths (`access-tokens`, `charges`,
-    /// `transactions/{id}`, …) go after it. The H5 pages and the wallet simulator are under
+    /// `transactions/{id}`, …) go after it. The landing pages and the wallet simulator are under
     /// `{baseURL}/citcon`. Only served when the sandbox was started with a Citcon emulator.
     public var citconBaseURL: URL { baseURL.appendingPathComponent("citcon").appendingPathComponent("v1") }
 

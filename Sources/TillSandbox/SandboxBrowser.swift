@@ -5,24 +5,26 @@ import FoundationNetworking
 
 /// Plays the customer's browser on the sandbox's own pages, for demos and tests.
 public enum SandboxBrowser {
-    /// Completes a PayFort 3-D Secure page of this sandbox (`…/payfort/3ds/{fort_id}`) and returns
-    /// where the bank page sends the customer: the transaction's `return_url` with the signed result
-    /// (the app's URL scheme), or nil when the transaction had no return URL.
+    /// Completes a PayFort 3-D Secure page of this sandbox (the `3ds_url`,
+    /// `…/payfort/secure3dsSimulator?FORTSESSIONID=…`: the customer approves or fails authentication)
+    /// and returns where the bank page sends the customer, without following it: the transaction's
+    /// `return_url` with the signed result, or nil when the transaction had no return URL.
     public static func completeThreeDSecure(at page: URL, approve: Bool = true) async throws -> URL? {
-        var request = URLRequest(url: page.appendingPathComponent("complete"))
+        var request = URLRequest(url: page)
         request.httpMethod = "POST"
         request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
-        request.httpBody = Data("outcome=\(approve ? "approve" : "decline")".utf8)
+        request.httpBody = Data("outcome=\(approve ? "approve" : "fail")".utf8)
         let session = URLSession(configuration: .ephemeral, delegate: NoRedirects(), delegateQueue: nil)   // the app opens the app's URL
         defer { session.finishTasksAndInvalidate() }
         let (_, response) = try await session.data(for: request)
         return (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Location").flatMap(URL.init(string:))
     }
 
-    /// Acts on a Citcon H5 page of this sandbox (`…/citcon/h5/{id}`, the `url` entry of a charge's
-    /// `payment.client`) and returns where the page sends the customer, without following it: the
-    /// charge's `urls.success`, `urls.fail` or `urls.cancel`, or nil when the page answered without
-    /// a redirect (unknown charge, bad outcome).
+    /// Acts on a Citcon landing or QR page of this sandbox (`…/citcon/landing/v1/landing/{id}` or
+    /// `…/v1/qr/{id}`: the `content` of a charge's `redirect` or `qr` client entry) and returns where
+    /// the page sends the customer, without following it: the charge's success, fail or cancel URL
+    /// (a cancel without a cancel URL goes to the fail URL), or nil when the page answered without
+    /// a redirect (unknown page, bad outcome, no such URL on the charge).
     /// - Parameter outcome: `complete`, `fail` or `cancel`.
     public static func completeCitconPage(at page: URL, outcome: String) async throws -> URL? {
         var request = URLRequest(url: page.appendingPathComponent("complete"))
@@ -32,14 +34,14 @@ public enum SandboxBrowser {
         return try await location(of: request)
     }
 
-    /// Plays the wallet app on a Citcon charge's native launch content and returns where the wallet
-    /// sends the customer back, without following it: the matching `urls.*` with the SDK's `code`
-    /// (`0`, `-1`, `-2`, or `6001` for a cancelled Alipay payment), or nil when the wallet refused the
-    /// content (it matches no charge, e.g. it was tampered with).
+    /// Plays the wallet app on a Citcon charge's `mobile_native` launch content and returns where the
+    /// wallet sends the customer back, without following it: the charge's URL for the result with the
+    /// SDK's `code` (`0`, `-1`, `-2`, or `6001` for a cancelled Alipay payment), or nil when the wallet
+    /// refused the content (it matches no charge, e.g. it was tampered with) or the charge has no URL.
     /// - Parameters:
     ///   - baseURL: the sandbox's ``RunningSandbox/baseURL``.
-    ///   - method: `wechatpay`, `alipay` or `unionpay`.
-    ///   - content: the `content` of the charge's `native` client entry, as received.
+    ///   - method: the wallet: `wechatpay` (or `wechat`), `alipay`, `upop` (or `unionpay`).
+    ///   - content: the `mobile_native` entry's `content` JSON string, parsed into its members.
     ///   - outcome: `complete`, `fail` or `cancel`.
     public static func payInCitconWallet(sandbox baseURL: URL, method: String, content: [String: String],
                                          outcome: String) async throws -> URL? {

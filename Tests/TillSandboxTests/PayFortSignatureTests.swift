@@ -83,17 +83,20 @@ struct VectorsUnavailable: Error {}
             } else if let json = Self.reconstructed[id] {
                 members = try JSONValue.parse(json).objectMembers
             }
+            // The .NET SDK's vectors skip empty and null values; the PHP and Java ones have none.
+            let rule: PayFortEmulator.Signature.EmptyValues = id.hasPrefix("net_") ? .skipped : .signed
             if let members {
-                #expect(PayFortEmulator.Signature.stringToSign(members, phrase: phrase) == expectedString, "\(id)")
+                #expect(PayFortEmulator.Signature.stringToSign(members, phrase: phrase, emptyValues: rule) == expectedString, "\(id)")
                 for (algorithm, hex) in hashes {
-                    #expect(PayFortEmulator.Signature.sign(members, phrase: phrase, algorithm: algorithm) == hex.lowercased(), "\(id)")
+                    #expect(PayFortEmulator.Signature.sign(members, phrase: phrase, algorithm: algorithm, emptyValues: rule)
+                            == hex.lowercased(), "\(id)")
                     #expect(PayFortEmulator.Signature.verify(hex, members: members, phrase: phrase, algorithm: algorithm), "\(id)")
                     #expect(PayFortEmulator.Signature.verify(hex.uppercased(), members: members, phrase: phrase, algorithm: algorithm))
                 }
                 // Flat vectors also go through the public, string-keyed API.
                 if members.allSatisfy(\.value.isScalar) {
                     let flat = Dictionary(members.map { ($0.key, $0.value.parameterText) }, uniquingKeysWith: { $1 })
-                    #expect(PayFortEmulator.Signature.stringToSign(flat, phrase: phrase) == expectedString, "\(id)")
+                    #expect(PayFortEmulator.Signature.stringToSign(flat, phrase: phrase, emptyValues: rule) == expectedString, "\(id)")
                     for (algorithm, hex) in hashes {
                         #expect(PayFortEmulator.Signature.verify(hex, parameters: flat, phrase: phrase, algorithm: algorithm), "\(id)")
                     }
@@ -136,12 +139,33 @@ struct VectorsUnavailable: Error {}
         #expect(!PayFortEmulator.Signature.verify("", parameters: params, phrase: "in", algorithm: .sha256))
     }
 
-    @Test func signatureAndEmptyValuesAreLeftOut() {
+    @Test("the signature is never signed; empty values are signed as k= (PHP SDK) unless told to skip them (.NET SDK)")
+    func signatureAndEmptyValues() {
         let base = ["a": "1", "b": "2"]
-        let withExtras = ["a": "1", "b": "2", "c": "", "signature": "whatever"]
-        #expect(PayFortEmulator.Signature.stringToSign(withExtras, phrase: "P") == "Pa=1b=2P")
+        let withExtras = ["a": "1", "b": " 2 ", "c": "", "signature": "whatever"]
+        #expect(PayFortEmulator.Signature.stringToSign(withExtras, phrase: "P") == "Pa=1b= 2 c=P")
+        #expect(PayFortEmulator.Signature.stringToSign(withExtras, phrase: "P", emptyValues: .skipped) == "Pa=1b=2P")
         #expect(PayFortEmulator.Signature.sign(base, phrase: "P", algorithm: .sha512)
-                == PayFortEmulator.Signature.sign(withExtras, phrase: "P", algorithm: .sha512))
+                == PayFortEmulator.Signature.sign(withExtras, phrase: "P", algorithm: .sha512, emptyValues: .skipped))
+        #expect(PayFortEmulator.Signature.sign(base, phrase: "P", algorithm: .sha512)
+                != PayFortEmulator.Signature.sign(withExtras, phrase: "P", algorithm: .sha512))
+        let nulls = [JSONValue.Member(key: "a", value: .number("1")), .init(key: "n", value: .null)]
+        #expect(PayFortEmulator.Signature.stringToSign(nulls, phrase: "P") == "Pa=1n=P")
+        #expect(PayFortEmulator.Signature.stringToSign(nulls, phrase: "P", emptyValues: .skipped) == "Pa=1P")
+    }
+
+    @Test("verification accepts either SDK's rule for empty values, and nothing else")
+    func verificationAcceptsBothRules() {
+        let params = ["command": "PURCHASE", "amount": "243", "app_ver": "", "app_plugin": ""]
+        let php = PayFortEmulator.Signature.sign(params, phrase: "PASS", algorithm: .sha256, emptyValues: .signed)
+        let net = PayFortEmulator.Signature.sign(params, phrase: "PASS", algorithm: .sha256, emptyValues: .skipped)
+        #expect(php != net)
+        #expect(PayFortEmulator.Signature.verify(php, parameters: params, phrase: "PASS", algorithm: .sha256))
+        #expect(PayFortEmulator.Signature.verify(net.uppercased(), parameters: params, phrase: "PASS", algorithm: .sha256))
+        var tampered = params
+        tampered["app_ver"] = "1"
+        #expect(!PayFortEmulator.Signature.verify(php, parameters: tampered, phrase: "PASS", algorithm: .sha256))
+        #expect(!PayFortEmulator.Signature.verify(net, parameters: tampered, phrase: "PASS", algorithm: .sha256))
     }
 
     @Test func numbersAreSignedAsWritten() throws {

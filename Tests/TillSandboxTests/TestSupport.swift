@@ -95,37 +95,78 @@ struct PayFortHarness {
 
     // MARK: Flows
 
-    func tokenParams(merchant: PayFortMerchant? = nil) -> [String: JSONValue] {
+    /// The custom merchant page (`…/FortAPI/paymentPage`).
+    var pageURL: URL { sandbox.payFortBaseURL.appendingPathComponent("FortAPI").appendingPathComponent("paymentPage") }
+    /// Where the merchant page and 3-D Secure send the customer back to (with a query of its own).
+    static let returnURL = "https://merchant.example/payfort/return?state=s1"
+    /// The device the tests' SDK tokens are created for.
+    static let deviceID = "ffffffff-a9fa-0b44-7b27-29e70033c587"
+
+    func tokenParams(merchant: PayFortMerchant? = nil, device: String = Self.deviceID) -> [String: JSONValue] {
         let merchant = merchant ?? self.merchant
         return ["service_command": "SDK_TOKEN", "access_code": .string(merchant.accessCode),
                 "merchant_identifier": .string(merchant.merchantIdentifier), "language": "en",
-                "device_id": "ffffffff-a9fa-0b44-7b27-29e70033c587"]
+                "device_id": .string(device)]
     }
 
-    func sdkToken(merchant: PayFortMerchant? = nil) async throws -> String {
-        let result = try await call(tokenParams(merchant: merchant), merchant: merchant)
+    func sdkToken(merchant: PayFortMerchant? = nil, device: String = Self.deviceID) async throws -> String {
+        let result = try await call(tokenParams(merchant: merchant, device: device), merchant: merchant)
         #expect(result["response_code"] == "22000")
         return try #require(result["sdk_token"])
     }
 
-    /// The parameters the mobile SDK sends for a card payment.
-    func paymentParams(card: String, command: String = "PURCHASE", reference: String = Self.newReference(),
-                       token: String, amount: JSONValue = .number("1000"), expiry: String = "3012",
-                       merchant: PayFortMerchant? = nil) -> [String: JSONValue] {
+    /// The custom merchant page's form: the merchant's signed hidden fields, then the card fields
+    /// the customer types (not signed).
+    func tokenizationForm(card: String, reference: String = Self.newReference(), merchant: PayFortMerchant? = nil,
+                          returnURL: String? = Self.returnURL, tokenName: String? = nil, expiry: String = "3012",
+                          securityCode: String? = nil) -> [(String, String)] {
+        let merchant = merchant ?? self.merchant
+        var hidden: [String: String] = ["service_command": "TOKENIZATION", "access_code": merchant.accessCode,
+                                        "merchant_identifier": merchant.merchantIdentifier,
+                                        "merchant_reference": reference, "language": "en"]
+        if let returnURL { hidden["return_url"] = returnURL }
+        if let tokenName { hidden["token_name"] = tokenName }
+        hidden["signature"] = PayFortEmulator.Signature.sign(hidden, phrase: merchant.requestPhrase, algorithm: merchant.algorithm)
+        let code = securityCode ?? (card.hasPrefix("34") || card.hasPrefix("37") ? "1234" : "123")
+        return hidden.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+            + [("card_number", card), ("expiry_date", expiry), ("card_security_code", code), ("card_holder_name", "John Smith")]
+    }
+
+    /// Posts a merchant page form as a browser would (without following the redirect).
+    func postPage(_ fields: [(String, String)]) async throws -> RawResponse {
+        let body = fields.map { FormEncoding.escape($0.0) + "=" + FormEncoding.escape($0.1) }.joined(separator: "&")
+        return try await post(pageURL, body: Data(body.utf8), contentType: "application/x-www-form-urlencoded")
+    }
+
+    /// Tokenizes `card` on the merchant page and returns the fields the redirect carries.
+    func tokenize(card: String, merchant: PayFortMerchant? = nil, tokenName: String? = nil) async throws -> [String: String] {
+        let raw = try await postPage(tokenizationForm(card: card, merchant: merchant, tokenName: tokenName))
+        #expect(raw.status == 302)
+        let location = try #require(raw.headers["location"].flatMap(URL.init(string:)))
+        return Self.queryFields(location)
+    }
+
+    /// The decoded query of a URL.
+    static func queryFields(_ url: URL) -> [String: String] {
+        URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedQuery.flatMap(FormEncoding.decode) ?? [:]
+    }
+
+    /// A server-to-server PURCHASE or AUTHORIZATION with a token name, as the vendor SDKs send it.
+    func paymentParams(token: String, command: String = "PURCHASE", reference: String = Self.newReference(),
+                       amount: JSONValue = .number("1000"), merchant: PayFortMerchant? = nil) -> [String: JSONValue] {
         let merchant = merchant ?? self.merchant
         return ["command": .string(command), "access_code": .string(merchant.accessCode),
                 "merchant_identifier": .string(merchant.merchantIdentifier), "merchant_reference": .string(reference),
                 "amount": amount, "currency": "USD", "language": "en", "customer_email": "customer@domain.com",
-                "sdk_token": .string(token), "card_number": .string(card), "expiry_date": .string(expiry),
-                "card_security_code": "123", "card_holder_name": "John Smith", "customer_ip": "192.178.1.10",
-                "merchant_extra1": "extra one", "payment_option": ""]
+                "token_name": .string(token), "customer_ip": "192.178.1.10", "merchant_extra1": "extra one",
+                "return_url": .string(Self.returnURL)]
     }
 
-    /// SDK token, then a payment with `card`.
+    /// Tokenizes `card`, then pays with its token name.
     func pay(card: String, command: String = "PURCHASE", reference: String = Self.newReference(),
              extra: [String: JSONValue] = [:], session: URLSession? = nil) async throws -> APIResult {
-        let token = try await sdkToken()
-        var params = paymentParams(card: card, command: command, reference: reference, token: token)
+        let token = try #require(try await tokenize(card: card)["token_name"])
+        var params = paymentParams(token: token, command: command, reference: reference)
         params.merge(extra) { $1 }
         return try await call(params, session: session)
     }

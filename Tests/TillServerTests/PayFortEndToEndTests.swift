@@ -60,31 +60,11 @@ struct CardCustomer: CheckoutPresenter {
         returns.handle(try await FormPostBrowser.post(form))
     }
 
-    /// Plays the FORT mobile SDK. Its own traffic is not public, so the emulator offers a stand-in:
-    /// `POST {base_url}/sdk/operation` with `{"request": <the operation request>, "device_id", "card":
-    /// {card_number, expiry_date (YYMM), card_security_code, card_holder_name}, "three_d_secure":
-    /// "approve"|"decline"}`, answered `{"callback": "success"|"canceled"|"faild", "response": {…},
-    /// "message"?}`: the callback the SDK would call and its response dictionary.
+    /// Plays the FORT mobile SDK with the sandbox's stand-in (its own traffic is not public), as the
+    /// sandbox's customer does, on the device whose id the merchant's SDK_TOKEN carried.
     func launch(_ wallet: WalletLaunch) async throws -> SDKResult? {
-        var request = URLRequest(url: base.appendingPathComponent("sdk/operation"))
-        request.httpMethod = "POST"
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.httpBody = try JSONSerialization.data(withJSONObject: [
-            "request": wallet.parameters, "device_id": "e2e-device-1", "three_d_secure": threeDS,
-            "card": ["card_number": card, "expiry_date": "3012", "card_security_code": "123", "card_holder_name": "Test Customer"],
-        ])
-        let (data, response) = try await URLSession(configuration: .ephemeral).data(for: request)
-        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-        guard status == 200 else {
-            throw CheckoutError(.gatewayError, message: "the sandbox's FORT SDK stand-in \(request.url?.path ?? "") answered HTTP \(status)")
-        }
-        let answer = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
-        let callback = try #require(answer["callback"] as? String)
-        var parameters = (answer["response"] as? [String: Any] ?? [:]).compactMapValues { value in
-            (value as? String) ?? (value as? NSNumber).map(\.stringValue)
-        }
-        if let message = answer["message"] as? String { parameters["message"] = message }
-        return SDKResult(code: callback == "faild" ? "failed" : callback, parameters: parameters)
+        try await SandboxPayFortCustomer(payFortBaseURL: base, returns: returns, card: PayFortDevice.Card(number: card),
+                                         deviceID: "e2e-device-1", approvesThreeDSecure: threeDS == "approve").launch(wallet)
     }
 
     func open(_ url: URL, handoff: Handoff) async throws {

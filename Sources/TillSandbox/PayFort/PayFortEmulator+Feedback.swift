@@ -5,16 +5,25 @@ import FoundationNetworking
 
 extension PayFortEmulator {
     /// Sends transaction feedback for `values` to the merchant's notification URL, if it has one:
-    /// form-encoded, signed with the response phrase over the unencoded values, retried until the
-    /// merchant answers 2xx or 302 or the tries run out. Returns at once; delivery runs on its own.
-    func notify(_ values: [String: JSONValue], merchant: PayFortMerchant) {
+    /// every value as text, signed with the response phrase over the unencoded values, as a form post
+    /// (feedback-form.txt) or a JSON object of strings (feedback-json.json) per
+    /// ``PayFortMerchant/feedbackFormat``, retried until the merchant answers 2xx or 302 or the tries
+    /// run out (FORT mobile SDK guide §6.8.3: 10 tries, 10 seconds apart). Returns at once; delivery
+    /// runs on its own.
+    func notify(_ values: [String: String], merchant: PayFortMerchant) {
         guard let url = merchant.notificationURL else { return }
-        var fields = values.mapValues(\.parameterText)
-        fields[Signature.signatureKey] = Signature.sign(fields, phrase: merchant.responsePhrase, algorithm: merchant.algorithm)
+        var fields = values
+        fields[Signature.signatureKey] = Self.sign(fields, merchant: merchant)
         var request = URLRequest(url: url, timeoutInterval: Self.seconds(notificationTimeout))
         request.httpMethod = "POST"
-        request.setValue("application/x-www-form-urlencoded; charset=utf-8", forHTTPHeaderField: "Content-Type")
-        request.httpBody = Data(FormEncoding.encode(fields).utf8)
+        switch merchant.feedbackFormat {
+        case .form:
+            request.setValue("application/x-www-form-urlencoded; charset=utf-8", forHTTPHeaderField: "Content-Type")
+            request.httpBody = Data(FormEncoding.encode(fields).utf8)
+        case .json:
+            request.setValue("application/json; charset=utf-8", forHTTPHeaderField: "Content-Type")
+            request.httpBody = Data(JSONValue.sortedObject(fields.mapValues(JSONValue.string)).serializedBytes)
+        }
         let id = nextDeliveryID
         nextDeliveryID += 1
         let summary = (reference: fields["merchant_reference"] ?? "", fortID: fields["fort_id"] ?? "",

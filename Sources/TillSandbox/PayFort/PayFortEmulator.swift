@@ -4,22 +4,28 @@ import Logging
 import FoundationNetworking
 #endif
 
-/// A local stand-in for the PayFort (Amazon Payment Services, "FORT") payment API, written from
-/// PayFort's documentation and independent of Till's PayFort module: it is the other party.
+/// A local stand-in for Amazon Payment Services (PayFort FORT), written from the vendor's SDKs, their
+/// tests and the vendor test application's sandbox logs, independent of Till's PayFort module: it is
+/// the other party.
 ///
-/// It answers `POST /FortAPI/paymentApi` (SDK_TOKEN, PURCHASE, AUTHORIZATION, CAPTURE, REFUND,
-/// VOID_AUTHORIZATION, CHECK_STATUS), checks and produces signatures, runs the 3-D Secure page,
-/// sends signed transaction feedback with PayFort's retry schedule, and keeps a ``ledger`` of what
-/// it really charged, so a test can tell "the app was told" from "the money moved".
-/// Host it with ``Sandbox/start(payFort:citcon:host:port:logger:)``; the card numbers with special
-/// outcomes are listed in ``PayFortEmulator/TestCard``.
+/// Under one base URL (`{sandbox}/payfort`) it serves:
+/// - `POST /FortAPI/paymentApi` (JSON, signed): SDK_TOKEN, PURCHASE and AUTHORIZATION with a
+///   `token_name`, CAPTURE, REFUND, VOID_AUTHORIZATION, CHECK_STATUS;
+/// - `POST /FortAPI/paymentPage` (form): the custom merchant page's TOKENIZATION, answered with a
+///   `302` to the `return_url` carrying the signed result;
+/// - `GET`/`POST /secure3dsSimulator?FORTSESSIONID=…`: the customer's 3-D Secure page;
+/// - `POST /sandbox-only/fort-sdk/pay`: a stand-in for the FORT mobile SDK (not an APS API).
 ///
-/// Choices where the documentation is silent:
-/// - A PURCHASE or AUTHORIZATION whose `merchant_reference` the merchant already used is answered
-///   with the first request's response again (idempotent replay): nothing is charged twice and no
-///   second notification is sent. The replay does not reveal later changes; CHECK_STATUS does.
-/// - Requests that fail validation (status `00`) create no order and do not use up the SDK token.
-/// - Responses never echo `card_security_code`, and echo `card_number` masked (first 6 / last 4).
+/// It checks and produces signatures (``Signature``), sends signed transaction feedback with APS's
+/// retry schedule, and keeps a ``ledger`` of what it really charged, so a test can tell "the app was
+/// told" from "the money moved". Host it with ``Sandbox/start(payFort:citcon:host:port:logger:)``; the
+/// card numbers with special outcomes are listed in ``PayFortEmulator/TestCard``.
+///
+/// Choices where the sources are silent (docs/sandbox.md lists them all):
+/// - A PURCHASE or AUTHORIZATION whose `merchant_reference` the merchant already used is refused with
+///   `00066` "Merchant reference already exists": nothing is charged twice; CHECK_STATUS tells the state.
+/// - Requests that fail validation (status `00`) create no order and do not use up an SDK token.
+/// - Answers never echo `card_security_code`, and carry `card_number` masked (first 6 / last 4).
 /// - Messages are in English whatever the `language`.
 public actor PayFortEmulator {
     /// A failure to inject into the next matching `paymentApi` request.
@@ -31,8 +37,8 @@ public actor PayFortEmulator {
         case serverError = "server_error"
         /// The request is processed, then the connection is closed without an answer.
         case dropConnection = "drop"
-        /// The next PURCHASE or AUTHORIZATION is declined with a technical problem at PayFort
-        /// (`13006` / `03006`): answered and notified, nothing charged — an acquirer outage.
+        /// The next PURCHASE or AUTHORIZATION is declined with a technical problem at APS
+        /// (`13006` / `03006`): answered and notified, nothing charged (an acquirer outage).
         case technicalProblem = "technical_problem"
     }
 
@@ -85,7 +91,7 @@ public actor PayFortEmulator {
         /// The notified `response_code`.
         public var responseCode: String
 
-        /// Whether PayFort counts the answer as an acknowledgement (2xx or 302).
+        /// Whether APS counts the answer as an acknowledgement (2xx or 302).
         public var acknowledged: Bool {
             guard let status else { return false }
             return (200..<300).contains(status) || status == 302
@@ -111,44 +117,54 @@ public actor PayFortEmulator {
 
     // MARK: State
 
+    /// An SDK token, bound to the merchant and the device it was created for.
     struct SDKToken {
         var merchantIdentifier: String
         var accessCode: String
+        var deviceID: String
         var created: Date
         var used = false
     }
 
+    /// A card the custom merchant page (or the mobile SDK) tokenized, by `token_name`.
+    struct CardToken {
+        var number: String
+        var expiry: String
+        var holder: String?
+    }
+
+    /// One PURCHASE or AUTHORIZATION and what happened to it since.
     struct Order {
         var merchant: PayFortMerchant
         var reference: String
         var fortID: String
         var command: String
         var amountMinor: Int64
-        /// The amount as the merchant sent it (number or string), so it is echoed the same way.
-        var amountValue: JSONValue
         var currency: String
-        /// What the first request was answered (replayed for a duplicate reference).
-        var firstResponse: [String: JSONValue]
-        /// The transaction's parameters as they stand (status, codes, echo); what feedback carries.
-        var current: [String: JSONValue]
+        var card: CardToken
+        /// The transaction's parameters as they stand (text values, `signature` not included):
+        /// what a return, the feedback and the stand-in SDK's response carry.
+        var current: [String: String]
         var returnURL: String?
-        var awaitingThreeDS = false
+        /// The `FORTSESSIONID` of its 3-D Secure page, while it waits for the customer.
+        var threeDSSession: String?
         /// Whether the gateway charged or authorized it (it is in the ledger).
         var charged = false
-        /// Whether the customer finished 3-D Secure (approved or declined) for it.
-        var threeDSCompleted = false
         var captured: Int64 = 0
         var refunded: Int64 = 0
         var voided = false
+        /// The last operation on the order: CHECK_STATUS's `transaction_status`, `_code`, `_message`.
+        var transaction: (status: String, code: String, message: String)
 
-        var status: String { current["status"]?.stringValue ?? "" }
-        var responseCode: String { current["response_code"]?.stringValue ?? "" }
-        var responseMessage: String { current["response_message"]?.stringValue ?? "" }
+        var awaitingThreeDS: Bool { threeDSSession != nil }
     }
 
-    var tokens: [String: SDKToken] = [:]
+    var sdkTokens: [String: SDKToken] = [:]
+    /// Card tokens by merchant identifier, then `token_name`.
+    var cardTokens: [String: [String: CardToken]] = [:]
     var orders: [String: Order] = [:]
     var orderKeysByFortID: [String: String] = [:]
+    var orderKeysBySession: [String: String] = [:]
     var pendingFaults: [(fault: Fault, command: String?)] = []
     /// Set while processing a request that drew the `technicalProblem` fault.
     var declineWithTechnicalProblem = false
@@ -168,12 +184,12 @@ public actor PayFortEmulator {
     /// - Parameters:
     ///   - merchants: the accounts requests may come from.
     ///   - notificationRetry: how many times feedback is tried, and the wait between tries
-    ///     (PayFort: 10 tries, 10 seconds apart). Tests compress it to milliseconds.
+    ///     (APS: 10 tries, 10 seconds apart). Tests compress it to milliseconds.
     ///   - notificationTimeout: how long one feedback POST may take before it counts as failed.
     ///   - tokenLifetime: how long an SDK token stays valid (one hour).
     ///   - timeoutHold: how long a timed-out request is held before HTTP 504 (30 seconds).
     ///   - now: the wall clock, for token lifetimes and card expiry.
-    ///   - logger: where the emulator logs (never secrets, card numbers or security codes).
+    ///   - logger: where the emulator logs (never phrases, card numbers or security codes).
     public init(merchants: [PayFortMerchant],
                 notificationRetry: (tries: Int, interval: Duration) = (10, .seconds(10)),
                 notificationTimeout: Duration = .seconds(10),
@@ -218,6 +234,14 @@ public actor PayFortEmulator {
         }
     }
 
+    /// Points a merchant's transaction feedback somewhere else (a server started after the sandbox).
+    /// Orders already made keep the merchant they were made with.
+    public func setNotificationURL(_ url: URL?, merchantIdentifier: String) {
+        for index in merchants.indices where merchants[index].merchantIdentifier == merchantIdentifier {
+            merchants[index].notificationURL = url
+        }
+    }
+
     /// Takes the first queued fault that matches `command`.
     func takeFault(for command: String?) -> Fault? {
         guard let index = pendingFaults.firstIndex(where: { $0.command == nil || $0.command == command }) else { return nil }
@@ -226,23 +250,19 @@ public actor PayFortEmulator {
 
     /// How long held requests wait.
     nonisolated var holdDuration: Duration { timeoutHold }
+
+    /// The merchant with these credentials.
+    func merchant(identifier: String, accessCode: String) -> PayFortMerchant? {
+        merchants.first { $0.merchantIdentifier == identifier && $0.accessCode == accessCode }
+    }
 }
 
-/// Keeps feedback deliveries from following redirects: PayFort counts a 302 itself as an acknowledgement.
+/// Keeps the emulator's own HTTP clients from following redirects: APS counts a 302 itself as an
+/// acknowledgement of feedback, and the sandbox's customer hands a redirect to the app instead of
+/// loading it.
 final class NoRedirects: NSObject, URLSessionTaskDelegate, Sendable {
     func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
                     newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void) {
         completionHandler(nil)
     }
 }
-
-extension PayFortEmulator {
-    /// Points a merchant's transaction feedback somewhere else (a server started after the sandbox).
-    /// Orders already made keep the merchant they were made with.
-    public func setNotificationURL(_ url: URL?, merchantIdentifier: String) {
-        for index in merchants.indices where merchants[index].merchantIdentifier == merchantIdentifier {
-            merchants[index].notificationURL = url
-        }
-    }
-}
-

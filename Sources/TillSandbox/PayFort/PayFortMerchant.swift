@@ -15,8 +15,19 @@ public struct PayFortMerchant: Sendable, Hashable, CustomStringConvertible, Cust
     public var responsePhrase: String
     /// `true` for SHA-512 signatures, `false` for SHA-256.
     public var sha512: Bool
-    /// Where transaction feedback is POSTed (`application/x-www-form-urlencoded`); `nil` sends none.
+    /// Where transaction feedback is POSTed; `nil` sends none.
     public var notificationURL: URL?
+    /// How transaction feedback is encoded: a form post by default, JSON on request (APS support
+    /// switches a channel to JSON).
+    public var feedbackFormat: FeedbackFormat
+
+    /// The body of transaction feedback.
+    public enum FeedbackFormat: String, Sendable, Hashable, CaseIterable {
+        /// `application/x-www-form-urlencoded`, every value text (the default submission type).
+        case form
+        /// `application/json`, an object of strings.
+        case json
+    }
 
     /// Creates a merchant account.
     /// - Parameters:
@@ -26,14 +37,16 @@ public struct PayFortMerchant: Sendable, Hashable, CustomStringConvertible, Cust
     ///   - responsePhrase: the SHA response phrase (signs responses and notifications).
     ///   - sha512: SHA-512 instead of SHA-256.
     ///   - notificationURL: the direct transaction feedback URL, if any.
+    ///   - feedbackFormat: form post (default) or JSON.
     public init(accessCode: String, merchantIdentifier: String, requestPhrase: String, responsePhrase: String,
-                sha512: Bool = false, notificationURL: URL? = nil) {
+                sha512: Bool = false, notificationURL: URL? = nil, feedbackFormat: FeedbackFormat = .form) {
         self.accessCode = accessCode
         self.merchantIdentifier = merchantIdentifier
         self.requestPhrase = requestPhrase
         self.responsePhrase = responsePhrase
         self.sha512 = sha512
         self.notificationURL = notificationURL
+        self.feedbackFormat = feedbackFormat
     }
 
     /// The signature algorithm this account is configured with.
@@ -42,7 +55,7 @@ public struct PayFortMerchant: Sendable, Hashable, CustomStringConvertible, Cust
     /// The merchant without its phrases.
     public var description: String {
         "PayFortMerchant(\(merchantIdentifier), access code \(accessCode), \(algorithm.rawValue), "
-            + "notifications: \(notificationURL?.absoluteString ?? "none"))"
+            + "notifications: \(notificationURL?.absoluteString ?? "none") (\(feedbackFormat.rawValue)))"
     }
 
     /// Same as ``description``: the phrases are never printed.

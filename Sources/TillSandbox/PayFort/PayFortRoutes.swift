@@ -25,27 +25,41 @@ enum PayFortRoutes {
             }
         }
 
-        router.get("/payfort/3ds/:fortID") { _, context -> Response in
-            let fortID = context.parameters.get("fortID") ?? ""
-            let base = await address.baseURL.appendingPathComponent("payfort")
-            return response(await emulator.threeDSPage(fortID: fortID, payFortBaseURL: base))
-        }
-
-        router.post("/payfort/3ds/:fortID/complete") { request, context -> Response in
-            let fortID = context.parameters.get("fortID") ?? ""
+        router.post("/payfort/FortAPI/paymentPage") { request, _ -> Response in
             guard let body = await readBody(request) else {
                 return Sandbox.text("body too large", status: .contentTooLarge)
             }
-            return response(await emulator.completeThreeDS(fortID: fortID, form: body))
+            return response(await emulator.handlePaymentPage(body: body))
+        }
+
+        router.get("/payfort/secure3dsSimulator") { request, _ -> Response in
+            response(await emulator.threeDSPage(session: session(of: request)))
+        }
+
+        router.post("/payfort/secure3dsSimulator") { request, _ -> Response in
+            guard let body = await readBody(request) else {
+                return Sandbox.text("body too large", status: .contentTooLarge)
+            }
+            return response(await emulator.completeThreeDS(session: session(of: request), form: body))
+        }
+
+        router.post(RouterPath(stringLiteral: "/payfort/" + PayFortEmulator.mobileSDKPath)) { request, _ -> Response in
+            guard let body = await readBody(request) else {
+                return Sandbox.text("body too large", status: .contentTooLarge)
+            }
+            let base = await address.baseURL.appendingPathComponent("payfort")
+            return response(await emulator.handleMobileSDK(body: body, payFortBaseURL: base))
         }
 
         router.post("/admin/payfort/faults") { request, _ -> Response in
             guard let body = await readBody(request), let parsed = try? JSONValue.parse(body),
                   let name = parsed["fault"]?.stringValue else {
-                return Sandbox.json(error("expected {\"fault\": \"timeout\" | \"server_error\" | \"drop\"}"), status: .badRequest)
+                return Sandbox.json(error("expected {\"fault\": \"timeout\" | \"server_error\" | \"drop\" | \"technical_problem\"}"),
+                                    status: .badRequest)
             }
             guard let fault = PayFortEmulator.Fault(rawValue: name) else {
-                return Sandbox.json(error("unknown fault \"\(name)\"; expected timeout, server_error or drop"), status: .badRequest)
+                return Sandbox.json(error("unknown fault \"\(name)\"; expected timeout, server_error, drop or technical_problem"),
+                                    status: .badRequest)
             }
             let command = parsed["command"]?.stringValue
             await emulator.injectFault(fault, matching: command)
@@ -65,6 +79,11 @@ enum PayFortRoutes {
         }
     }
 
+    /// The `FORTSESSIONID` of a 3-D Secure page request (empty when absent).
+    private static func session(of request: Request) -> String {
+        request.uri.query.flatMap { FormEncoding.decode($0)?["FORTSESSIONID"] } ?? ""
+    }
+
     private static func readBody(_ request: Request) async -> [UInt8]? {
         guard let buffer = try? await request.body.collect(upTo: Sandbox.maximumBodyBytes) else { return nil }
         return Array(buffer.readableBytesView)
@@ -75,7 +94,7 @@ enum PayFortRoutes {
                  body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
     }
 
-    private static func response(_ answer: ThreeDSAnswer) -> Response {
+    private static func response(_ answer: PageAnswer) -> Response {
         switch answer {
         case .page(let status, let html):
             Sandbox.text(html, status: .init(code: status), contentType: "text/html; charset=utf-8")
@@ -90,7 +109,8 @@ enum PayFortRoutes {
 }
 
 extension PayFortEmulator: SandboxEmulator {
-    /// `payfort`: the API at `/payfort/FortAPI/paymentApi`, admin routes under `/admin/payfort`.
+    /// `payfort`: the API at `/payfort/FortAPI/paymentApi`, the merchant page at
+    /// `/payfort/FortAPI/paymentPage`, admin routes under `/admin/payfort`.
     public nonisolated var name: String { "payfort" }
 
     public nonisolated func mount(_ mount: SandboxMount) {

@@ -2,14 +2,19 @@ import Crypto
 import Foundation
 
 extension PayFortEmulator {
-    /// PayFort (Amazon Payment Services) message signatures, as the gateway computes them.
+    /// Amazon Payment Services (PayFort FORT) message signatures, as the vendor's SDKs compute them.
     ///
-    /// `signature = hex(SHA-256 or SHA-512 of phrase + k1=v1 + k2=v2 + … + phrase)`, where the pairs
-    /// are the message's parameters sorted by key (byte order), with no separator between pairs. The
-    /// `signature` parameter itself, and top-level parameters whose value is empty or null, are left out.
-    /// Requests are signed with the merchant's SHA *request* phrase; the gateway signs its responses,
-    /// redirects and notifications with the SHA *response* phrase. Notification and redirect signatures
-    /// are computed over the decoded (not URL-encoded) values.
+    /// `signature = hex(SHA-256 or SHA-512 of phrase + k1=v1 + k2=v2 + … + phrase)`: the message's
+    /// parameters sorted by key (byte order), no separator between pairs, the `signature` parameter left
+    /// out. Requests are signed with the merchant's SHA *request* phrase; the gateway signs its answers,
+    /// redirects and transaction feedback with the SHA *response* phrase, over the decoded (not
+    /// URL-encoded) values. Nested values render as `key={k=v, k=v}` in their written order, arrays as
+    /// `[a, b]` (payfort/payfort-php-sdk `APSSignature.php`, payfort/payfort-dotnet-sdk `SignatureProvider.cs`).
+    ///
+    /// The two official SDKs disagree on top-level parameters with an empty value: the PHP SDK signs
+    /// every parameter it has (`k=`), the .NET SDK skips empty and null ones (and trims values). The
+    /// emulator **signs** the way the PHP SDK does (``EmptyValues/signed``, the APS reference
+    /// implementation) and **verifies** what a merchant sends under either rule.
     ///
     /// ```swift
     /// let signature = PayFortEmulator.Signature.sign(["command": "PURCHASE", "amount": "1000"],
@@ -24,27 +29,36 @@ extension PayFortEmulator {
             case sha512
         }
 
+        /// How a top-level parameter whose value is empty (or JSON `null`) enters the signed text.
+        public enum EmptyValues: Sendable, Hashable, CaseIterable {
+            /// As `key=` (payfort/payfort-php-sdk `APSSignature::implodeParamsToString`): how the emulator signs.
+            case signed
+            /// Left out, other values trimmed (payfort/payfort-dotnet-sdk `SignatureProvider.PrepareSignature`).
+            case skipped
+        }
+
         /// The parameter that carries the signature; never part of the signed text.
         public static let signatureKey = "signature"
 
-        /// The text that is hashed: `phrase + sorted(k=v…) + phrase`, skipping `signature` and empty values.
-        public static func stringToSign(_ parameters: [String: String], phrase: String) -> String {
-            let pairs = parameters
-                .filter { $0.key != signatureKey && !$0.value.isEmpty }
-                .sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
-                .map { $0.key + "=" + $0.value }
-            return phrase + pairs.joined() + phrase
+        /// The text that is hashed: `phrase + sorted(k=v…) + phrase`, without `signature`.
+        public static func stringToSign(_ parameters: [String: String], phrase: String,
+                                        emptyValues: EmptyValues = .signed) -> String {
+            stringToSign(parameters.map { JSONValue.Member(key: $0.key, value: .string($0.value)) }, phrase: phrase,
+                         emptyValues: emptyValues)
         }
 
         /// The lower-case hex signature of flat parameters.
-        public static func sign(_ parameters: [String: String], phrase: String, algorithm: Algorithm) -> String {
-            digest(stringToSign(parameters, phrase: phrase), algorithm: algorithm)
+        public static func sign(_ parameters: [String: String], phrase: String, algorithm: Algorithm,
+                                emptyValues: EmptyValues = .signed) -> String {
+            digest(stringToSign(parameters, phrase: phrase, emptyValues: emptyValues), algorithm: algorithm)
         }
 
-        /// Whether `signature` (hex, any case) is the signature of `parameters`. Compares in constant time.
+        /// Whether `signature` (hex, any case) signs `parameters` under either vendor rule for empty
+        /// values. Compares in constant time.
         public static func verify(_ signature: String, parameters: [String: String], phrase: String,
                                   algorithm: Algorithm) -> Bool {
-            constantTimeEqual(signature.lowercased(), sign(parameters, phrase: phrase, algorithm: algorithm))
+            verify(signature, members: parameters.map { JSONValue.Member(key: $0.key, value: .string($0.value)) },
+                   phrase: phrase, algorithm: algorithm)
         }
 
         /// The lower-case hex digest of `text` (UTF-8).
@@ -58,32 +72,39 @@ extension PayFortEmulator {
 
         // MARK: Structured values (internal)
 
-        /// The signed text of a JSON object's members. Top-level null and empty-string values are
-        /// skipped; nested objects render as `key={k=v, k=v}` in their written order, arrays as
-        /// `[a, b]`, and inside them empty and null values are kept (`k=`). Numbers render as written.
-        static func stringToSign(_ members: [JSONValue.Member], phrase: String) -> String {
-            let pairs = members
-                .filter { member in
-                    guard member.key != signatureKey else { return false }
-                    switch member.value {
-                    case .null: return false
-                    case .string(let text): return !text.isEmpty
-                    default: return true
-                    }
+        /// The signed text of a JSON object's members. Numbers render as written; nested objects as
+        /// `key={k=v, k=v}` in their written order, arrays as `[a, b]`, keeping empty and null values
+        /// inside them as `k=` (both SDKs do).
+        static func stringToSign(_ members: [JSONValue.Member], phrase: String, emptyValues: EmptyValues = .signed) -> String {
+            var pairs: [(key: String, text: String)] = []
+            for member in members where member.key != signatureKey {
+                var text = member.value.parameterText
+                if emptyValues == .skipped {
+                    text = text.trimmingCharacters(in: .whitespaces)
+                    if member.value == .null || text.isEmpty { continue }
                 }
-                .sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
-                .map { $0.key + "=" + $0.value.parameterText }
-            return phrase + pairs.joined() + phrase
+                pairs.append((member.key, text))
+            }
+            pairs.sort { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+            return phrase + pairs.map { $0.key + "=" + $0.text }.joined() + phrase
         }
 
         /// The signature of a JSON object's members.
-        static func sign(_ members: [JSONValue.Member], phrase: String, algorithm: Algorithm) -> String {
-            digest(stringToSign(members, phrase: phrase), algorithm: algorithm)
+        static func sign(_ members: [JSONValue.Member], phrase: String, algorithm: Algorithm,
+                         emptyValues: EmptyValues = .signed) -> String {
+            digest(stringToSign(members, phrase: phrase, emptyValues: emptyValues), algorithm: algorithm)
         }
 
-        /// Whether `signature` signs `members` (hex compared case-insensitively, in constant time).
+        /// Whether `signature` signs `members` under either rule for empty values (hex compared
+        /// case-insensitively: the Java SDK upper-cases it; in constant time).
         static func verify(_ signature: String, members: [JSONValue.Member], phrase: String, algorithm: Algorithm) -> Bool {
-            constantTimeEqual(signature.lowercased(), sign(members, phrase: phrase, algorithm: algorithm))
+            let given = signature.lowercased()
+            var matched = false
+            for rule in EmptyValues.allCases {
+                // Both rules are always computed, so the time taken does not tell which one matched.
+                matched = constantTimeEqual(given, sign(members, phrase: phrase, algorithm: algorithm, emptyValues: rule)) || matched
+            }
+            return matched
         }
 
         private static func hex<D: Sequence>(_ digest: D) -> String where D.Element == UInt8 {
@@ -96,7 +117,7 @@ extension PayFortEmulator {
             return String(decoding: output, as: UTF8.self)
         }
 
-        private static func constantTimeEqual(_ lhs: String, _ rhs: String) -> Bool {
+        static func constantTimeEqual(_ lhs: String, _ rhs: String) -> Bool {
             let left = Array(lhs.utf8), right = Array(rhs.utf8)
             guard left.count == right.count else { return false }
             var difference: UInt8 = 0
