@@ -68,18 +68,22 @@ struct DemoCommand: AsyncParsableCommand {
             let sameModule = accounts.filter { $0.module == account.module }
             let id = GatewayID(rawValue: sameModule.count == 1 ? account.module
                                : "\(account.module)-\(1 + (sameModule.firstIndex(of: account) ?? 0))")
+            var settings = account.settings
+            // The second PayFort account takes cards through the FORT mobile SDK; the first through the
+            // custom merchant page (the card posted from the device to paymentPage).
+            if account.module == "payfort", sameModule.firstIndex(of: account) == 1 { settings["integration"] = "mobile_sdk" }
             var credentials: [String: CredentialReference] = [:]
             for (name, value) in account.credentials {
                 let variable = "DEMO_\(id.rawValue)_\(name)".uppercased().replacingOccurrences(of: "-", with: "_")
                 environment[variable] = value
                 credentials[name] = CredentialReference(env: variable)
             }
-            gateways.append(GatewayConfiguration(id: id, module: account.module, credentials: credentials, settings: account.settings))
+            gateways.append(GatewayConfiguration(id: id, module: account.module, credentials: credentials, settings: settings))
             guard let plugin = Gateways.plugin(account.module) else { throw CheckoutError(.misconfigured, message: "no \(account.module) module") }
             appGateways.append(try plugin.makeClient(GatewayPluginContext(
-                id: id, settings: ModuleSettings(module: account.module, settings: account.settings, credentials: [:]),
+                id: id, settings: ModuleSettings(module: account.module, settings: settings, credentials: [:]),
                 transport: URLSessionTransport())))
-            say("▶ sandbox      \(id): \(account.settings["base_url"] ?? "")")
+            say("▶ sandbox      \(id): \(account.settings["base_url"] ?? "")" + (settings["integration"].map { " (\($0))" } ?? ""))
         }
         let payFortIDs = gateways.filter { $0.module == "payfort" }.map(\.id)
         // Citcon learns where to post its IPN from each charge, so the server's public URL is its own.
@@ -112,19 +116,26 @@ struct DemoCommand: AsyncParsableCommand {
         let sar = try Currency(code: "SAR")
 
         func checkout(_ title: String, index: Int, card: String, amount: String, action: PaymentAction = .sale,
-                      expect: PaymentStatus, before: (() async -> Void)? = nil) async throws -> Row {
+                      expect: PaymentStatus, tapsPayAgain: Bool = false, before: (() async -> Void)? = nil) async throws -> Row {
             say("\n[\(index)/\(total)] \(title)")
             await before?()
-            let customer = DemoCustomer(card: card, returns: returns)
+            // The customer's device: posts the merchant page's form, plays the FORT SDK, approves 3-D Secure.
+            let customer = SandboxPayFortCustomer(payFortBaseURL: sandbox.payFortBaseURL, returns: returns,
+                                                  card: PayFortDevice.Card(number: card)) { say("  \($0)") }
             let checkout = AppCheckout(backend: backend, gateways: appGateways, returns: returns, presenter: customer,
                                        returnTimeout: .seconds(10), confirmationTimeout: .seconds(10),
                                        confirmationInterval: .milliseconds(50), maxAttempts: 3)
             let intent = PaymentIntent(merchantReference: "demo-\(index)-\(UUID().uuidString.prefix(6).lowercased())",
                                        amount: try Money(decimal: amount, currency: sar), country: try CountryCode("SA"), method: .card,
                                        action: action, customer: Customer(email: "customer@example.com"), description: "Demo order \(index)",
-                                       metadata: ["device_id": "demo-device"])
+                                       metadata: ["device_id": SandboxPayFortCustomer.defaultDeviceID])
             say("  app     pays \(intent.amount) (\(action == .sale ? "PURCHASE" : "AUTHORIZATION")) with card \(Redactor.maskPAN(card))")
-            let result = try await checkout.pay(intent)
+            var result = try await checkout.pay(intent)
+            if tapsPayAgain, result.status == .failed {
+                // After a hand-off the server never moves on by itself: the customer asks to try again.
+                say("  app     saw \(result.clientOutcome.kind.rawValue) (\(result.confirmed?.gatewayCode ?? "-")); the customer taps pay again")
+                result = try await checkout.retry(intent)
+            }
             let payment = try await backend.status(of: result.preparation.attempt)
             var view: PaymentView?
             if let id = try? await paymentID(of: result.preparation.attempt) { view = try? await backend.payment(id: id) }
@@ -135,7 +146,7 @@ struct DemoCommand: AsyncParsableCommand {
             let charged = await emulator.ledger.filter { charge in view?.attempts.contains { $0.reference.rawValue == charge.merchantReference } ?? false }.count
             return Row(scenario: title, expected: expect, status: result.status, client: result.clientOutcome.kind.rawValue,
                        gateways: view?.attempts.map(\.gateway.rawValue).joined(separator: "→") ?? result.preparation.gateway.rawValue,
-                       attempts: result.attempts, charged: charged)
+                       attempts: view?.attempts.count ?? result.attempts, charged: charged)
         }
 
         /// The payment id behind an attempt, from the server (the app holds only the attempt).
@@ -177,8 +188,8 @@ struct DemoCommand: AsyncParsableCommand {
                                        expect: .authorized))
         rows.append(try await checkout("3-D Secure purchase through the return URL", index: 3, card: "4000000000003220", amount: "310.00",
                                        expect: .paid))
-        rows.append(try await checkout("Soft decline (technical problem) cascades to the next gateway", index: 4, card: "4005550000000001",
-                                       amount: "42.00", expect: .paid) {
+        rows.append(try await checkout("Technical problem: pay again, the next gateway (FORT SDK)", index: 4,
+                                       card: "4005550000000001", amount: "42.00", expect: .paid, tapsPayAgain: true) {
             await emulator.injectFault(.technicalProblem, matching: "PURCHASE")
             say("  sandbox the first PayFort account will answer the next purchase with 13006 (technical problem)")
         })
@@ -251,25 +262,4 @@ extension String {
 /// Prints a line at once (the trace must not wait for a buffer).
 func say(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
-}
-
-/// The demo's customer: types a test card; on a 3-D Secure page, approves and follows the redirect
-/// back into the app (as the browser would open the app's URL scheme).
-struct DemoCustomer: CheckoutPresenter {
-    let card: String
-    let returns: ReturnURLHandler
-
-    func collect(_ form: FormSpec) async throws -> FormValues? {
-        say("  app     card form [\(form.fields.map(\.id).joined(separator: ", "))] filled in")
-        return FormValues(["card_number": card, "expiry": "12/30", "cvv": "123", "card_holder_name": "Demo Customer"])
-    }
-
-    func launch(_ wallet: WalletLaunch) async throws -> SDKResult? { nil }
-
-    func open(_ url: URL, handoff: Handoff) async throws {
-        say("  app     opens the \(handoff.rawValue) page \(url.path)")
-        guard let back = try await SandboxBrowser.completeThreeDSecure(at: url, approve: true) else { return }
-        say("  bank    approved; redirects to \(back.scheme ?? "")://\(back.host ?? "")\(back.path)")
-        say("  app     return URL matched: \(returns.handle(back))")
-    }
 }
