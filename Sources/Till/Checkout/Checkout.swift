@@ -367,7 +367,8 @@ public struct FormPost: Sendable, Hashable, Codable, CustomStringConvertible, Cu
         (text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? "").replacingOccurrences(of: " ", with: "+")
     }
 
-    private static func escapeHTML(_ text: String) -> String {
+    /// `text` safe inside HTML text and attribute values (`& < > " '` as entities).
+    package static func escapeHTML(_ text: String) -> String {
         var out = ""
         for ch in text {
             switch ch {

@@ -1,3 +1,5 @@
+import Till
+
 /// The sandbox's small HTML pages (3-D Secure, H5 payment pages).
 enum SandboxHTML {
     /// A whole page: `title` as heading, `body` as given (already escaped), and which emulator made it.
@@ -14,18 +16,5 @@ enum SandboxHTML {
     }
 
     /// `text` safe inside HTML text and attribute values.
-    static func escape(_ text: String) -> String {
-        var output = ""
-        for character in text {
-            switch character {
-            case "&": output += "&amp;"
-            case "<": output += "&lt;"
-            case ">": output += "&gt;"
-            case "\"": output += "&quot;"
-            case "'": output += "&#39;"
-            default: output.append(character)
-            }
-        }
-        return output
-    }
+    static func escape(_ text: String) -> String { FormPost.escapeHTML(text) }
 }
