@@ -37,8 +37,9 @@ final class ObservedStore: PaymentStore {
         }
     }
 
-    func ingest(_ notification: RawNotification, report: StatusReport, merchant: String) async throws -> ApplyOutcome {
-        let outcome = try await inner.ingest(notification, report: report, merchant: merchant)
+    func ingest(_ notification: RawNotification, report: StatusReport, merchant: String,
+                source: AttemptPolicy.ReportSource) async throws -> ApplyOutcome {
+        let outcome = try await inner.ingest(notification, report: report, merchant: merchant, source: source)
         count(outcome, \.notifications)
         return outcome
     }
@@ -47,7 +48,7 @@ final class ObservedStore: PaymentStore {
         let outcome = try await inner.apply(report, source: source)
         switch source {
         case .inquiry: count(outcome, \.inquiries)
-        case .answer, .notification: count(outcome, \.answers)
+        case .answer, .notification, .notificationToConfirm: count(outcome, \.answers)
         }
         return outcome
     }

@@ -131,6 +131,9 @@ public struct PaymentService: Sendable {
                         logger: Logger? = nil) async throws -> Preparation {
         let logger = logger ?? self.logger
         guard let payment = try await store.payment(id: id, merchant: merchant.configuration.id) else { throw ServiceError.notFound("payment") }
+        // Every offered return URL must be https or one of the merchant's own schemes, before anything is
+        // stored or any gateway hears of it: a gateway would send the customer's browser wherever it points.
+        do { try merchant.configuration.returnURLRule.check(input, path: "body") } catch { throw ServiceError(error, status: .unprocessableContent) }
         let customerRequested = input.customerRequested == true
         let gatewayID = try chooseGateway(for: payment, merchant: merchant, customerRequested: customerRequested)
         guard let gateway = merchant.gateways[gatewayID] else {
@@ -392,7 +395,8 @@ public struct PaymentService: Sendable {
         // Headers are kept for audit and re-verification, minus credentials a proxy may have added.
         // A clear card number a gateway sent is masked before the body is kept; everything else stays as received.
         let stored = RawNotification(gateway: gatewayID, headers: redactor.redact(headers: headers), body: redactor.maskingCardFields(in: body))
-        let outcome = try await store.ingest(stored, report: notification.report, merchant: merchant.configuration.id)
+        let outcome = try await store.ingest(stored, report: notification.report, merchant: merchant.configuration.id,
+                                             source: notification.confirmBeforeApplying ? .notificationToConfirm : .notification)
         if crashPoint == .afterStore { Self.crash() }
         Counter(label: "till_notifications_total", dimensions: [("gateway", gatewayID.rawValue), ("result", "verified")], factory: metrics).increment()
         Counter(label: "till_notification_outcomes_total", dimensions: [("gateway", gatewayID.rawValue), ("outcome", outcome.storedName)],

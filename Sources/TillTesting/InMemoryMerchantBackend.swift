@@ -18,6 +18,8 @@ public actor InMemoryMerchantBackend: MerchantBackend {
     }
 
     private var reports: [AttemptReference: StatusReport] = [:]
+    /// Everything refunded on each attempt, in minor units.
+    private var refunded: [AttemptReference: Int64] = [:]
     private var clientOutcomes: [AttemptReference: ClientOutcome] = [:]
     private var seenEvents: Set<String> = []
     private var contexts: [AttemptReference: SubmitContext] = [:]
@@ -88,8 +90,9 @@ public actor InMemoryMerchantBackend: MerchantBackend {
             receipts.append(.duplicate)
             return verified.acknowledgement
         }
-        switch apply(report, source: .notification) {
+        switch apply(report, source: verified.confirmBeforeApplying ? .notificationToConfirm : .notification) {
         case .apply: receipts.append(.applied(report.status))
+        case .refund(let status, _): receipts.append(.applied(status))
         case .duplicate: receipts.append(.duplicate)
         case .refuse(let reason): receipts.append(.stale(reason))
         case .confirmByInquiry(let reason):
@@ -107,12 +110,23 @@ public actor InMemoryMerchantBackend: MerchantBackend {
         return reports[attempt]
     }
 
-    /// The server's rule set (``AttemptPolicy/verdict(for:on:amount:source:)``), not a copy of it.
+    /// The server's rule set (``AttemptPolicy/verdict(for:on:amount:refundedMinorUnits:source:)``), not a copy of it.
     private func apply(_ report: StatusReport, source: AttemptPolicy.ReportSource) -> AttemptPolicy.Verdict {
         // Only attempts this backend prepared can change; a report about anything else is refused.
         guard let current = reports[report.attempt], let context = contexts[report.attempt] else { return .refuse("unknown attempt") }
-        let verdict = AttemptPolicy.verdict(for: report, on: current.status, amount: context.intent.amount, source: source)
-        if verdict == .apply { reports[report.attempt] = report }
+        let verdict = AttemptPolicy.verdict(for: report, on: current.status, amount: context.intent.amount,
+                                            refundedMinorUnits: refunded[report.attempt] ?? 0, source: source)
+        switch verdict {
+        case .apply:
+            reports[report.attempt] = report
+        case .refund(let status, let total):
+            var applied = report
+            applied.status = status
+            reports[report.attempt] = applied
+            refunded[report.attempt] = total
+        case .duplicate, .refuse, .confirmByInquiry:
+            break
+        }
         return verdict
     }
 }

@@ -135,6 +135,53 @@ struct StoreTests {
         try await store.close()
     }
 
+    @Test("refunds add up per attempt in the store: partial, then the rest, then nothing more; a refund of a never-paid attempt is stale; a confirmable paid notification waits for the inquiry",
+          arguments: StoreKind.available)
+    func refunds(kind: StoreKind) async throws {
+        let store = try await kind.open()
+        let merchant = "m-\(UUID().uuidString.prefix(8))"
+        func pay(_ reference: String) async throws -> (String, AttemptReference) {
+            let id = "pay_\(UUID().uuidString.prefix(12))"
+            _ = try await store.create(intent(reference), merchant: merchant, id: id, idempotencyKey: nil, requestHash: "h")
+            let attempt = AttemptReference.generate()
+            try await store.addAttempt(attempt, payment: id, gateway: "g", expected: [])
+            return (id, attempt)
+        }
+        let raw = RawNotification(gateway: "g", headers: [:], body: Data("{}".utf8))
+        func refund(_ attempt: AttemptReference, _ minor: Int64?, _ status: PaymentStatus = .refunded, event: String) async throws -> ApplyOutcome {
+            try await store.ingest(raw, report: StatusReport(gateway: "g", attempt: attempt, status: status,
+                                                             amount: minor.map { Money(minorUnits: $0, currency: Self.usd) }, eventID: event),
+                                   merchant: merchant)
+        }
+        // Never paid: a signed refund moves nothing.
+        let (unpaid, unpaidAttempt) = try await pay("o-unpaid")
+        if case .stale = try await refund(unpaidAttempt, 1000, event: "r0") {} else { Issue.record("a refund of a never-paid attempt applied") }
+        #expect(try await store.payment(id: unpaid, merchant: merchant)?.status == .pending)
+
+        let (id, attempt) = try await pay("o-paid")
+        _ = try await store.apply(StatusReport(gateway: "g", attempt: attempt, status: .paid, amount: Self.amount))
+        if case .stale = try await refund(attempt, nil, event: "r-none") {} else { Issue.record("a refund without an amount applied") }
+        // The gateway calls it "refunded", but 4.00 of 10.00 is a partial refund.
+        #expect(try await refund(attempt, 400, event: "r1") == .applied(attempt: .partiallyRefunded, payment: .partiallyRefunded))
+        #expect(try await store.payment(id: id, merchant: merchant)?.attempts.first?.refundedMinorUnits == 400)
+        // 7.00 more would exceed what was captured.
+        if case .stale = try await refund(attempt, 700, .partiallyRefunded, event: "r2") {} else { Issue.record("refunds above the captured applied") }
+        #expect(try await refund(attempt, 600, .partiallyRefunded, event: "r3") == .applied(attempt: .refunded, payment: .refunded))
+        if case .stale = try await refund(attempt, 1, .partiallyRefunded, event: "r4") {} else { Issue.record("a refund after everything went back") }
+        let stored = try #require(try await store.payment(id: id, merchant: merchant))
+        #expect(stored.status == .refunded && stored.attempts.first?.refundedMinorUnits == 1000)
+
+        // A paid notification its module asks to confirm is kept and waits for the server's own inquiry.
+        let (confirmed, confirmedAttempt) = try await pay("o-confirm")
+        let paid = StatusReport(gateway: "g", attempt: confirmedAttempt, status: .paid, amount: Self.amount, eventID: "p1")
+        if case .needsInquiry = try await store.ingest(raw, report: paid, merchant: merchant, source: .notificationToConfirm) {} else {
+            Issue.record("a confirmable notification applied by itself")
+        }
+        #expect(try await store.payment(id: confirmed, merchant: merchant)?.status == .pending)
+        #expect(try await store.apply(paid) == .applied(attempt: .paid, payment: .paid))
+        try await store.close()
+    }
+
     @Test("a payment's status follows its attempts: a new attempt after a failure is pending, a later authorisation shows",
           arguments: StoreKind.available)
     func derived(kind: StoreKind) async throws {

@@ -88,14 +88,61 @@ struct AttemptPolicyTests {
         if case .refuse = P.verdict(for: report(.refunded, 1000), on: .failed, amount: amount, source: .notification) {} else {
             Issue.record("a refund of nothing")
         }
-        #expect(P.verdict(for: report(.partiallyRefunded, 400), on: .paid, amount: amount, source: .notification) == .apply)
-        if case .refuse = P.verdict(for: report(.partiallyRefunded, 1000), on: .paid, amount: amount, source: .notification) {} else {
-            Issue.record("a partial refund of everything")
-        }
         if case .refuse = P.verdict(for: report(.refunded, 2000), on: .paid, amount: amount, source: .notification) {} else {
             Issue.record("a refund above the amount")
         }
-        #expect(P.verdict(for: report(.refunded, 1000), on: .partiallyRefunded, amount: amount, source: .notification) == .apply)
         #expect(P.verdict(for: report(.failed), on: .pending, amount: amount, source: .answer) == .apply)
+    }
+
+    @Test("refunds: only of money that moved, with amount and currency, adding up to at most what was captured; the amounts decide partial or full")
+    func refunds() {
+        typealias P = AttemptPolicy
+        func verdict(_ status: PaymentStatus, _ minor: Int64?, on current: PaymentStatus = .paid, refunded: Int64 = 0,
+                     total: Int64? = nil, currency: String = "USD") -> P.Verdict {
+            var report = report(status, minor, currency: currency)
+            report.refundedTotal = total.map { Money(minorUnits: $0, currency: Currency.lookup(currency)!) }
+            return P.verdict(for: report, on: current, amount: amount, refundedMinorUnits: refunded, source: .notification)
+        }
+        // Never of an attempt that moved no money, whatever it says.
+        for current in [PaymentStatus.pending, .failed, .authorized, .cancelled, .expired, .created] {
+            if case .refuse = verdict(.refunded, 1000, on: current) {} else { Issue.record("a refund of nothing on \(current)") }
+            if case .refuse = verdict(.partiallyRefunded, 100, on: current) {} else { Issue.record("a partial refund of nothing on \(current)") }
+        }
+        // Amount and currency are required.
+        if case .refuse = verdict(.refunded, nil) {} else { Issue.record("a refund without an amount") }
+        if case .refuse = verdict(.refunded, 1000, currency: "EUR") {} else { Issue.record("a refund in another currency") }
+        if case .refuse = verdict(.partiallyRefunded, 0) {} else { Issue.record("a refund of zero") }
+        // The amounts decide: a "refunded" of part is a partial refund; a "partial" of everything is a full one.
+        #expect(verdict(.refunded, 400) == .refund(status: .partiallyRefunded, refundedMinorUnits: 400))
+        #expect(verdict(.partiallyRefunded, 1000) == .refund(status: .refunded, refundedMinorUnits: 1000))
+        #expect(verdict(.partiallyRefunded, 400) == .refund(status: .partiallyRefunded, refundedMinorUnits: 400))
+        // Refunds add up, and never beyond what was captured.
+        #expect(verdict(.partiallyRefunded, 300, on: .partiallyRefunded, refunded: 400) == .refund(status: .partiallyRefunded, refundedMinorUnits: 700))
+        #expect(verdict(.refunded, 600, on: .partiallyRefunded, refunded: 400) == .refund(status: .refunded, refundedMinorUnits: 1000))
+        if case .refuse = verdict(.partiallyRefunded, 700, on: .partiallyRefunded, refunded: 400) {} else { Issue.record("refunds above the captured") }
+        if case .refuse = verdict(.refunded, 2000) {} else { Issue.record("a refund above the amount") }
+        if case .refuse = verdict(.partiallyRefunded, 1, on: .refunded, refunded: 1000) {} else { Issue.record("a refund after everything went back") }
+        if case .refuse = verdict(.partiallyRefunded, Int64.max, on: .partiallyRefunded, refunded: 400) {} else { Issue.record("an overflowing sum") }
+        // A gateway's running total replaces the sum; one that does not grow is a duplicate.
+        #expect(verdict(.partiallyRefunded, 300, on: .partiallyRefunded, refunded: 400, total: 700) == .refund(status: .partiallyRefunded, refundedMinorUnits: 700))
+        #expect(verdict(.refunded, nil, on: .partiallyRefunded, refunded: 400, total: 1000) == .refund(status: .refunded, refundedMinorUnits: 1000))
+        #expect(verdict(.partiallyRefunded, 400, on: .partiallyRefunded, refunded: 400, total: 400) == .duplicate)
+        if case .refuse = verdict(.refunded, nil, on: .paid, total: 1001) {} else { Issue.record("a running total above the captured") }
+    }
+
+    @Test("a notification its module asks to confirm never moves money by itself; anything else from it applies as usual")
+    func confirmedNotifications() {
+        typealias P = AttemptPolicy
+        for status in [PaymentStatus.paid, .authorized] {
+            if case .confirmByInquiry = P.verdict(for: report(status, 1000), on: .pending, amount: amount, source: .notificationToConfirm) {} else {
+                Issue.record("a \(status) notification applied without the server's inquiry")
+            }
+            #expect(P.verdict(for: report(status, 1000), on: .pending, amount: amount, source: .inquiry) == .apply)
+        }
+        // A wrong amount is refused outright; a decline applies.
+        if case .refuse = P.verdict(for: report(.paid, 1), on: .pending, amount: amount, source: .notificationToConfirm) {} else {
+            Issue.record("a wrong amount asked for an inquiry")
+        }
+        #expect(P.verdict(for: report(.failed), on: .pending, amount: amount, source: .notificationToConfirm) == .apply)
     }
 }

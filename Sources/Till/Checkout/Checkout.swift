@@ -755,10 +755,16 @@ public struct VerifiedNotification: Sendable, Hashable {
     public var report: StatusReport
     /// Sent back only after the report is durably stored.
     public var acknowledgement: NotificationAcknowledgement
+    /// When true, a report that would make the attempt paid or authorized is stored but not applied:
+    /// the server asks the gateway itself (``CheckoutServer/inquire(_:)``) and the inquiry's report
+    /// decides. For gateways whose signed notifications a third party can re-cut or replay into a
+    /// success (the notification triggers, the inquiry decides).
+    public var confirmBeforeApplying: Bool
 
-    public init(report: StatusReport, acknowledgement: NotificationAcknowledgement = .ok) {
+    public init(report: StatusReport, acknowledgement: NotificationAcknowledgement = .ok, confirmBeforeApplying: Bool = false) {
         self.report = report
         self.acknowledgement = acknowledgement
+        self.confirmBeforeApplying = confirmBeforeApplying
     }
 }
 
@@ -798,8 +804,12 @@ public struct StatusReport: Sendable, Hashable, Codable {
     public var attempt: AttemptReference
     public var gatewayReference: String?
     public var status: PaymentStatus
-    /// The amount the gateway says it processed, when it says.
+    /// The amount the gateway says it processed, when it says. For a refund: the amount of this one
+    /// refund (see ``refundedTotal`` for a gateway that reports the running total).
     public var amount: Money?
+    /// For a refund, when the gateway reports it: everything refunded on the attempt so far (an
+    /// inquiry's `refunded_amount`). Preferred over adding ``amount`` to what was already recorded.
+    public var refundedTotal: Money?
     /// The gateway's raw status, code and message, verbatim.
     public var gatewayStatus: String?
     public var gatewayCode: String?
@@ -808,13 +818,14 @@ public struct StatusReport: Sendable, Hashable, Codable {
     public var eventID: String
 
     public init(gateway: GatewayID, attempt: AttemptReference, gatewayReference: String? = nil, status: PaymentStatus,
-                amount: Money? = nil, gatewayStatus: String? = nil, gatewayCode: String? = nil,
+                amount: Money? = nil, refundedTotal: Money? = nil, gatewayStatus: String? = nil, gatewayCode: String? = nil,
                 gatewayMessage: String? = nil, eventID: String? = nil) {
         self.gateway = gateway
         self.attempt = attempt
         self.gatewayReference = gatewayReference
         self.status = status
         self.amount = amount
+        self.refundedTotal = refundedTotal
         self.gatewayStatus = gatewayStatus
         self.gatewayCode = gatewayCode
         self.gatewayMessage = gatewayMessage

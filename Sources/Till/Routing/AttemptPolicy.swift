@@ -29,7 +29,7 @@ public struct AttemptSummary: Sendable, Hashable {
 ///
 /// - **May a new attempt start, and where?** ``nextAttempt(payment:attempts:customerRequested:elapsed:)``
 /// - **May the next gateway be tried after a failure?** ``mayTryNext(after:on:handedOff:)``
-/// - **Does a report apply?** ``verdict(for:on:amount:source:)``: forward only, amount and currency
+/// - **Does a report apply?** ``verdict(for:on:amount:refundedMinorUnits:source:)``: forward only, amount and currency
 ///   matching the attempt, refunds only of money that moved and within it, and a failed attempt becomes
 ///   paid only through the server's own inquiry.
 public struct AttemptPolicy: Sendable, Hashable {
@@ -145,6 +145,10 @@ public struct AttemptPolicy: Sendable, Hashable {
     public enum ReportSource: String, Sendable, Hashable {
         /// A verified notification the gateway sent.
         case notification
+        /// A verified notification whose gateway module asks for the server's own inquiry before it moves
+        /// money (``VerifiedNotification/confirmBeforeApplying``): a paid or authorized report from it is
+        /// kept and answered by an inquiry.
+        case notificationToConfirm = "notification_to_confirm"
         /// An inquiry the server itself made.
         case inquiry
         /// The gateway's answer to a call the server made (a submit, a prepare's failure).
@@ -155,6 +159,9 @@ public struct AttemptPolicy: Sendable, Hashable {
     public enum Verdict: Sendable, Hashable {
         /// Apply it: the attempt moves to the report's status.
         case apply
+        /// Apply a refund: the attempt moves to `status` (`partially_refunded` or `refunded`, decided by
+        /// the amounts, not by the gateway's word) with `refundedMinorUnits` refunded in all.
+        case refund(status: PaymentStatus, refundedMinorUnits: Int64)
         /// Nothing to do: the attempt is already there.
         case duplicate
         /// Keep it, do not apply it, with the reason.
@@ -164,24 +171,31 @@ public struct AttemptPolicy: Sendable, Hashable {
         case confirmByInquiry(String)
     }
 
-    /// Whether `report` applies to an attempt now in `current`, made for `amount`.
+    /// Whether `report` applies to an attempt now in `current`, made for `amount`, of which
+    /// `refundedMinorUnits` were already refunded.
     ///
-    /// - A report never moves an attempt backwards (``PaymentStatus/transition(to:)``).
     /// - A report that says money moved or is held (`paid`, `authorized`) must carry an amount in the
     ///   attempt's currency equal to the attempt's amount; without one it is not applied.
-    /// - A refund (`refunded`, `partially_refunded`) applies only to an attempt that moved money; its
-    ///   amount, when given, is in the attempt's currency and not above the attempt's amount, and a
-    ///   partial refund is less than all of it.
+    /// - A refund (`refunded`, `partially_refunded`) applies only to an attempt that moved money, and must
+    ///   carry its amount in the attempt's currency. Refunds add up (or the gateway's running total,
+    ///   ``StatusReport/refundedTotal``, replaces the sum) and never exceed what was captured (the
+    ///   attempt's amount). The amounts decide the status: `refunded` when everything captured went
+    ///   back, `partially_refunded` otherwise, whatever the gateway called it.
+    /// - Otherwise a report never moves an attempt backwards (``PaymentStatus/transition(to:)``).
     /// - A failed, cancelled or expired attempt becomes paid or authorized only through an inquiry the
-    ///   server made; a notification alone is kept and answered by one.
+    ///   server made; a notification alone is kept and answered by one. So is any paid or authorized
+    ///   report from a ``ReportSource/notificationToConfirm``.
     public static func verdict(for report: StatusReport, on current: PaymentStatus, amount: Money,
-                               source: ReportSource) -> Verdict {
-        switch current.transition(to: report.status) {
+                               refundedMinorUnits: Int64 = 0, source: ReportSource) -> Verdict {
+        let status = report.status
+        if status == .refunded || status == .partiallyRefunded {
+            return refundVerdict(for: report, on: current, captured: amount, refunded: refundedMinorUnits)
+        }
+        switch current.transition(to: status) {
         case .unchanged: return .duplicate
         case .rejected(let reason): return .refuse(reason)
         case .advance: break
         }
-        let status = report.status
         if status == .paid || status == .authorized {
             guard let reported = report.amount else {
                 return .refuse("a \(status) report without an amount is not applied")
@@ -192,23 +206,43 @@ public struct AttemptPolicy: Sendable, Hashable {
             if current.isNegative && source != .inquiry {
                 return .confirmByInquiry("a \(current) attempt becomes \(status) only through the server's own inquiry")
             }
-        }
-        if status == .refunded || status == .partiallyRefunded {
-            guard current.moneyMoved else {
-                return .refuse("a refund of an attempt that never moved money (\(current)) is not applied")
-            }
-            if let reported = report.amount {
-                guard reported.currency == amount.currency else {
-                    return .refuse("refund currency \(reported.currency.code) is not the attempt's \(amount.currency.code)")
-                }
-                guard reported.minorUnits > 0, reported.minorUnits <= amount.minorUnits else {
-                    return .refuse("refund of \(reported) is outside the attempt's \(amount)")
-                }
-                if status == .partiallyRefunded, reported.minorUnits == amount.minorUnits {
-                    return .refuse("a partial refund of the whole amount (\(reported)) is not applied")
-                }
+            if source == .notificationToConfirm {
+                return .confirmByInquiry("the gateway's \(status) notification is confirmed by the server's own inquiry before it applies")
             }
         }
         return .apply
+    }
+
+    /// The refund half of ``verdict(for:on:amount:refundedMinorUnits:source:)``.
+    private static func refundVerdict(for report: StatusReport, on current: PaymentStatus, captured: Money,
+                                      refunded: Int64) -> Verdict {
+        guard current.moneyMoved else {
+            return .refuse("a refund of an attempt that never moved money (\(current)) is not applied")
+        }
+        guard let reported = report.amount ?? report.refundedTotal else {
+            return .refuse("a refund report without an amount is not applied")
+        }
+        for money in [report.amount, report.refundedTotal].compactMap({ $0 }) where money.currency != captured.currency {
+            return .refuse("refund currency \(money.currency.code) is not the attempt's \(captured.currency.code)")
+        }
+        guard reported.minorUnits > 0 else {
+            return .refuse("a refund of \(reported) is not a refund")
+        }
+        let total: Int64
+        if let running = report.refundedTotal {
+            total = running.minorUnits
+        } else {
+            let (sum, overflow) = refunded.addingReportingOverflow(reported.minorUnits)
+            guard !overflow else { return .refuse("refund of \(reported) overflows") }
+            total = sum
+        }
+        guard total <= captured.minorUnits else {
+            return .refuse("refunds of \(Money(minorUnits: total, currency: captured.currency)) would exceed the captured \(captured)")
+        }
+        guard total > refunded else {
+            // A running total that does not grow: this refund is already recorded.
+            return .duplicate
+        }
+        return .refund(status: total == captured.minorUnits ? .refunded : .partiallyRefunded, refundedMinorUnits: total)
     }
 }

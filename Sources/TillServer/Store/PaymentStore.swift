@@ -36,6 +36,8 @@ public struct StoredAttempt: Sendable, Hashable, Codable {
     /// Inquiries the reconciler made, and when the next one is due (`nil`: as soon as it is old enough).
     public var inquiryCount: Int = 0
     public var nextInquiryAt: Date?
+    /// Everything refunded on this attempt so far, in minor units of the payment's currency.
+    public var refundedMinorUnits: Int64 = 0
     public var createdAt: Date
     public var updatedAt: Date
 }
@@ -131,12 +133,14 @@ public protocol PaymentStore: Sendable {
     func markHandedOff(_ reference: AttemptReference) async throws
 
     /// In one transaction: stores the raw notification (deduplicated by attempt, gateway and event id) and
-    /// applies its report by ``AttemptPolicy/verdict(for:on:amount:source:)`` (source `notification`) to
+    /// applies its report by ``AttemptPolicy/verdict(for:on:amount:refundedMinorUnits:source:)`` (`source` is
+    /// `notification`, or `notificationToConfirm` when the gateway module asks for an inquiry first) to
     /// the attempt and the payment. The attempt must belong to `merchant` and have been made on
     /// `notification.gateway`; otherwise the notification goes to the quarantine (`quarantined`) and
     /// touches nothing: a notification authenticated with one merchant's gateway secret can never touch
     /// another's payment.
-    func ingest(_ notification: RawNotification, report: StatusReport, merchant: String) async throws -> ApplyOutcome
+    func ingest(_ notification: RawNotification, report: StatusReport, merchant: String,
+                source: AttemptPolicy.ReportSource) async throws -> ApplyOutcome
 
     /// Applies a report the server obtained itself (an inquiry, a gateway's answer) by the attempt policy.
     func apply(_ report: StatusReport, source: AttemptPolicy.ReportSource) async throws -> ApplyOutcome
@@ -168,6 +172,11 @@ public protocol PaymentStore: Sendable {
 }
 
 extension PaymentStore {
+    /// Stores and applies a verified notification (source `notification`).
+    public func ingest(_ notification: RawNotification, report: StatusReport, merchant: String) async throws -> ApplyOutcome {
+        try await ingest(notification, report: report, merchant: merchant, source: .notification)
+    }
+
     /// Adds an attempt the server started by itself (not at the customer's request).
     public func addAttempt(_ reference: AttemptReference, payment: String, gateway: GatewayID, expected: [StoredAttempt]) async throws {
         try await addAttempt(reference, payment: payment, gateway: gateway, expected: expected, customerRequested: false)
@@ -247,13 +256,16 @@ enum StoreRules {
         var attemptStatus: PaymentStatus?
         /// The payment's new status, when it moves.
         var paymentStatus: PaymentStatus?
+        /// The attempt's new refunded total, when a refund applies.
+        var refundedMinorUnits: Int64?
     }
 
     static func apply(_ report: StatusReport, attempt: StoredAttempt, payment: StoredPayment,
                       source: AttemptPolicy.ReportSource) -> Effect {
         // The one rule set: forward only, amounts that match, refunds only of moved money, failed → paid
         // only by the server's own inquiry.
-        switch AttemptPolicy.verdict(for: report, on: attempt.status, amount: payment.intent.amount, source: source) {
+        switch AttemptPolicy.verdict(for: report, on: attempt.status, amount: payment.intent.amount,
+                                     refundedMinorUnits: attempt.refundedMinorUnits, source: source) {
         case .duplicate:
             return Effect(outcome: .duplicate)
         case .refuse(let reason):
@@ -261,10 +273,16 @@ enum StoreRules {
         case .confirmByInquiry(let reason):
             return Effect(outcome: .needsInquiry(reason))
         case .apply:
-            let statuses = payment.attempts.map { $0.reference == attempt.reference ? report.status : $0.status }
+            return moved(to: report.status, refunded: nil)
+        case .refund(let status, let total):
+            return moved(to: status, refunded: total)
+        }
+        func moved(to status: PaymentStatus, refunded: Int64?) -> Effect {
+            let statuses = payment.attempts.map { $0.reference == attempt.reference ? status : $0.status }
             let paymentStatus = derivedStatus(current: payment.status, attempts: statuses)
-            return Effect(outcome: .applied(attempt: report.status, payment: paymentStatus ?? payment.status),
-                          attemptStatus: report.status, paymentStatus: paymentStatus)
+            return Effect(outcome: .applied(attempt: status, payment: paymentStatus ?? payment.status),
+                          attemptStatus: status == attempt.status ? nil : status, paymentStatus: paymentStatus,
+                          refundedMinorUnits: refunded)
         }
     }
 

@@ -278,7 +278,8 @@ public final class PostgresPaymentStore: PaymentStore {
         }
     }
 
-    public func ingest(_ notification: RawNotification, report: StatusReport, merchant: String) async throws -> ApplyOutcome {
+    public func ingest(_ notification: RawNotification, report: StatusReport, merchant: String,
+                       source: AttemptPolicy.ReportSource) async throws -> ApplyOutcome {
         let headers = try SQLitePaymentStore.encode(notification.headers)
         return try await transaction { connection -> ApplyOutcome in
             guard report.gateway == notification.gateway,
@@ -294,7 +295,7 @@ public final class PostgresPaymentStore: PaymentStore {
                     """, logger: self.logger)
                 return .quarantined
             }
-            let effect = StoreRules.apply(report, attempt: attempt, payment: payment, source: .notification)
+            let effect = StoreRules.apply(report, attempt: attempt, payment: payment, source: source)
             // The insert is the dedupe: a redelivery of a stored event inserts nothing and changes nothing.
             let inserted = try await connection.query("""
                 INSERT INTO till_notifications (gateway, event_id, attempt_reference, reported_status, outcome, headers_json, body, received_at)
@@ -422,6 +423,11 @@ public final class PostgresPaymentStore: PaymentStore {
                 WHERE reference = \(report.attempt.rawValue)
                 """, logger: logger)
         }
+        if let refunded = effect.refundedMinorUnits {
+            try await connection.query("""
+                UPDATE till_attempts SET refunded_minor = \(refunded), updated_at = \(now) WHERE reference = \(report.attempt.rawValue)
+                """, logger: logger)
+        }
         if let status = effect.paymentStatus {
             try await connection.query("UPDATE till_payments SET status = \(status.rawValue), updated_at = \(now) WHERE id = \(paymentID)",
                                        logger: logger)
@@ -462,21 +468,22 @@ public final class PostgresPaymentStore: PaymentStore {
     private func attempts(_ connection: PostgresConnection, payment id: String) async throws -> [StoredAttempt] {
         let rows = try await connection.query("""
             SELECT reference, payment_id, sequence, gateway, status, gateway_reference, gateway_code, client_outcome, return_url,
-                   submitted_at, handed_off, customer_requested, inquiry_count, next_inquiry_at, created_at, updated_at
+                   submitted_at, handed_off, customer_requested, inquiry_count, next_inquiry_at, refunded_minor, created_at, updated_at
             FROM till_attempts WHERE payment_id = \(id) ORDER BY sequence
             """, logger: logger)
         var attempts: [StoredAttempt] = []
         for try await (reference, paymentID, sequence, gateway, status, gatewayReference, gatewayCode, clientOutcome, returnURL, submitted,
-                       handedOff, customerRequested, inquiryCount, nextInquiry, created, updated)
+                       handedOff, customerRequested, inquiryCount, nextInquiry, refunded, created, updated)
             in rows.decode((String, String, Int, String, String, String?, String?, String?, String?, Int64?, Int, Int, Int, Int64?,
-                            Int64, Int64).self) {
+                            Int64, Int64, Int64).self) {
             attempts.append(StoredAttempt(
                 reference: AttemptReference(rawValue: reference), paymentID: paymentID, sequence: sequence,
                 gateway: GatewayID(rawValue: gateway), status: PaymentStatus(rawValue: status), gatewayReference: gatewayReference,
                 gatewayCode: gatewayCode, clientOutcome: clientOutcome.flatMap { try? SQLitePaymentStore.decode(ClientOutcome.self, $0) },
                 returnURL: returnURL.flatMap(URL.init(string:)), submittedAt: submitted.map(Date.init(storedMillis:)),
                 handedOff: handedOff != 0, customerRequested: customerRequested != 0, inquiryCount: inquiryCount,
-                nextInquiryAt: nextInquiry.map(Date.init(storedMillis:)), createdAt: Date(storedMillis: created), updatedAt: Date(storedMillis: updated)))
+                nextInquiryAt: nextInquiry.map(Date.init(storedMillis:)), refundedMinorUnits: refunded,
+                createdAt: Date(storedMillis: created), updatedAt: Date(storedMillis: updated)))
         }
         return attempts
     }

@@ -216,7 +216,8 @@ public final class SQLitePaymentStore: PaymentStore {
         }
     }
 
-    public func ingest(_ notification: RawNotification, report: StatusReport, merchant: String) async throws -> ApplyOutcome {
+    public func ingest(_ notification: RawNotification, report: StatusReport, merchant: String,
+                       source: AttemptPolicy.ReportSource) async throws -> ApplyOutcome {
         let headers = try Self.encode(notification.headers)
         return try await pool.write { db -> ApplyOutcome in
             guard report.gateway == notification.gateway,
@@ -236,7 +237,7 @@ public final class SQLitePaymentStore: PaymentStore {
                 SELECT 1 FROM till_notifications WHERE attempt_reference = ? AND gateway = ? AND event_id = ?
                 """, arguments: [report.attempt.rawValue, notification.gateway.rawValue, report.eventID]) ?? false
             if seen { return .duplicate }
-            let outcome = try Self.apply(db, report: report, paymentID: attemptRow["payment_id"], source: .notification)
+            let outcome = try Self.apply(db, report: report, paymentID: attemptRow["payment_id"], source: source)
             try db.execute(sql: """
                 INSERT INTO till_notifications (gateway, event_id, attempt_reference, reported_status, outcome, headers_json, body, received_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -311,6 +312,10 @@ public final class SQLitePaymentStore: PaymentStore {
                 gateway_reference = COALESCE(gateway_reference, ?), updated_at = ? WHERE reference = ?
                 """, arguments: [status.rawValue, report.gatewayCode, report.gatewayReference, now, report.attempt.rawValue])
         }
+        if let refunded = effect.refundedMinorUnits {
+            try db.execute(sql: "UPDATE till_attempts SET refunded_minor = ?, updated_at = ? WHERE reference = ?",
+                           arguments: [refunded, now, report.attempt.rawValue])
+        }
         if let status = effect.paymentStatus {
             try db.execute(sql: "UPDATE till_payments SET status = ?, updated_at = ? WHERE id = ?",
                            arguments: [status.rawValue, now, paymentID])
@@ -334,7 +339,7 @@ public final class SQLitePaymentStore: PaymentStore {
             """, arguments: [id, merchant]) else { return nil }
         let attempts = try Row.fetchAll(db, sql: """
             SELECT reference, payment_id, sequence, gateway, status, gateway_reference, gateway_code, client_outcome, return_url,
-                   submitted_at, handed_off, customer_requested, inquiry_count, next_inquiry_at, created_at, updated_at
+                   submitted_at, handed_off, customer_requested, inquiry_count, next_inquiry_at, refunded_minor, created_at, updated_at
             FROM till_attempts WHERE payment_id = ? ORDER BY sequence
             """, arguments: [id]).map { row in
             StoredAttempt(reference: AttemptReference(rawValue: row["reference"]), paymentID: row["payment_id"],
@@ -346,6 +351,7 @@ public final class SQLitePaymentStore: PaymentStore {
                           submittedAt: (row["submitted_at"] as Int64?).map(Date.init(storedMillis:)),
                           handedOff: (row["handed_off"] as Int) != 0, customerRequested: (row["customer_requested"] as Int) != 0,
                           inquiryCount: row["inquiry_count"], nextInquiryAt: (row["next_inquiry_at"] as Int64?).map(Date.init(storedMillis:)),
+                          refundedMinorUnits: row["refunded_minor"],
                           createdAt: Date(storedMillis: row["created_at"]), updatedAt: Date(storedMillis: row["updated_at"]))
         }
         return StoredPayment(id: row["id"], merchantID: row["merchant_id"], intent: try decode(PaymentIntent.self, row["intent_json"]),

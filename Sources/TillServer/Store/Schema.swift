@@ -131,7 +131,18 @@ enum Schema {
             )
             """,
         ]
-        return [(1, v1), (2, v2)]
+        // v3: what was refunded on each attempt (refunds add up and never exceed what was captured;
+        // attempts already refunded in full count as refunded in full), and the digest of each payment's
+        // client secret (never the secret itself).
+        let v3 = [
+            "ALTER TABLE till_attempts ADD COLUMN refunded_minor BIGINT NOT NULL DEFAULT 0 CHECK (refunded_minor >= 0)",
+            """
+            UPDATE till_attempts SET refunded_minor = (SELECT amount_minor FROM till_payments p WHERE p.id = till_attempts.payment_id)
+            WHERE status = 'refunded'
+            """,
+            "ALTER TABLE till_payments ADD COLUMN client_secret_hash TEXT",
+        ]
+        return [(1, v1), (2, v2), (3, v3)]
     }
 
     static let createMigrationsTable = """
