@@ -157,7 +157,8 @@ public enum ChaosRun {
                 RoutingRule(name: "wallets", when: RuleConditions(methods: [.wechatPay]), gateways: [RuleTarget("gamma")]),
             ], fallback: gatewayIDs),
             retry: RetryPolicy(maxAttempts: 3, timeBudgetMillis: 60_000, inquiryAttempts: 3, inquiryIntervalMillis: 2_000),
-            health: HealthSettings(window: 50, minSamples: 20, minSuccessRate: 0.3, failureThreshold: 8, openMillis: 20_000))
+            health: HealthSettings(window: 50, minSamples: 20, minSuccessRate: 0.3, failureThreshold: 8, openMillis: 20_000),
+            returnURLSchemes: ["chaosshop"])   // the scheme of the chaos app's return handler
     }
 
     /// The reconciler's settings for the end of a run: every open attempt in one batch, no per-gateway

@@ -91,7 +91,9 @@ struct DemoCommand: AsyncParsableCommand {
         let configuration = TillConfiguration(
             merchants: [MerchantConfiguration(id: "demo-shop", apiKey: .init(env: "DEMO_API_KEY"), gateways: gateways,
                                               routing: RoutingConfiguration(fallback: gateways.map(\.id)),
-                                              retry: RetryPolicy(maxAttempts: 3))],
+                                              retry: RetryPolicy(maxAttempts: 3),
+                                              // The app below returns on tilldemo:// or its https universal link.
+                                              returnURLSchemes: ["tilldemo"])],
             server: ServerSettings(listen: "127.0.0.1:\(port)", storage: "sqlite:\(folder.appendingPathComponent("till.sqlite").path)",
                                    publicURL: "http://127.0.0.1:\(port)"))
         let state = try ServerState(configuration: configuration, plugins: Gateways.plugins, environment: environment)

@@ -70,7 +70,7 @@ struct CitconEndToEndTests {
                                                 credentials: ["api_key": CredentialReference(env: "CITCON_KEY"),
                                                               "api_secret": CredentialReference(env: "CITCON_SECRET")],
                                                 settings: ["base_url": base.absoluteString])],
-                routing: RoutingConfiguration(fallback: ["citcon"]))],
+                routing: RoutingConfiguration(fallback: ["citcon"]), returnURLSchemes: ["shop"])],
             server: ServerSettings(listen: "127.0.0.1:\(port)", storage: "sqlite:unused", publicURL: serverURL.absoluteString))
         let state = try ServerState(configuration: configuration, plugins: [plugin],
                                     environment: ["KEY": "e2e-app-key-0123456789", "CITCON_KEY": Self.apiKey, "CITCON_SECRET": Self.apiSecret])

@@ -91,6 +91,40 @@ struct ConfigurationTests {
         #expect(error.issues.contains { $0.field == field }, "\(error.issues)")
     }
 
+    @Test("returnURLSchemes load lower-cased; allowLoopbackHTTPReturnURLs defaults to false")
+    func returnURLSchemes() throws {
+        let json = #"{"merchants":[{"id":"m","gateways":[{"id":"g","module":"fake"}],"returnURLSchemes":["TillShop","com.example.app+pay"]}]}"#
+        let merchant = try #require(try ConfigurationLoader.load(Data(json.utf8), modules: fakeModules).get().merchants.first)
+        #expect(merchant.returnURLSchemes == ["tillshop", "com.example.app+pay"])
+        #expect(merchant.allowLoopbackHTTPReturnURLs == false)
+        #expect(merchant.returnURLRule.problem(with: URL(string: "TILLSHOP://till/return")!) == nil)
+        let bare = #"{"merchants":[{"id":"m","gateways":[{"id":"g","module":"fake"}]}]}"#
+        #expect(try ConfigurationLoader.load(Data(bare.utf8), modules: fakeModules).get().merchants[0].returnURLSchemes == [])
+    }
+
+    @Test("a bad return URL scheme is refused at load, naming its index", arguments: [
+        (#""returnURLSchemes":["shop","javascript"]"#, "merchants[0].returnURLSchemes[1]"),
+        (#""returnURLSchemes":["HTTPS"]"#, "merchants[0].returnURLSchemes[0]"),
+        (#""returnURLSchemes":["http"]"#, "merchants[0].returnURLSchemes[0]"),
+        (#""returnURLSchemes":["data","file","vbscript"]"#, "merchants[0].returnURLSchemes[2]"),
+        (#""returnURLSchemes":["1shop"]"#, "merchants[0].returnURLSchemes[0]"),
+        (#""returnURLSchemes":["my shop"]"#, "merchants[0].returnURLSchemes[0]"),
+        (#""returnURLSchemes":["shop:"]"#, "merchants[0].returnURLSchemes[0]"),
+        (#""returnURLSchemes":[""]"#, "merchants[0].returnURLSchemes[0]"),
+        (#""returnURLSchemes":["shöp"]"#, "merchants[0].returnURLSchemes[0]"),
+        (#""returnURLSchemes":["shop","SHOP"]"#, "merchants[0].returnURLSchemes[1]"),
+        (#""returnURLSchemes":"shop""#, "merchants[0].returnURLSchemes"),
+        (#""allowLoopbackHTTPReturnURLs":"yes""#, "merchants[0].allowLoopbackHTTPReturnURLs"),
+        (#""returnUrlSchemes":["shop"]"#, "merchants[0].returnUrlSchemes"),
+    ])
+    func badReturnURLSchemes(fragment: String, field: String) {
+        let json = #"{"merchants":[{"id":"m","gateways":[{"id":"g","module":"fake"}],"# + fragment + "}]}"
+        guard case .failure(let error) = ConfigurationLoader.load(Data(json.utf8), modules: fakeModules) else {
+            Issue.record("loaded \(fragment)"); return
+        }
+        #expect(error.issues.contains { $0.field == field && $0.code == .invalidField }, "\(error.issues)")
+    }
+
     @Test("credentials resolve from the environment or a file, and missing ones name the field, not the value")
     func credentials() throws {
         let env = CredentialReference(env: "TILL_TEST_SECRET")

@@ -89,7 +89,8 @@ final class ServerHarness: @unchecked Sendable {
         var merchantConfiguration = MerchantConfiguration(
             id: merchant, apiKey: CredentialReference(env: "API_KEY"),
             gateways: ids.map { GatewayConfiguration(id: $0, module: "fake") },
-            routing: RoutingConfiguration(fallback: ids), retry: RetryPolicy(maxAttempts: maxAttempts), health: health)
+            routing: RoutingConfiguration(fallback: ids), retry: RetryPolicy(maxAttempts: maxAttempts), health: health,
+            returnURLSchemes: ["shop"])   // the apps of these tests return on shop://
         merchantSettings(&merchantConfiguration)
         let configuration = TillConfiguration(
             merchants: [merchantConfiguration],

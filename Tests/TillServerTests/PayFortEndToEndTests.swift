@@ -120,7 +120,7 @@ struct PayFortEndToEndTests {
                                          credentials: Dictionary(uniqueKeysWithValues: names.map { ($0, CredentialReference(env: "\(id.rawValue)_\($0)")) }),
                                          settings: ["base_url": base.absoluteString, "integration": integration.rawValue])
                 },
-                routing: RoutingConfiguration(fallback: gateways))],
+                routing: RoutingConfiguration(fallback: gateways), returnURLSchemes: ["shop"])],
             server: ServerSettings(listen: "127.0.0.1:0", storage: "sqlite:unused", publicURL: "http://127.0.0.1"))
         // The merchant server builds each PayFort account's server half with the module's own plugin.
         let state = try ServerState(configuration: configuration, plugins: [PayFortPlugin.plugin], environment: environment)

@@ -87,7 +87,7 @@ struct ToyWorld {
             merchants: [MerchantConfiguration(
                 id: "toy-shop", apiKey: CredentialReference(env: "API_KEY"),
                 gateways: [GatewayConfiguration(id: "toy", module: "toy", credentials: credentials, settings: account.settings)],
-                routing: RoutingConfiguration(fallback: ["toy"]), retry: RetryPolicy(maxAttempts: 1))],
+                routing: RoutingConfiguration(fallback: ["toy"]), retry: RetryPolicy(maxAttempts: 1), returnURLSchemes: ["shop"])],
             server: ServerSettings(listen: "127.0.0.1:0", storage: storage))
         let state = try ServerState(configuration: configuration, plugins: [ToyPlugin.plugin], environment: environment)
         let store = try openStore(storage)

@@ -73,6 +73,9 @@ public struct CheckoutError: Error, Hashable, Sendable, Codable, CustomStringCon
         public static let unsupportedAction: Code = "unsupported_action"
         public static let returnTimedOut: Code = "return_timed_out"
         public static let returnCancelled: Code = "return_cancelled"
+        /// A return URL the merchant does not accept (``ReturnURLRule``): not https, not one of the
+        /// merchant's custom schemes, relative, or carrying a user name or password.
+        public static let invalidReturnURL: Code = "invalid_return_url"
         public static let invalidTransition: Code = "invalid_transition"
         /// An inquiry's answer: the gateway has no such attempt (yet). By itself it proves nothing until the
         /// attempt's documented lifetime has passed (``GatewayCapabilities/attemptLifetimeSeconds``).
@@ -82,7 +85,7 @@ public struct CheckoutError: Error, Hashable, Sendable, Codable, CustomStringCon
         public var defaultCategory: Category {
             switch self {
             case .invalidAmount, .invalidCurrency, .invalidCountry, .invalidField, .missingField,
-                 .fieldTooLong, .malformedBody, .duplicateField, .invalidTransition: .invalidInput
+                 .fieldTooLong, .malformedBody, .duplicateField, .invalidTransition, .invalidReturnURL: .invalidInput
             case .declined: .declinedHard
             case .insufficientFunds: .declinedSoft
             case .cancelledByCustomer, .returnCancelled: .cancelled

@@ -12,10 +12,16 @@ public struct MerchantConfiguration: Sendable, Hashable, Codable {
     /// The largest amount a payment may ask for, per currency (ISO 4217 code → minor units). A payment
     /// above its currency's ceiling is refused before anything is stored; a currency not listed has none.
     public var maxAmounts: [String: Int64]
+    /// The custom URL schemes this merchant's apps registered (`["tillshop"]`), lower-cased. An offered
+    /// return URL must be `https` with a host or use one of these (``ReturnURLRule``).
+    public var returnURLSchemes: [String]
+    /// Accept plain `http` return URLs to `127.0.0.1` or `localhost` (sandbox and test use only).
+    public var allowLoopbackHTTPReturnURLs: Bool
 
     public init(id: String, apiKey: CredentialReference? = nil, gateways: [GatewayConfiguration],
                 routing: RoutingConfiguration = RoutingConfiguration(),
-                retry: RetryPolicy = RetryPolicy(), health: HealthSettings = HealthSettings(), maxAmounts: [String: Int64] = [:]) {
+                retry: RetryPolicy = RetryPolicy(), health: HealthSettings = HealthSettings(), maxAmounts: [String: Int64] = [:],
+                returnURLSchemes: [String] = [], allowLoopbackHTTPReturnURLs: Bool = false) {
         self.id = id
         self.apiKey = apiKey
         self.gateways = gateways
@@ -23,6 +29,8 @@ public struct MerchantConfiguration: Sendable, Hashable, Codable {
         self.retry = retry
         self.health = health
         self.maxAmounts = maxAmounts
+        self.returnURLSchemes = returnURLSchemes.map { $0.lowercased() }
+        self.allowLoopbackHTTPReturnURLs = allowLoopbackHTTPReturnURLs
     }
 
     /// The ceiling for `currency`, when the merchant set one.
@@ -31,7 +39,8 @@ public struct MerchantConfiguration: Sendable, Hashable, Codable {
     }
 
     public init(from decoder: any Decoder) throws {
-        try decoder.reportUnknownKeys(allowed: ["id", "apiKey", "gateways", "routing", "retry", "health", "maxAmounts"])
+        try decoder.reportUnknownKeys(allowed: ["id", "apiKey", "gateways", "routing", "retry", "health", "maxAmounts",
+                                                "returnURLSchemes", "allowLoopbackHTTPReturnURLs"])
         let c = try decoder.container(keyedBy: CodingKeys.self)
         id = try c.decode(String.self, forKey: .id)
         apiKey = try c.decodeIfPresent(CredentialReference.self, forKey: .apiKey)
@@ -40,6 +49,8 @@ public struct MerchantConfiguration: Sendable, Hashable, Codable {
         retry = try c.decodeIfPresent(RetryPolicy.self, forKey: .retry) ?? RetryPolicy()
         health = try c.decodeIfPresent(HealthSettings.self, forKey: .health) ?? HealthSettings()
         maxAmounts = try c.decodeIfPresent([String: Int64].self, forKey: .maxAmounts) ?? [:]
+        returnURLSchemes = (try c.decodeIfPresent([String].self, forKey: .returnURLSchemes) ?? []).map { $0.lowercased() }
+        allowLoopbackHTTPReturnURLs = try c.decodeIfPresent(Bool.self, forKey: .allowLoopbackHTTPReturnURLs) ?? false
     }
 
     /// The enabled gateways, in configuration order.
@@ -54,6 +65,14 @@ public struct MerchantConfiguration: Sendable, Hashable, Codable {
                 issues.append(.init(field: "\(path).maxAmounts.\(CheckoutError.printable(code))", code: .invalidField, message: "not an ISO 4217 currency code"))
             } else if ceiling <= 0 {
                 issues.append(.init(field: "\(path).maxAmounts.\(code)", code: .invalidField, message: "a positive number of minor units"))
+            }
+        }
+        var schemes: Set<String> = []
+        for (index, scheme) in returnURLSchemes.enumerated() {
+            if let problem = ReturnURLRule.schemeProblem(scheme) {
+                issues.append(.init(field: "\(path).returnURLSchemes[\(index)]", code: .invalidField, message: problem))
+            } else if !schemes.insert(scheme.lowercased()).inserted {
+                issues.append(.init(field: "\(path).returnURLSchemes[\(index)]", code: .invalidField, message: "duplicate scheme \"\(scheme)\""))
             }
         }
         var ids: Set<GatewayID> = []
