@@ -97,6 +97,7 @@ struct CitconGatewayTests {
         let partial = try await gateway.inquire(query)
         #expect(partial.status == .partiallyRefunded)
         #expect(partial.amount?.minorUnits == 500)
+        #expect(partial.refundedTotal?.minorUnits == 500)   // Citcon's running total
         let full = try await gateway.inquire(query)
         #expect(full.status == .refunded)
         #expect(full.eventID != partial.eventID)
@@ -371,9 +372,11 @@ struct CitconGatewayTests {
         let partial = try gateway.verifyNotification(IncomingNotification(body: try body(status: "success", type: "refund", amount: "500", refunded: "500")))
         #expect(partial.report.status == .partiallyRefunded)
         #expect(partial.report.amount?.minorUnits == 500)
+        #expect(partial.report.refundedTotal?.minorUnits == 500)
         let full = try gateway.verifyNotification(IncomingNotification(body: try body(status: "success", type: "refund", amount: "1499",
                                                                                      refunded: "1999", captured: "1999")))
         #expect(full.report.status == .refunded)
+        #expect(full.report.amount?.minorUnits == 1499 && full.report.refundedTotal?.minorUnits == 1999)
         #expect(full.report.eventID != partial.report.eventID)
 
         #expect(gateway.claimedAttempt(in: IncomingNotification(body: Data("reference=\(attempt)&status=success".utf8)))?.rawValue == attempt)

@@ -620,7 +620,8 @@ struct WireIPNTests {
                     #expect(report.amount == Money(minorUnits: 100, currency: usd))
                 case "refund" where status == "success":
                     #expect(report.status == .partiallyRefunded, "a refund is partial unless the signed fields prove it whole")
-                    #expect(report.amount?.minorUnits == 40)
+                    #expect(report.refundedTotal?.minorUnits == 40, "amount_refunded is the running total")
+                    #expect(report.amount?.minorUnits == 100, "the refund IPN's own amount")
                 default:
                     #expect(!report.status.isKnown, "\(kind) \(status) → \(report.status)")
                     #expect(report.status.rawValue.hasPrefix("citcon_\(kind)"))

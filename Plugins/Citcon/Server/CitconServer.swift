@@ -272,8 +272,9 @@ public struct CitconServer: CheckoutServer {
     ///   a readable amount and currency becomes `citcon_charge_<status>_without_amount` (never applied).
     /// - `refund`: for the attempt its `reference` names, or the attempt of a Till refund reference
     ///   (``refundReference(for:sequence:)``). A successful refund is `refunded` only when the signed
-    ///   `amount_refunded` reaches the signed `amount_captured`; otherwise `partially_refunded` with the
-    ///   refunded total (or the refund's amount). A refund that did not succeed is `citcon_refund_<status>`.
+    ///   `amount_refunded` reaches the signed `amount_captured`; otherwise `partially_refunded`. The
+    ///   refund's own `amount` is the report's amount and `amount_refunded` its ``StatusReport/refundedTotal``
+    ///   (Till's money rule prefers the running total). A refund that did not succeed is `citcon_refund_<status>`.
     /// - `chargeback`, `vault` and any other type: `citcon_<type>_<status>`, no amount.
     func report(fromIPN all: CitconIPNFields, signed: Set<String>) throws -> StatusReport {
         func value(_ name: String) -> String? {
@@ -296,6 +297,7 @@ public struct CitconServer: CheckoutServer {
         let refunded = value("amount_refunded") ?? ""
         var status: PaymentStatus
         var reported: Money?
+        var refundedTotal: Money?
         switch type {
         case "charge":
             status = CitconGateway.status(raw)
@@ -311,7 +313,9 @@ public struct CitconServer: CheckoutServer {
                 } else {
                     status = .partiallyRefunded
                 }
-                reported = total ?? amount
+                // `amount_refunded` is the running total: the policy takes it over adding this refund's amount.
+                reported = amount
+                refundedTotal = total
             } else {
                 status = Self.unmapped("refund", raw)
             }
@@ -319,7 +323,7 @@ public struct CitconServer: CheckoutServer {
             status = Self.unmapped(type.isEmpty ? "untyped" : type, raw)
         }
         return StatusReport(gateway: gateway, attempt: AttemptReference(rawValue: about), gatewayReference: id,
-                            status: status, amount: reported, gatewayStatus: raw.isEmpty ? nil : raw,
+                            status: status, amount: reported, refundedTotal: refundedTotal, gatewayStatus: raw.isEmpty ? nil : raw,
                             eventID: "\(id ?? about):\(type):\(raw):\(refunded)")
     }
 
@@ -377,12 +381,15 @@ public struct CitconServer: CheckoutServer {
             throw CheckoutError(.unknownOutcome, message: "Citcon's answer confirms a payment without its amount", gateway: gateway)
         }
         var reported = amount
+        var refundedTotal: Money?
         if status == .paid, let amount, let refunded = charge.amountRefunded, refunded > 0 {
             status = refunded >= amount.minorUnits ? .refunded : .partiallyRefunded
-            reported = Money(minorUnits: min(refunded, amount.minorUnits), currency: amount.currency)
+            // The running total, unclamped: a total above the charge is the money rule's to refuse.
+            refundedTotal = Money(minorUnits: refunded, currency: amount.currency)
+            reported = refundedTotal
         }
         return StatusReport(gateway: gateway, attempt: attempt, gatewayReference: charge.id, status: status,
-                            amount: reported, gatewayStatus: raw,
+                            amount: reported, refundedTotal: refundedTotal, gatewayStatus: raw,
                             eventID: "\(charge.id):inquiry:\(raw):\(charge.amountRefunded.map(String.init) ?? "")")
     }
 
