@@ -37,7 +37,8 @@ struct ReturnURLRuleServerTests {
             #expect(answer.errorField == field, "\(body)")
             #expect((answer.json["error"] as? [String: Any])?["category"] as? String == "invalid_input", "\(body)")
         }
-        #expect(try await count(h.store, "till_attempts") == 0)
+        // The PostgreSQL database is shared by every test: count this payment's attempts only.
+        #expect(try await count(h.store, "till_attempts", where: "payment_id = '\(id)'") == 0)
         #expect(await h.gateway("fake").ledger.records.isEmpty)
         let payment = try await h.send("GET", "v1/payments/\(id)")
         #expect((payment.json["attempts"] as? [Any])?.isEmpty == true)
@@ -50,7 +51,7 @@ struct ReturnURLRuleServerTests {
         let attempt = AttemptReference(rawValue: try #require(prepared.json["attempt"] as? String))
         let record = try #require(await h.gateway("fake").ledger.records[attempt])
         #expect(record.returnURL == URL(string: "shop://till/return?till_state=s"))
-        #expect(try await count(h.store, "till_attempts") == 1)
+        #expect(try await count(h.store, "till_attempts", where: "payment_id = '\(id)'") == 1)
     }
 
     @Test("plain http to loopback only where the merchant allows it", arguments: StoreKind.available)
