@@ -57,8 +57,13 @@ final class ObservedStore: PaymentStore {
 
     func migrate() async throws { try await inner.migrate() }
     func notificationCount(attempt: AttemptReference) async throws -> Int { try await inner.notificationCount(attempt: attempt) }
-    func create(_ intent: PaymentIntent, merchant: String, id: String, idempotencyKey: String?, requestHash: String) async throws -> CreateOutcome {
-        try await inner.create(intent, merchant: merchant, id: id, idempotencyKey: idempotencyKey, requestHash: requestHash)
+    func create(_ intent: PaymentIntent, merchant: String, id: String, idempotencyKey: String?, requestHash: String,
+                clientSecretHash: String?) async throws -> CreateOutcome {
+        try await inner.create(intent, merchant: merchant, id: id, idempotencyKey: idempotencyKey, requestHash: requestHash,
+                               clientSecretHash: clientSecretHash)
+    }
+    func clientSecretHash(payment id: String) async throws -> (merchantID: String, hash: String)? {
+        try await inner.clientSecretHash(payment: id)
     }
     func payment(id: String, merchant: String) async throws -> StoredPayment? { try await inner.payment(id: id, merchant: merchant) }
     func payment(attempt: AttemptReference) async throws -> StoredPayment? { try await inner.payment(attempt: attempt) }

@@ -23,7 +23,7 @@ public struct ServiceError: Error, Sendable, Hashable {
     public var field: String?
     public var category: CheckoutError.Category?
 
-    static let unauthorized = ServiceError(status: .unauthorized, code: "unauthorized", message: "missing or invalid API key")
+    static let unauthorized = ServiceError(status: .unauthorized, code: "unauthorized", message: "missing or invalid API key or client secret")
     static func notFound(_ what: String) -> ServiceError { ServiceError(status: .notFound, code: "not_found", message: "no such \(what)") }
 
     public init(status: HTTPResponse.Status, code: String, message: String, field: String? = nil, category: CheckoutError.Category? = nil) {
@@ -93,13 +93,21 @@ public struct PaymentService: Sendable {
         }
         let hash = Hex.encode(SHA256.hash(data: try Self.canonicalJSON(intent)))
         let id = "pay_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-        switch try await store.create(intent, merchant: merchant.configuration.id, id: id, idempotencyKey: key, requestHash: hash) {
+        // A fresh client secret with every answer, new or replayed: only its digest is stored, so a replay
+        // cannot show the earlier one; the new one replaces it.
+        let secret = Self.newClientSecretPart()
+        switch try await store.create(intent, merchant: merchant.configuration.id, id: id, idempotencyKey: key, requestHash: hash,
+                                      clientSecretHash: Self.digest(clientSecret: secret[...])) {
         case .created(let payment):
             Counter(label: "till_payments_created_total", dimensions: [("merchant", merchant.configuration.id)], factory: metrics).increment()
             (logger ?? self.logger).info("payment created", metadata: ["payment": .string(payment.id)])
-            return (PaymentView(payment), false)
+            var view = PaymentView(payment)
+            view.clientSecret = try ClientSecret("\(payment.id)_secret_\(secret)")
+            return (view, false)
         case .replayed(let payment):
-            return (PaymentView(payment), true)
+            var view = PaymentView(payment)
+            view.clientSecret = try ClientSecret("\(payment.id)_secret_\(secret)")
+            return (view, true)
         case .idempotencyConflict:
             throw ServiceError(status: .conflict, code: "idempotency_conflict",
                                message: "this Idempotency-Key was used with a different request", field: "Idempotency-Key")
@@ -107,6 +115,74 @@ public struct PaymentService: Sendable {
             throw ServiceError(status: .conflict, code: "duplicate_reference",
                                message: "another payment already uses this merchant reference", field: "body.merchantReference")
         }
+    }
+
+    // MARK: Who is calling
+
+    /// Who a request comes from: the merchant's backend (its API key: every route of that merchant), or an
+    /// app holding one payment's client secret (that payment's routes only).
+    public enum Caller: Sendable {
+        case merchant(MerchantRuntime)
+        case payment(MerchantRuntime, paymentID: String)
+
+        /// The merchant either way.
+        public var merchant: MerchantRuntime {
+            switch self {
+            case .merchant(let merchant), .payment(let merchant, _): merchant
+            }
+        }
+    }
+
+    /// Authenticates a bearer token: a merchant API key, or a payment's client secret (its digest
+    /// compared in constant time with the stored one).
+    /// - Throws: ``ServiceError`` 401 `unauthorized` for anything else.
+    public func caller(bearer token: String) async throws -> Caller {
+        if let merchant = state.merchant(apiKey: token) { return .merchant(merchant) }
+        guard let (paymentID, secret) = ClientSecret.split(token),
+              let stored = try await store.clientSecretHash(payment: paymentID),
+              ConstantTime.equals(Self.digest(clientSecret: secret), stored.hash),
+              let merchant = state.merchant(id: stored.merchantID) else {
+            throw ServiceError.unauthorized
+        }
+        return .payment(merchant, paymentID: paymentID)
+    }
+
+    /// The merchant, when `caller` may use a merchant-only route (creating payments, the quarantine).
+    /// - Throws: ``ServiceError`` 403 `forbidden` for a client secret.
+    public func merchantOnly(_ caller: Caller) throws -> MerchantRuntime {
+        guard case .merchant(let merchant) = caller else {
+            throw ServiceError(status: .forbidden, code: "forbidden",
+                               message: "this route needs the merchant API key; a client secret reaches only its own payment")
+        }
+        return merchant
+    }
+
+    /// The merchant, when `caller` may reach payment `id`: a client secret reaches only its own payment
+    /// (any other is "not found", so a secret cannot probe which payments exist).
+    public func authorize(_ caller: Caller, payment id: String) throws -> MerchantRuntime {
+        if case .payment(_, let own) = caller, own != id { throw ServiceError.notFound("payment") }
+        return caller.merchant
+    }
+
+    /// The merchant, when `caller` may reach `attempt`: a client secret only its own payment's attempts.
+    public func authorize(_ caller: Caller, attempt reference: AttemptReference) async throws -> MerchantRuntime {
+        if case .payment(let merchant, let own) = caller {
+            guard let payment = try await store.payment(attempt: reference), payment.id == own,
+                  payment.merchantID == merchant.configuration.id else { throw ServiceError.notFound("attempt") }
+        }
+        return caller.merchant
+    }
+
+    /// 32 random bytes, unpadded Base64URL: the secret part of a client secret.
+    static func newClientSecretPart() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        return Base64.urlEncode(bytes)
+    }
+
+    /// What the store keeps of a client secret: the hex SHA-256 of its secret part.
+    static func digest(clientSecret part: Substring) -> String {
+        Hex.encode(SHA256.hash(data: Data(part.utf8)))
     }
 
     /// A merchant's payment.

@@ -113,7 +113,11 @@ struct DemoCommand: AsyncParsableCommand {
         // 3. The app: one return handler (a URL scheme and a universal link), one checkout; the customer
         //    types test cards or pays in a wallet.
         let returns = try ReturnURLHandler(routes: [.customScheme("tilldemo"), .universalLink(host: "demo.till.example", path: "/till/return")])
-        let backend = HTTPMerchantBackend(baseURL: serverURL, apiKey: environment["DEMO_API_KEY"]!, transport: URLSessionTransport())
+        //    The merchant's own backend creates each payment with the API key; the app holds only that
+        //    payment's client secret.
+        let merchantBackend = MerchantAPIClient(baseURL: serverURL, apiKey: environment["DEMO_API_KEY"]!, transport: URLSessionTransport())
+        let backend = ClientSecretBackend(merchant: merchantBackend, transport: URLSessionTransport())
+        say("▶ app          holds one client secret per payment (the merchant's backend creates the payment); no API key")
         let total = 11
         let sar = try Currency(code: "SAR")
 
@@ -140,7 +144,7 @@ struct DemoCommand: AsyncParsableCommand {
             }
             let payment = try await backend.status(of: result.preparation.attempt)
             var view: PaymentView?
-            if let id = try? await paymentID(of: result.preparation.attempt) { view = try? await backend.payment(id: id) }
+            view = try? await backend.payment(of: result.preparation.attempt)
             let tried = view?.attempts.map { "\($0.gateway)(\($0.gatewayCode ?? $0.status.rawValue))" } ?? [result.preparation.gateway.rawValue]
             say("  server  attempts: \(tried.joined(separator: " → "))")
             say("  app     saw \(result.clientOutcome.kind.rawValue); the server says \(result.status)"
@@ -149,14 +153,6 @@ struct DemoCommand: AsyncParsableCommand {
             return Row(scenario: title, expected: expect, status: result.status, client: result.clientOutcome.kind.rawValue,
                        gateways: view?.attempts.map(\.gateway.rawValue).joined(separator: "→") ?? result.preparation.gateway.rawValue,
                        attempts: view?.attempts.count ?? result.attempts, charged: charged)
-        }
-
-        /// The payment id behind an attempt, from the server (the app holds only the attempt).
-        func paymentID(of attempt: AttemptReference) async throws -> String? {
-            var request = URLRequest(url: serverURL.appendingPathComponent("v1/attempts/\(attempt.rawValue)"))
-            request.setValue("Bearer \(environment["DEMO_API_KEY"]!)", forHTTPHeaderField: "Authorization")
-            let (data, _) = try await URLSession.shared.data(for: request)
-            return (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["id"] as? String
         }
 
         func walletCheckout(_ title: String, index: Int, method: PaymentMethod, amount: String, choice: SandboxCitconCustomer.Choice = .complete,

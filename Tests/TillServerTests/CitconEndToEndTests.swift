@@ -21,7 +21,7 @@ struct CitconEndToEndTests {
         let serverURL: URL
         let store: any PaymentStore
         let returns: ReturnURLHandler
-        let backend: HTTPMerchantBackend
+        let backend: ClientSecretBackend
         let appGateway: CitconGateway
         let serverGateway: CitconServer
 
@@ -82,7 +82,9 @@ struct CitconEndToEndTests {
         #expect(await iterator.next() == port)
         let returns = try ReturnURLHandler(routes: [.customScheme("shop"), .universalLink(host: "shop.example.com", path: "/till/return")])
         return World(emulator: emulator, sandbox: sandbox, server: task, serverURL: serverURL, store: store, returns: returns,
-                     backend: HTTPMerchantBackend(baseURL: serverURL, apiKey: "e2e-app-key-0123456789", transport: URLSessionTransport()),
+                     backend: ClientSecretBackend(merchant: MerchantAPIClient(baseURL: serverURL, apiKey: "e2e-app-key-0123456789",
+                                                                              transport: URLSessionTransport()),
+                                                  transport: URLSessionTransport()),
                      appGateway: CitconGateway(environment: .custom(base), transport: URLSessionTransport()),   // the app: no credentials
                      serverGateway: CitconServer(environment: .custom(base),
                                                  credentials: CitconCredentials(apiKey: Self.apiKey, apiSecret: Self.apiSecret),
@@ -285,7 +287,7 @@ struct StateBox: Sendable {
 
 /// A backend that remembers the return URL's state as the app hands it to the server.
 struct SpyingBackend: MerchantBackend {
-    let inner: HTTPMerchantBackend
+    let inner: ClientSecretBackend
     let box: StateBox
     func prepare(_ intent: PaymentIntent, returnURLs: [URL]) async throws -> Preparation {
         // Every offered URL carries the same per-attempt state.

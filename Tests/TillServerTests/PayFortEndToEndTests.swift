@@ -136,7 +136,8 @@ struct PayFortEndToEndTests {
         }
         let returns = try ReturnURLHandler(routes: [.customScheme("shop")])
         let checkout = AppCheckout(
-            backend: HTTPMerchantBackend(baseURL: serverURL, apiKey: apiKey, transport: URLSessionTransport()),
+            backend: ClientSecretBackend(merchant: MerchantAPIClient(baseURL: serverURL, apiKey: apiKey, transport: URLSessionTransport()),
+                                         transport: URLSessionTransport()),
             gateways: gateways.map { PayFortGateway(id: $0, environment: .custom(base)) },   // the app: no credentials
             returns: returns, presenter: CardCustomer(card: card, returns: returns, threeDS: threeDS, base: base),
             returnTimeout: .seconds(5), confirmationTimeout: .seconds(5), confirmationInterval: .milliseconds(25), maxAttempts: maxAttempts)

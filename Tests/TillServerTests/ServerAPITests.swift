@@ -223,7 +223,8 @@ struct ServerAPITests {
         let h = try await ServerHarness(kind)
         defer { Task { await h.stop() } }
         let gateway = h.gateway("fake")
-        let backend = HTTPMerchantBackend(baseURL: h.baseURL, apiKey: h.apiKey, transport: URLSessionTransport())
+        let backend = ClientSecretBackend(merchant: MerchantAPIClient(baseURL: h.baseURL, apiKey: h.apiKey, transport: URLSessionTransport()),
+                                          transport: URLSessionTransport())
         let returns = try ReturnURLHandler(routes: [.customScheme("shop")])
         let app = AppCheckout(backend: backend, gateways: [gateway], returns: returns,
                               presenter: SimulatedCustomer(gateway: gateway, returns: returns),
@@ -244,8 +245,9 @@ struct ServerAPITests {
         #expect(payment?.status == .paid)
         #expect(await gateway.ledger.charges.count == 2)
 
-        // A wrong key is a configuration error for the app, with the server's code.
-        let stranger = HTTPMerchantBackend(baseURL: h.baseURL, apiKey: "wrong", transport: URLSessionTransport())
+        // A wrong secret is a configuration error for the app, with the server's code.
+        let forged = try ClientSecret("\(try await backend.payment(of: wallet.preparation.attempt).id)_secret_\(String(repeating: "A", count: 43))")
+        let stranger = HTTPMerchantBackend(baseURL: h.baseURL, clientSecret: forged, transport: URLSessionTransport())
         let error = await #expect(throws: CheckoutError.self) {
             _ = try await stranger.prepare(PaymentIntent(merchantReference: "x", amount: Money(minorUnits: 1, currency: usd), method: .card),
                                            returnURL: nil)

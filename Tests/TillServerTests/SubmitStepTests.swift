@@ -10,7 +10,8 @@ import TillTesting
 struct SubmitStepTests {
     func app(_ h: ServerHarness, choice: SimulatedCustomer.Choice = .pay) throws -> AppCheckout {
         let returns = try ReturnURLHandler(routes: [.customScheme("shop")])
-        let backend = HTTPMerchantBackend(baseURL: h.baseURL, apiKey: h.apiKey, transport: URLSessionTransport())
+        let backend = ClientSecretBackend(merchant: MerchantAPIClient(baseURL: h.baseURL, apiKey: h.apiKey, transport: URLSessionTransport()),
+                                          transport: URLSessionTransport())
         return AppCheckout(backend: backend, gateways: h.gateways, returns: returns,
                            presenter: SimulatedCustomer(gateway: h.gateways[0], returns: returns, choice: choice),
                            returnTimeout: .seconds(2), confirmationTimeout: .seconds(3), confirmationInterval: .milliseconds(20),

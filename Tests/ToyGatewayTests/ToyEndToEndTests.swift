@@ -54,7 +54,8 @@ struct ToyWorld {
     let serverURL: URL
     let store: any PaymentStore
     let returns: ReturnURLHandler
-    let backend: HTTPMerchantBackend
+    /// The app's backend: each payment created by the merchant's backend, then reached with its client secret only.
+    let backend: ClientSecretBackend
     /// The app's half, built as an app builds it: from settings, without credentials.
     let app: any Checkout
 
@@ -105,7 +106,8 @@ struct ToyWorld {
             transport: URLSessionTransport()))
         return ToyWorld(emulator: emulator, sandbox: sandbox, server: server, serverURL: serverURL, store: store,
                         returns: try ReturnURLHandler(routes: [try .customScheme("shop")]),
-                        backend: HTTPMerchantBackend(baseURL: serverURL, apiKey: apiKey, transport: URLSessionTransport()),
+                        backend: ClientSecretBackend(merchant: MerchantAPIClient(baseURL: serverURL, apiKey: apiKey, transport: URLSessionTransport()),
+                                                     transport: URLSessionTransport()),
                         app: app)
     }
 

@@ -58,6 +58,10 @@ public struct PaymentView: Codable, Sendable, Hashable {
     public var attempts: [AttemptView]
     public var createdAt: Date
     public var updatedAt: Date
+    /// Only in the answer to creating the payment (a replay of the create issues a new one and the
+    /// earlier one stops working): the secret the merchant's backend hands to the app for this one
+    /// payment. Never shown again; the server keeps only its digest.
+    public var clientSecret: ClientSecret?
 
     public init(id: String, merchantReference: String, amount: Money, method: PaymentMethod, status: PaymentStatus,
                 attempts: [AttemptView], createdAt: Date, updatedAt: Date) {

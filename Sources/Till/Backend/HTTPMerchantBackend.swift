@@ -1,58 +1,64 @@
 import Foundation
 
-/// The app's client for the merchant server (TillServer), over any ``HTTPTransport``.
+/// The app's client for the merchant server (TillServer) for one payment, authenticated by that
+/// payment's ``ClientSecret`` — never by the merchant's API key.
 ///
-/// `prepare` creates the payment (idempotently, keyed by the merchant reference, so an app that
-/// retries after a lost answer gets the same payment) and then prepares its next attempt. The API key
-/// identifies the merchant; an app should use a key scoped to it, never a gateway secret.
+/// The merchant's own backend creates the payment server to server (with its API key) and hands the
+/// answer's client secret to the app. The app then prepares the payment's attempts, submits, reports
+/// what it saw, reads the status and asks for inquiries with it; the secret reaches nothing else.
 ///
 /// ```swift
-/// let backend = HTTPMerchantBackend(baseURL: URL(string: "https://pay.example.com")!, apiKey: appKey,
+/// // The secret came from the merchant's own backend, which created the payment.
+/// let backend = HTTPMerchantBackend(baseURL: URL(string: "https://pay.example.com")!,
+///                                   clientSecret: try ClientSecret(secretFromMyBackend),
 ///                                   transport: URLSessionTransport())
 /// let checkout = AppCheckout(backend: backend, gateways: [...], returns: returns, presenter: ui)
 /// ```
 public struct HTTPMerchantBackend: MerchantBackend {
     public let baseURL: URL
-    private let apiKey: String
-    private let transport: any HTTPTransport
-    private let timeout: Duration
+    /// The payment this backend reaches, and the secret for it.
+    public let clientSecret: ClientSecret
+    private let server: MerchantServerCall
 
-    public init(baseURL: URL, apiKey: String, transport: any HTTPTransport, timeout: Duration = .seconds(30)) {
+    public init(baseURL: URL, clientSecret: ClientSecret, transport: any HTTPTransport, timeout: Duration = .seconds(30)) {
         self.baseURL = baseURL
-        self.apiKey = apiKey
-        self.transport = transport
-        self.timeout = timeout
+        self.clientSecret = clientSecret
+        self.server = MerchantServerCall(baseURL: baseURL, bearer: clientSecret.rawValue, transport: transport, timeout: timeout)
     }
+
+    /// The payment's ID, from its client secret.
+    public var paymentID: String { clientSecret.paymentID }
 
     public func prepare(_ intent: PaymentIntent, returnURLs: [URL]) async throws -> Preparation {
         try await prepare(intent, returnURLs: returnURLs, customerRequested: false)
     }
 
+    /// `POST /v1/payments/{id}/attempts` for the payment the client secret names. The server's stored
+    /// intent is the one that is paid; `intent` is the app's copy of it (what the merchant's backend
+    /// created), used by the checkout to present the attempt.
     public func prepare(_ intent: PaymentIntent, returnURLs: [URL], customerRequested: Bool) async throws -> Preparation {
-        let payment: PaymentView = try await call(.post, "v1/payments", body: intent,
-                                                  headers: ["Idempotency-Key": "intent-\(intent.merchantReference)"])
-        return try await call(.post, "v1/payments/\(payment.id)/attempts",
+        try await server.call(.post, "v1/payments/\(paymentID)/attempts",
                               body: PrepareRequest(returnURLs: returnURLs, customerRequested: customerRequested))
     }
 
     /// `POST /v1/attempts/{reference}/submit`: the server calls the gateway with the payload and
     /// answers with the app's next step.
     public func submit(_ submission: Submission, for attempt: AttemptReference) async throws -> NextStep {
-        let answer: SubmitAnswer = try await call(.post, "v1/attempts/\(attempt.rawValue)/submit", body: submission)
+        let answer: SubmitAnswer = try await server.call(.post, "v1/attempts/\(attempt.rawValue)/submit", body: submission)
         return answer.next
     }
 
     public func report(_ outcome: ClientOutcome, for attempt: AttemptReference) async throws {
-        let _: PaymentView = try await call(.post, "v1/attempts/\(attempt.rawValue)/outcome", body: outcome)
+        let _: PaymentView = try await server.call(.post, "v1/attempts/\(attempt.rawValue)/outcome", body: outcome)
     }
 
     public func status(of attempt: AttemptReference) async throws -> StatusReport? {
-        Self.report(of: attempt, in: try await call(.get, "v1/attempts/\(attempt.rawValue)", body: Optional<String>.none))
+        Self.report(of: attempt, in: try await server.call(.get, "v1/attempts/\(attempt.rawValue)", body: Optional<String>.none))
     }
 
     /// `POST /v1/attempts/{reference}/inquire`: the server asks the gateway and applies the answer.
     public func inquire(_ attempt: AttemptReference) async throws -> StatusReport? {
-        Self.report(of: attempt, in: try await call(.post, "v1/attempts/\(attempt.rawValue)/inquire", body: Optional<String>.none))
+        Self.report(of: attempt, in: try await server.call(.post, "v1/attempts/\(attempt.rawValue)/inquire", body: Optional<String>.none))
     }
 
     /// The server's view of one attempt as a report.
@@ -63,13 +69,30 @@ public struct HTTPMerchantBackend: MerchantBackend {
     }
 
     /// The payment with its attempts and authoritative status.
-    public func payment(id: String) async throws -> PaymentView {
-        try await call(.get, "v1/payments/\(id)", body: Optional<String>.none)
+    public func payment() async throws -> PaymentView {
+        try await server.call(.get, "v1/payments/\(paymentID)", body: Optional<String>.none)
+    }
+}
+
+/// One JSON call to the merchant server with a bearer credential, its error answers turned into
+/// ``CheckoutError``s that say what is known about the money. Shared by the app's client and the
+/// merchant backend's, so the two read the server alike.
+package struct MerchantServerCall: Sendable {
+    package let baseURL: URL
+    private let bearer: String
+    private let transport: any HTTPTransport
+    private let timeout: Duration
+
+    package init(baseURL: URL, bearer: String, transport: any HTTPTransport, timeout: Duration) {
+        self.baseURL = baseURL
+        self.bearer = bearer
+        self.transport = transport
+        self.timeout = timeout
     }
 
-    private func call<Body: Encodable, Answer: Decodable>(_ method: TransportRequest.Method, _ path: String, body: Body?,
-                                                         headers extra: [String: String] = [:]) async throws -> Answer {
-        var headers = ["Authorization": "Bearer \(apiKey)", "Accept": "application/json"]
+    package func call<Body: Encodable, Answer: Decodable>(_ method: TransportRequest.Method, _ path: String, body: Body?,
+                                                          headers extra: [String: String] = [:]) async throws -> Answer {
+        var headers = ["Authorization": "Bearer \(bearer)", "Accept": "application/json"]
         headers.merge(extra) { _, new in new }
         var data: Data?
         if let body {
@@ -100,7 +123,7 @@ public struct HTTPMerchantBackend: MerchantBackend {
         }
     }
 
-    static func category(status: Int) -> CheckoutError.Category {
+    package static func category(status: Int) -> CheckoutError.Category {
         switch status {
         case 400, 404, 409, 413, 422: .invalidInput
         case 401, 403: .configuration

@@ -106,7 +106,7 @@ struct API: Sendable {
     var state: ServerState { service.state }
 
     func createPayment(_ request: Request, _ context: TillRequestContext) async throws -> Response {
-        let merchant = try authenticate(request)
+        let merchant = try service.merchantOnly(try await authenticate(request))
         let intent = try decode(PaymentIntent.self, try await body(request), field: "body")
         let (payment, replayed) = try await service.createPayment(intent, merchant: merchant, idempotencyKey: request.headers[.idempotencyKey],
                                                                   logger: context.logger)
@@ -116,13 +116,14 @@ struct API: Sendable {
     }
 
     func getPayment(_ request: Request, _ context: TillRequestContext) async throws -> Response {
-        let merchant = try authenticate(request)
-        return try Self.json(try await service.payment(id: try context.parameters.require("id"), merchant: merchant), status: .ok)
+        let id = try context.parameters.require("id")
+        let merchant = try service.authorize(try await authenticate(request), payment: id)
+        return try Self.json(try await service.payment(id: id, merchant: merchant), status: .ok)
     }
 
     func prepare(_ request: Request, _ context: TillRequestContext) async throws -> Response {
-        let merchant = try authenticate(request)
         let id = try context.parameters.require("id")
+        let merchant = try service.authorize(try await authenticate(request), payment: id)
         let raw = try await body(request)
         let input = raw.readableBytes == 0 ? PrepareRequest() : try decode(PrepareRequest.self, raw, field: "body")
         return try Self.json(try await service.prepare(paymentID: id, merchant: merchant, request: input, logger: context.logger),
@@ -130,8 +131,8 @@ struct API: Sendable {
     }
 
     func submit(_ request: Request, _ context: TillRequestContext) async throws -> Response {
-        let merchant = try authenticate(request)
         let reference = AttemptReference(rawValue: try context.parameters.require("reference"))
+        let merchant = try await service.authorize(try await authenticate(request), attempt: reference)
         let submission = try decode(Submission.self, try await body(request), field: "body")
         return try Self.json(try await service.submit(submission, attempt: reference, merchant: merchant, customerIP: context.peerIP,
                                                       logger: context.logger),
@@ -139,27 +140,27 @@ struct API: Sendable {
     }
 
     func getAttempt(_ request: Request, _ context: TillRequestContext) async throws -> Response {
-        let merchant = try authenticate(request)
         let reference = AttemptReference(rawValue: try context.parameters.require("reference"))
+        let merchant = try await service.authorize(try await authenticate(request), attempt: reference)
         return try Self.json(try await service.payment(attempt: reference, merchant: merchant), status: .ok)
     }
 
     func inquireAttempt(_ request: Request, _ context: TillRequestContext) async throws -> Response {
-        let merchant = try authenticate(request)
         let reference = AttemptReference(rawValue: try context.parameters.require("reference"))
+        let merchant = try await service.authorize(try await authenticate(request), attempt: reference)
         return try Self.json(try await service.inquire(attempt: reference, merchant: merchant), status: .ok)
     }
 
     func reportOutcome(_ request: Request, _ context: TillRequestContext) async throws -> Response {
-        let merchant = try authenticate(request)
         let reference = AttemptReference(rawValue: try context.parameters.require("reference"))
+        let merchant = try await service.authorize(try await authenticate(request), attempt: reference)
         let outcome = try decode(ClientOutcome.self, try await body(request), field: "body")
         return try Self.json(try await service.reportOutcome(outcome, attempt: reference, merchant: merchant, logger: context.logger),
                              status: .accepted)
     }
 
     func quarantine(_ request: Request, _ context: TillRequestContext) async throws -> Response {
-        let merchant = try authenticate(request)
+        let merchant = try service.merchantOnly(try await authenticate(request))
         let limit = request.uri.queryParameters.get("limit").flatMap(Int.init) ?? 100
         return try Self.json(try await service.quarantine(merchant: merchant, limit: limit), status: .ok)
     }
@@ -189,12 +190,10 @@ struct API: Sendable {
         return headers
     }
 
-    func authenticate(_ request: Request) throws -> MerchantRuntime {
-        guard let header = request.headers[.authorization], header.hasPrefix("Bearer "),
-              let merchant = state.merchant(apiKey: String(header.dropFirst("Bearer ".count))) else {
-            throw ServiceError.unauthorized
-        }
-        return merchant
+    /// The caller of a request: `Authorization: Bearer <merchant API key | client secret>`.
+    func authenticate(_ request: Request) async throws -> PaymentService.Caller {
+        guard let header = request.headers[.authorization], header.hasPrefix("Bearer ") else { throw ServiceError.unauthorized }
+        return try await service.caller(bearer: String(header.dropFirst("Bearer ".count)))
     }
 
     func body(_ request: Request) async throws -> ByteBuffer {

@@ -101,8 +101,17 @@ public protocol PaymentStore: Sendable {
     func notificationCount(attempt: AttemptReference) async throws -> Int
 
     /// Creates a payment, honouring an idempotency key.
-    /// - Parameter requestHash: a digest of the canonical request, compared on replay.
-    func create(_ intent: PaymentIntent, merchant: String, id: String, idempotencyKey: String?, requestHash: String) async throws -> CreateOutcome
+    /// - Parameters:
+    ///   - requestHash: a digest of the canonical request, compared on replay.
+    ///   - clientSecretHash: the digest of the payment's new client secret (never the secret). Stored with a
+    ///     new payment; on a replay it replaces the stored one, in the same transaction, so only the
+    ///     latest secret issued for a payment works.
+    func create(_ intent: PaymentIntent, merchant: String, id: String, idempotencyKey: String?, requestHash: String,
+                clientSecretHash: String?) async throws -> CreateOutcome
+
+    /// The merchant and the client-secret digest of a payment, for authenticating an app's request;
+    /// nil when there is no such payment or it has no secret.
+    func clientSecretHash(payment id: String) async throws -> (merchantID: String, hash: String)?
 
     /// A merchant's payment with its attempts.
     func payment(id: String, merchant: String) async throws -> StoredPayment?
@@ -172,6 +181,12 @@ public protocol PaymentStore: Sendable {
 }
 
 extension PaymentStore {
+    /// Creates a payment without a client secret (a payment only the merchant's key can reach).
+    public func create(_ intent: PaymentIntent, merchant: String, id: String, idempotencyKey: String?,
+                       requestHash: String) async throws -> CreateOutcome {
+        try await create(intent, merchant: merchant, id: id, idempotencyKey: idempotencyKey, requestHash: requestHash, clientSecretHash: nil)
+    }
+
     /// Stores and applies a verified notification (source `notification`).
     public func ingest(_ notification: RawNotification, report: StatusReport, merchant: String) async throws -> ApplyOutcome {
         try await ingest(notification, report: report, merchant: merchant, source: .notification)

@@ -48,7 +48,7 @@ public final class PostgresPaymentStore: PaymentStore {
     }
 
     public func create(_ intent: PaymentIntent, merchant: String, id: String, idempotencyKey: String?,
-                       requestHash: String) async throws -> CreateOutcome {
+                       requestHash: String, clientSecretHash: String?) async throws -> CreateOutcome {
         let intentJSON = try SQLitePaymentStore.encode(intent)
         // A concurrent request with the same key or reference may win the insert; then the second
         // pass reads what it created.
@@ -61,14 +61,16 @@ public final class PostgresPaymentStore: PaymentStore {
                             guard let existing = try await self.payment(connection, id: paymentID, merchant: merchant) else {
                                 throw StoreError.unavailable("idempotency key points to a missing payment")
                             }
+                            try await self.rotate(clientSecretHash, payment: existing.id, connection: connection)
                             return .replayed(existing)
                         }
                     }
                     let now = Date().storedMillis
                     let inserted = try await connection.query("""
-                        INSERT INTO till_payments (id, merchant_id, merchant_reference, amount_minor, currency, status, intent_json, created_at, updated_at)
+                        INSERT INTO till_payments (id, merchant_id, merchant_reference, amount_minor, currency, status, intent_json, created_at, updated_at,
+                                                   client_secret_hash)
                         VALUES (\(id), \(merchant), \(intent.merchantReference), \(intent.amount.minorUnits), \(intent.amount.currency.code),
-                                \(PaymentStatus.created.rawValue), \(intentJSON), \(now), \(now))
+                                \(PaymentStatus.created.rawValue), \(intentJSON), \(now), \(now), \(clientSecretHash))
                         ON CONFLICT (merchant_id, merchant_reference) DO NOTHING RETURNING id
                         """, logger: self.logger)
                     var created = false
@@ -77,7 +79,10 @@ public final class PostgresPaymentStore: PaymentStore {
                         // A concurrent request with the same key may have just committed this payment.
                         if let key = idempotencyKey, let (hash, paymentID) = try await self.idempotencyEntry(connection, merchant: merchant, key: key) {
                             guard hash == requestHash else { return .idempotencyConflict }
-                            if let existing = try await self.payment(connection, id: paymentID, merchant: merchant) { return .replayed(existing) }
+                            if let existing = try await self.payment(connection, id: paymentID, merchant: merchant) {
+                                try await self.rotate(clientSecretHash, payment: existing.id, connection: connection)
+                                return .replayed(existing)
+                            }
                         }
                         return .duplicateReference
                     }
@@ -100,6 +105,23 @@ public final class PostgresPaymentStore: PaymentStore {
 
     public func payment(id: String, merchant: String) async throws -> StoredPayment? {
         try await client.withConnection { connection in try await self.payment(connection, id: id, merchant: merchant) }
+    }
+
+    public func clientSecretHash(payment id: String) async throws -> (merchantID: String, hash: String)? {
+        try await client.withConnection { connection in
+            let rows = try await connection.query("SELECT merchant_id, client_secret_hash FROM till_payments WHERE id = \(id)", logger: self.logger)
+            var found: (merchantID: String, hash: String)?
+            for try await (merchant, hash) in rows.decode((String, String?).self) {
+                if let hash { found = (merchantID: merchant, hash: hash) }
+            }
+            return found
+        }
+    }
+
+    /// Replaces a replayed payment's client-secret digest (only the latest secret works).
+    private func rotate(_ hash: String?, payment id: String, connection: PostgresConnection) async throws {
+        guard let hash else { return }
+        try await connection.query("UPDATE till_payments SET client_secret_hash = \(hash) WHERE id = \(id)", logger: logger)
     }
 
     public func payment(attempt: AttemptReference) async throws -> StoredPayment? {

@@ -36,7 +36,7 @@ public final class SQLitePaymentStore: PaymentStore {
     }
 
     public func create(_ intent: PaymentIntent, merchant: String, id: String, idempotencyKey: String?,
-                       requestHash: String) async throws -> CreateOutcome {
+                       requestHash: String, clientSecretHash: String?) async throws -> CreateOutcome {
         let intentJSON = try Self.encode(intent)
         return try await pool.write { db -> CreateOutcome in
             if let key = idempotencyKey,
@@ -47,6 +47,9 @@ public final class SQLitePaymentStore: PaymentStore {
                 guard let existing = try Self.payment(db, id: row["payment_id"], merchant: merchant) else {
                     throw StoreError.unavailable("idempotency key points to a missing payment")
                 }
+                if let clientSecretHash {
+                    try db.execute(sql: "UPDATE till_payments SET client_secret_hash = ? WHERE id = ?", arguments: [clientSecretHash, existing.id])
+                }
                 return .replayed(existing)
             }
             let taken = try Bool.fetchOne(db, sql: "SELECT 1 FROM till_payments WHERE merchant_id = ? AND merchant_reference = ?",
@@ -54,10 +57,11 @@ public final class SQLitePaymentStore: PaymentStore {
             if taken { return .duplicateReference }
             let now = Date().storedMillis
             try db.execute(sql: """
-                INSERT INTO till_payments (id, merchant_id, merchant_reference, amount_minor, currency, status, intent_json, created_at, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO till_payments (id, merchant_id, merchant_reference, amount_minor, currency, status, intent_json, created_at, updated_at,
+                                           client_secret_hash)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """, arguments: [id, merchant, intent.merchantReference, intent.amount.minorUnits, intent.amount.currency.code,
-                                 PaymentStatus.created.rawValue, intentJSON, now, now])
+                                 PaymentStatus.created.rawValue, intentJSON, now, now, clientSecretHash])
             if let key = idempotencyKey {
                 try db.execute(sql: """
                     INSERT INTO till_idempotency_keys (merchant_id, idempotency_key, request_hash, payment_id, created_at) VALUES (?, ?, ?, ?, ?)
@@ -71,6 +75,14 @@ public final class SQLitePaymentStore: PaymentStore {
 
     public func payment(id: String, merchant: String) async throws -> StoredPayment? {
         try await pool.read { db in try Self.payment(db, id: id, merchant: merchant) }
+    }
+
+    public func clientSecretHash(payment id: String) async throws -> (merchantID: String, hash: String)? {
+        try await pool.read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT merchant_id, client_secret_hash FROM till_payments WHERE id = ?", arguments: [id]),
+                  let hash = row["client_secret_hash"] as String? else { return nil }
+            return (merchantID: row["merchant_id"], hash: hash)
+        }
     }
 
     public func payment(attempt: AttemptReference) async throws -> StoredPayment? {

@@ -1,0 +1,111 @@
+import Foundation
+import Till
+
+/// The merchant backend's client for the merchant server, with the merchant API key: server-to-server
+/// only (the key never goes into an app). It creates payments — each answer carries the payment's
+/// ``ClientSecret`` for the app — and reads any of the merchant's payments.
+///
+/// ```swift
+/// // In the merchant's backend, when the app asks to pay for an order:
+/// let api = MerchantAPIClient(baseURL: tillServerURL, apiKey: merchantKey, transport: URLSessionTransport())
+/// let payment = try await api.createPayment(intent, idempotencyKey: "order-\(order.id)")
+/// respond(with: payment.clientSecret)   // the app's HTTPMerchantBackend uses it
+/// ```
+public struct MerchantAPIClient: Sendable {
+    private let server: MerchantServerCall
+
+    public init(baseURL: URL, apiKey: String, transport: any HTTPTransport, timeout: Duration = .seconds(30)) {
+        server = MerchantServerCall(baseURL: baseURL, bearer: apiKey, transport: transport, timeout: timeout)
+    }
+
+    /// `POST /v1/payments`: creates the payment (idempotently by `idempotencyKey`). The answer's
+    /// ``PaymentView/clientSecret`` is for the app; every answer, a replay too, issues a new one and the
+    /// earlier one stops working.
+    public func createPayment(_ intent: PaymentIntent, idempotencyKey: String? = nil) async throws -> PaymentView {
+        try await server.call(.post, "v1/payments", body: intent, headers: idempotencyKey.map { ["Idempotency-Key": $0] } ?? [:])
+    }
+
+    /// `GET /v1/payments/{id}`.
+    public func payment(id: String) async throws -> PaymentView {
+        try await server.call(.get, "v1/payments/\(id)", body: Optional<String>.none)
+    }
+
+    /// `GET /v1/attempts/{reference}`: the payment an attempt belongs to.
+    public func payment(attempt: AttemptReference) async throws -> PaymentView {
+        try await server.call(.get, "v1/attempts/\(attempt.rawValue)", body: Optional<String>.none)
+    }
+
+    /// `POST /v1/payments` then the app's backend for it: what a test or a demo that plays both the
+    /// merchant's backend and the app needs.
+    public func appBackend(for intent: PaymentIntent, idempotencyKey: String? = nil,
+                           transport: any HTTPTransport) async throws -> HTTPMerchantBackend {
+        let payment = try await createPayment(intent, idempotencyKey: idempotencyKey)
+        guard let secret = payment.clientSecret else {
+            throw CheckoutError(.malformedBody, field: "clientSecret", message: "the server answered without a client secret")
+        }
+        return HTTPMerchantBackend(baseURL: server.baseURL, clientSecret: secret, transport: transport)
+    }
+}
+
+/// An app's ``MerchantBackend`` for a demo or a test that plays both the merchant's backend and the
+/// app: the first prepare of an intent asks the merchant's backend (``MerchantAPIClient``, with the
+/// API key) to create the payment, and from then on every call the app makes for that payment goes
+/// through an ``HTTPMerchantBackend`` holding only its client secret — exactly what a real app sees.
+public actor ClientSecretBackend: MerchantBackend {
+    private let merchant: MerchantAPIClient
+    private let transport: any HTTPTransport
+    private var byReference: [String: HTTPMerchantBackend] = [:]
+    private var byAttempt: [AttemptReference: HTTPMerchantBackend] = [:]
+
+    public init(merchant: MerchantAPIClient, transport: any HTTPTransport) {
+        self.merchant = merchant
+        self.transport = transport
+    }
+
+    /// The app's backend for the payment of `intent`, created by the merchant's backend on first use.
+    public func backend(for intent: PaymentIntent) async throws -> HTTPMerchantBackend {
+        if let known = byReference[intent.merchantReference] { return known }
+        let backend = try await merchant.appBackend(for: intent, idempotencyKey: "intent-\(intent.merchantReference)", transport: transport)
+        byReference[intent.merchantReference] = backend
+        return backend
+    }
+
+    public func prepare(_ intent: PaymentIntent, returnURLs: [URL]) async throws -> Preparation {
+        try await prepare(intent, returnURLs: returnURLs, customerRequested: false)
+    }
+
+    public func prepare(_ intent: PaymentIntent, returnURLs: [URL], customerRequested: Bool) async throws -> Preparation {
+        let backend = try await backend(for: intent)
+        let preparation = try await backend.prepare(intent, returnURLs: returnURLs, customerRequested: customerRequested)
+        byAttempt[preparation.attempt] = backend
+        return preparation
+    }
+
+    public func submit(_ submission: Submission, for attempt: AttemptReference) async throws -> NextStep {
+        try await backend(of: attempt).submit(submission, for: attempt)
+    }
+
+    public func report(_ outcome: ClientOutcome, for attempt: AttemptReference) async throws {
+        try await backend(of: attempt).report(outcome, for: attempt)
+    }
+
+    public func status(of attempt: AttemptReference) async throws -> StatusReport? {
+        try await backend(of: attempt).status(of: attempt)
+    }
+
+    public func inquire(_ attempt: AttemptReference) async throws -> StatusReport? {
+        try await backend(of: attempt).inquire(attempt)
+    }
+
+    /// The payment an attempt of this app belongs to, read with its client secret.
+    public func payment(of attempt: AttemptReference) async throws -> PaymentView {
+        try await backend(of: attempt).payment()
+    }
+
+    private func backend(of attempt: AttemptReference) throws -> HTTPMerchantBackend {
+        guard let backend = byAttempt[attempt] else {
+            throw CheckoutError(.attemptNotFound, field: "attempt", message: "this app prepared no such attempt")
+        }
+        return backend
+    }
+}
