@@ -36,7 +36,8 @@ struct PayFortPluginTests {
         #expect(production.environment == .production)
 
         // SHA-512 is used with the response phrase.
-        var feedback = PayFortParameters(strings: [("merchant_reference", "att1"), ("status", "14"), ("response_code", "14000")])
+        var feedback = PayFortParameters(strings: [("access_code", "AC"), ("merchant_identifier", "MID"), ("merchant_reference", "att1"),
+                                                   ("status", "14"), ("response_code", "14000")])
         feedback["signature"] = .string(PayFortSignature(.sha512).sign(feedback, phrase: "rs"))
         let notification = IncomingNotification(headers: ["Content-Type": "application/json"], body: feedback.jsonData())
         #expect(try server.verifyNotification(notification).report.status == .paid)
@@ -51,6 +52,7 @@ struct PayFortPluginTests {
         (["sha": "md5"], goodCredentials, "settings.sha"),
         (["language": "fr"], goodCredentials, "settings.language"),
         (["integration": "sdk"], goodCredentials, "settings.integration"),
+        (["confirm_feedback": "no"], goodCredentials, "settings.confirm_feedback"),
         (["base_url": "ftp://sandbox.example"], goodCredentials, "settings.base_url"),
         (["base_url": "not a url"], goodCredentials, "settings.base_url"),
         ([:], goodCredentials.filter { $0.key != "request_phrase" }, "credentials.request_phrase"),
@@ -69,6 +71,25 @@ struct PayFortPluginTests {
                 #expect(throws: CheckoutError.self) { try PayFortPlugin.plugin.makeClient(context(settings, credentials: [:])) }
             }
         }
+    }
+
+    @Test("confirm_feedback: every verified feedback asks the server to confirm it with CHECK_STATUS, unless turned off explicitly",
+          arguments: [([:], true), (["confirm_feedback": "true"], true), (["confirm_feedback": "false"], false)] as [([String: String], Bool)])
+    func confirmFeedback(settings: [String: String], confirms: Bool) throws {
+        let server = try #require(try PayFortPlugin.plugin.makeServer(context(settings)) as? PayFortServer)
+        #expect(server.confirmFeedback == confirms)
+        for (status, code) in [("14", "14000"), ("02", "02000"), ("13", "13666"), ("06", "06000")] {
+            var feedback = PayFortParameters(strings: [("access_code", "AC"), ("merchant_identifier", "MID"), ("merchant_reference", "att1"),
+                                                       ("status", status), ("response_code", code)])
+            feedback["signature"] = .string(PayFortSignature().sign(feedback, phrase: "rs"))
+            let verified = try server.verifyNotification(IncomingNotification(headers: ["Content-Type": "application/json"], body: feedback.jsonData()))
+            // Set on every verified feedback; the server acts on it only for a report that would make the attempt paid or authorized.
+            #expect(verified.confirmBeforeApplying == confirms, "\(code)")
+        }
+        // Built directly, the server half confirms by default too.
+        #expect(PayFortServer(environment: .sandbox, credentials: PayFortCredentials(accessCode: "AC", merchantIdentifier: "MID",
+                                                                                    requestPhrase: "rq", responsePhrase: "rs"),
+                              transport: RecordingTransport()).confirmFeedback)
     }
 
     /// Writes `text` to a temporary file and returns its path.

@@ -24,9 +24,16 @@ enum WireFixture {
     }
 
     /// The same parameters with `signature` recomputed with `phrase`: for answers whose vendor phrase is
-    /// not published (`"computed": false`), so they can run through the code that verifies.
-    static func resigned(_ parameters: PayFortParameters, phrase: String = "PASS") -> PayFortParameters {
+    /// not published (`"computed": false`), so they can run through the code that verifies. With
+    /// `account`, its `access_code` and `merchant_identifier` are added where missing, as PayFort
+    /// echoes them in every message.
+    static func resigned(_ parameters: PayFortParameters, phrase: String = "PASS", account: PayFortCredentials? = nil) -> PayFortParameters {
         var copy = parameters
+        if let account {
+            for (key, value) in [("access_code", account.accessCode), ("merchant_identifier", account.merchantIdentifier)] where copy[key] == nil {
+                copy[key] = .string(value)
+            }
+        }
         copy["signature"] = nil
         copy["signature"] = .string(PayFortSignature().sign(copy, phrase: phrase))
         return copy
@@ -115,11 +122,11 @@ struct WireRequestFixtureTests {
 
         // The guide's example: the same fields (its signature is a generic example value).
         let guide = try WireFixture.parameters(fixture["body"])
+        let guideCredentials = WireFixture.credentials(guide.text("access_code")!, guide.text("merchant_identifier")!)
         let guideTransport = RecordingTransport()
         guideTransport.expect(.post, path: "/FortAPI/paymentApi", respond: WireFixture.answer(WireFixture.resigned(PayFortParameters(strings: [
-            ("status", "22"), ("sdk_token", "Dwp78q3"), ("response_code", "22000")]))))
-        _ = try await WireFixture.server(WireFixture.credentials(guide.text("access_code")!, guide.text("merchant_identifier")!), guideTransport,
-                                         integration: .mobileSDK)
+            ("status", "22"), ("sdk_token", "Dwp78q3"), ("response_code", "22000")]), account: guideCredentials)))
+        _ = try await WireFixture.server(guideCredentials, guideTransport, integration: .mobileSDK)
             .prepare(AttemptContext(intent: try WireFixture.intent("10.00", "AED", metadata: ["device_id": guide.text("device_id")!]),
                                     attempt: ref("att1")))
         #expect(WireFixture.compare(try body(guideTransport.requests.first), with: guide).isEmpty)
@@ -174,7 +181,7 @@ struct WireRequestFixtureTests {
         let transport = RecordingTransport()
         transport.expect(.post, path: "/FortAPI/paymentApi", respond: WireFixture.answer(WireFixture.resigned(PayFortParameters(strings: [
             ("command", vendor.text("command")!), ("merchant_reference", reference.rawValue), ("status", "20"), ("response_code", "20064"),
-            ("3ds_url", "https://sbsimulator.payfort.com/secure3dsSimulator?x=1")]))))
+            ("3ds_url", "https://sbsimulator.payfort.com/secure3dsSimulator?x=1")]), account: credentials)))
         _ = try await WireFixture.server(credentials, transport)
             .submit(WireFixture.tokenizationReturn(reference: reference.rawValue, token: vendor.text("token_name")!, credentials: credentials),
                     context: context)
@@ -189,10 +196,11 @@ struct WireRequestFixtureTests {
     @Test("CHECK_STATUS equals the docs' request")
     func checkStatus() async throws {
         let vendor = try WireFixture.parameters(try WireFixture.load("check-status-request.json")["body"])
+        let credentials = WireFixture.credentials(vendor.text("access_code")!, vendor.text("merchant_identifier")!)
         let transport = RecordingTransport()
         transport.expect(.post, path: "/FortAPI/paymentApi", respond: WireFixture.answer(WireFixture.resigned(PayFortParameters(strings: [
-            ("query_command", "CHECK_STATUS"), ("status", "12"), ("response_code", "12000")]))))
-        _ = try await WireFixture.server(WireFixture.credentials(vendor.text("access_code")!, vendor.text("merchant_identifier")!), transport)
+            ("query_command", "CHECK_STATUS"), ("status", "12"), ("response_code", "12000")]), account: credentials)))
+        _ = try await WireFixture.server(credentials, transport)
             .inquire(InquiryQuery(attempt: AttemptReference(rawValue: vendor.text("merchant_reference")!)))
         #expect(WireFixture.compare(try body(transport.requests.first), with: vendor).isEmpty)
     }
@@ -205,7 +213,8 @@ struct WireRequestFixtureTests {
             let credentials = WireFixture.credentials("zx0IPmPy5jp1vAz8Kpg7", "CycHZxVj")
             let transport = RecordingTransport()
             transport.expect(.post, path: "/FortAPI/paymentApi", respond: WireFixture.answer(WireFixture.resigned(PayFortParameters(strings: [
-                ("command", command), ("response_code", command == "CAPTURE" ? "04000" : command == "REFUND" ? "06000" : "08000")]))))
+                ("command", command), ("response_code", command == "CAPTURE" ? "04000" : command == "REFUND" ? "06000" : "08000")]),
+                account: credentials)))
             let gateway = WireFixture.server(credentials, transport)
             let attempt = AttemptReference(rawValue: literals.text("merchant_reference")!)
             let amount = literals.text("amount").map { Money(minorUnits: Int64($0)!, currency: Currency.lookup(literals.text("currency")!)!) }
@@ -227,10 +236,11 @@ struct WireRequestFixtureTests {
             }
         }
         // The docs' void (amount and currency mandatory) on request.
+        let voidCredentials = WireFixture.credentials("a", "b")
         let transport = RecordingTransport()
         transport.expect(.post, path: "/FortAPI/paymentApi", respond: WireFixture.answer(WireFixture.resigned(PayFortParameters(strings: [
-            ("response_code", "08000")]))))
-        _ = try await WireFixture.server(WireFixture.credentials("a", "b"), transport)
+            ("response_code", "08000")]), account: voidCredentials)))
+        _ = try await WireFixture.server(voidCredentials, transport)
             .void(ref("1234567890"), amount: Money(minorUnits: 319_700, currency: Currency.lookup("AED")!))
         #expect(try body(transport.requests.first).keys.contains("amount"))
     }
@@ -260,7 +270,7 @@ struct WireResponseFixtureTests {
         let transport = RecordingTransport()
         transport.expect(.post, path: "/FortAPI/paymentApi", respond: WireFixture.answer(WireFixture.resigned(PayFortParameters(strings: [
             ("command", "PURCHASE"), ("amount", "24300"), ("currency", "AED"), ("merchant_reference", "merchant_reference"),
-            ("status", "14"), ("response_code", "14000")]))))
+            ("status", "14"), ("response_code", "14000")]), account: credentials)))
         let result = try await WireFixture.server(credentials, transport).submit(submission, context: SubmitContext(
             intent: try WireFixture.intent("243.00", "AED"), attempt: ref("merchant_reference"), returnURL: URL(string: "shop://till/return?till_state=s"),
             customerIP: "172.254.12.5"))
@@ -313,7 +323,8 @@ struct WireResponseFixtureTests {
 
         let feedback = WireFixture.resigned(fields)
         let form = FormFields.encode(feedback.members.map { ($0.key, $0.value.payFortText ?? "") })
-        let report = try WireFixture.server(WireFixture.credentials("a", "b"), RecordingTransport())
+        let report = try WireFixture.server(WireFixture.credentials(fields.text("access_code")!, fields.text("merchant_identifier")!),
+                                            RecordingTransport())
             .verifyNotification(IncomingNotification(headers: ["Content-Type": "application/x-www-form-urlencoded"], body: Data(form.utf8))).report
         #expect(report.status == .authorized && report.amount == Money(minorUnits: 24300, currency: Currency.lookup("AED")!))
         #expect(report.gatewayReference == "169996200015585882")
@@ -349,7 +360,7 @@ struct WireResponseFixtureTests {
         extra["captured_amount"] = .string("100")
         let second = RecordingTransport()
         second.expect(.post, path: "/FortAPI/paymentApi", respond: WireFixture.answer(WireFixture.resigned(extra)))
-        let paid = try await WireFixture.server(WireFixture.credentials("a", "b"), second)
+        let paid = try await WireFixture.server(WireFixture.credentials("s31bpM1ebfNnwqo", "FD1Ptq"), second)
             .inquire(InquiryQuery(attempt: ref("141127176"), amount: Money(minorUnits: 100, currency: Currency.lookup("AED")!)))
         #expect(paid.status == .paid)
         #expect(paid.amount?.minorUnits == 100)
@@ -372,7 +383,7 @@ struct WireResponseFixtureTests {
             #expect(PayFortSignature().stringToSign(fields, phrase: "PASS") == fixture["string_to_sign"]?.stringValue, "\(file)")
             try PayFortSignature().verify(fields, phrase: try #require(fixture["response_phrase"]?.stringValue))
             let error = #expect(throws: CheckoutError.self) {
-                try WireFixture.server(WireFixture.credentials("a", "b"), RecordingTransport())
+                try WireFixture.server(WireFixture.credentials(fields.text("access_code")!, fields.text("merchant_identifier")!), RecordingTransport())
                     .verifyNotification(IncomingNotification(headers: ["Content-Type": "application/json"], body: fields.jsonData()))
             }
             #expect(error?.field == "body.status", "\(file)")
@@ -384,8 +395,11 @@ struct WireResponseFixtureTests {
         let fixture = try WireFixture.load("feedback-json.json")
         let body = try WireFixture.parameters(fixture["body"])
         #expect(PayFortSignature().stringToSign(body, phrase: "PASS") == fixture["string_to_sign"]?.stringValue)
-        let gateway = WireFixture.server(WireFixture.credentials("a", "b"), RecordingTransport())
-        let json = try gateway.verifyNotification(IncomingNotification(headers: ["Content-Type": "application/json"], body: body.jsonData())).report
+        // Each vector is read by the account it names (PayFort echoes access_code and merchant_identifier).
+        func gateway(for fields: PayFortParameters) -> PayFortServer {
+            WireFixture.server(WireFixture.credentials(fields.text("access_code")!, fields.text("merchant_identifier")!), RecordingTransport())
+        }
+        let json = try gateway(for: body).verifyNotification(IncomingNotification(headers: ["Content-Type": "application/json"], body: body.jsonData())).report
         #expect(json.status == .authorized && json.amount == Money(minorUnits: 24300, currency: Currency.lookup("AED")!))
         #expect(json.attempt == ref("merchant_reference") && json.gatewayReference == "12432222" && json.gatewayCode == "02000")
 
@@ -397,14 +411,15 @@ struct WireResponseFixtureTests {
         let phpString = try #require(phpFact.components(separatedBy: "string_to_sign \"").last?.components(separatedBy: "\" →").first)
         #expect(PayFortSignature().stringToSign(parsed, phrase: "PASS", emptyValues: .signed) == phpString)
         #expect(phpFact.contains(PayFortSignature().sign(parsed, phrase: "PASS", emptyValues: .signed)))
-        let report = try gateway.verifyNotification(IncomingNotification(headers: ["Content-Type": "application/x-www-form-urlencoded"], body: form)).report
+        let report = try gateway(for: parsed).verifyNotification(IncomingNotification(headers: ["Content-Type": "application/x-www-form-urlencoded"],
+                                                                                      body: form)).report
         // 00006 is on hold in PayFort's own plugin: pending, settled by CHECK_STATUS.
         #expect(report.status == .pending && report.gatewayCode == "00006" && report.amount == Money(minorUnits: 243, currency: Currency.lookup("USD")!))
 
         // The sandbox's real form post (phrase not published): an authorization of 243 AED minor units.
         let sandbox = WireFixture.resigned(try WireFixture.parameters(fixture["other_examples"]?.arrayValue?.first?["decoded_fields"]))
         let encoded = FormFields.encode(sandbox.members.map { ($0.key, $0.value.payFortText ?? "") })
-        let real = try gateway.verifyNotification(IncomingNotification(headers: ["Content-Type": "application/x-www-form-urlencoded"],
+        let real = try gateway(for: sandbox).verifyNotification(IncomingNotification(headers: ["Content-Type": "application/x-www-form-urlencoded"],
                                                                        body: Data(encoded.utf8))).report
         #expect(real.status == .authorized && real.amount == Money(minorUnits: 243, currency: Currency.lookup("AED")!))
     }

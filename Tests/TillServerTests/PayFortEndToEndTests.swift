@@ -5,6 +5,7 @@ import FoundationNetworking
 import Testing
 import Till
 import TillGatewayKit
+import TillPayFort
 import TillPayFortServer
 import TillSandbox
 @testable import TillServer
@@ -44,19 +45,23 @@ final class FormPostBrowser: NSObject, URLSessionTaskDelegate, @unchecked Sendab
 
 /// A customer with a test card. On the merchant page it types the card into Till's form, which the
 /// device posts to the sandbox's paymentPage; with the FORT SDK it hands the card to the SDK stand-in.
-/// On a 3-D Secure page it approves or declines, then is sent back.
+/// On a 3-D Secure page it approves or declines, then is sent back. One that `abandons` closes the
+/// merchant page before it posts anything (the app cannot tell whether it did): PayFort never hears
+/// of the attempt.
 struct CardCustomer: CheckoutPresenter {
     let card: String
     let returns: ReturnURLHandler
     var threeDS = "approve"
     /// The sandbox's base URL, where the SDK stand-in listens.
     var base: URL
+    var abandons = false
 
     func collect(_ form: FormSpec) async throws -> FormValues? {
         FormValues(["card_number": card, "expiry_date": "12/30", "card_security_code": "123", "card_holder_name": "Test Customer"])
     }
 
     func post(_ form: FormPost) async throws {
+        if abandons { throw CheckoutError(.unknownOutcome, message: "the page was closed; whether the card was posted is not known") }
         returns.handle(try await FormPostBrowser.post(form))
     }
 
@@ -99,7 +104,7 @@ struct PayFortEndToEndTests {
     }
 
     func world(card: String, threeDS: String = "approve", gateways: [GatewayID] = ["payfort"], integration: PayFortIntegration = .merchantPage,
-               maxAttempts: Int = 1) async throws -> World {
+               maxAttempts: Int = 1, settings: [String: String] = [:], abandons: Bool = false) async throws -> World {
         let accounts = gateways.map(Self.account)
         let emulator = PayFortEmulator(merchants: accounts, notificationRetry: (10, .milliseconds(50)))
         let sandbox = try await Sandbox.start(payFort: emulator)
@@ -118,7 +123,8 @@ struct PayFortEndToEndTests {
                 gateways: gateways.map { id in
                     GatewayConfiguration(id: id, module: "payfort",
                                          credentials: Dictionary(uniqueKeysWithValues: names.map { ($0, CredentialReference(env: "\(id.rawValue)_\($0)")) }),
-                                         settings: ["base_url": base.absoluteString, "integration": integration.rawValue])
+                                         settings: ["base_url": base.absoluteString, "integration": integration.rawValue]
+                                            .merging(settings) { $1 })
                 },
                 routing: RoutingConfiguration(fallback: gateways), returnURLSchemes: ["shop"])],
             server: ServerSettings(listen: "127.0.0.1:0", storage: "sqlite:unused", publicURL: "http://127.0.0.1"))
@@ -139,7 +145,7 @@ struct PayFortEndToEndTests {
             backend: ClientSecretBackend(merchant: MerchantAPIClient(baseURL: serverURL, apiKey: apiKey, transport: URLSessionTransport()),
                                          transport: URLSessionTransport()),
             gateways: gateways.map { PayFortGateway(id: $0, environment: .custom(base)) },   // the app: no credentials
-            returns: returns, presenter: CardCustomer(card: card, returns: returns, threeDS: threeDS, base: base),
+            returns: returns, presenter: CardCustomer(card: card, returns: returns, threeDS: threeDS, base: base, abandons: abandons),
             returnTimeout: .seconds(5), confirmationTimeout: .seconds(5), confirmationInterval: .milliseconds(25), maxAttempts: maxAttempts)
         return World(emulator: emulator, sandbox: sandbox, server: task, serverURL: serverURL, store: store, app: checkout, returns: returns)
     }
@@ -213,12 +219,83 @@ struct PayFortEndToEndTests {
         #expect(declined.status == .failed && declined.attempts == 1)
     }
 
-    @Test("an uncertain answer that did charge is settled paid by the gateway's feedback")
+    @Test("an uncertain answer that did charge is settled paid by the gateway's feedback and the CHECK_STATUS it triggers")
     func uncertain() async throws {
         let w = try await world(card: "4000000000000010")
         defer { Task { await w.stop() } }
         let result = try await w.app.pay(try intent("e2e-uncertain"))
         #expect(result.clientOutcome.kind == .pending)
         #expect(result.status == .paid)
+        #expect(try await count(w.store, "till_notifications",
+                                where: "attempt_reference = '\(result.preparation.attempt.rawValue)' AND outcome = 'applied'") == 0)
+    }
+
+    // MARK: Feedback confirmed by CHECK_STATUS
+
+    /// A PURCHASE success for `attempt` of 25.00 SAR, signed with the account's response phrase exactly
+    /// as PayFort signs its transaction feedback, as a form post.
+    static func successFeedback(for attempt: AttemptReference, gateway: GatewayID = "payfort") -> Data {
+        let account = Self.account(gateway)
+        var parameters = PayFortParameters(strings: [
+            ("command", "PURCHASE"), ("access_code", account.accessCode), ("merchant_identifier", account.merchantIdentifier),
+            ("merchant_reference", attempt.rawValue), ("amount", "2500"), ("currency", "SAR"), ("language", "en"),
+            ("customer_email", "buyer@example.com"), ("fort_id", "169996200007825545"), ("payment_option", "VISA"), ("eci", "ECOMMERCE"),
+            ("status", "14"), ("response_code", "14000"), ("response_message", "Success"),
+        ])
+        parameters["signature"] = .string(PayFortSignature().sign(parameters, phrase: account.responsePhrase))
+        return Data(FormFields.encode(parameters.members.map { ($0.key, $0.value.stringValue ?? "") }).utf8)
+    }
+
+    /// Posts `body` to the merchant server's PayFort feedback URL, as PayFort (or anyone) does.
+    static func postFeedback(_ body: Data, to w: World, gateway: GatewayID = "payfort") async throws -> Int {
+        var request = URLRequest(url: w.serverURL.appendingPathComponent("v1/notifications/\(gateway.rawValue)"))
+        request.httpMethod = "POST"
+        request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
+        request.httpBody = body
+        let (_, response) = try await URLSession.shared.data(for: request)
+        return (response as? HTTPURLResponse)?.statusCode ?? 0
+    }
+
+    /// The payment's status once the server's own inquiry (if any) had time to run.
+    static func settledStatus(of attempt: AttemptReference, in w: World) async throws -> PaymentStatus? {
+        try await Task.sleep(for: .milliseconds(400))
+        return try await w.store.payment(attempt: attempt)?.status
+    }
+
+    @Test("a genuine signed PURCHASE success for an attempt PayFort has no order for is kept, and the CHECK_STATUS it triggers keeps the payment unpaid")
+    func successFeedbackConfirmed() async throws {
+        let w = try await world(card: "4005550000000001", abandons: true)
+        defer { Task { await w.stop() } }
+        // The customer closed the merchant page before posting the card: the attempt is pending, PayFort has no order.
+        let result = try await w.app.pay(try intent("e2e-confirm"))
+        let attempt = result.preparation.attempt
+        #expect(result.status == .pending)
+
+        #expect(try await Self.postFeedback(Self.successFeedback(for: attempt), to: w) == 200)   // acknowledged: stored
+        #expect(try await Self.settledStatus(of: attempt, in: w) == .pending)
+        #expect(try await count(w.store, "till_notifications", where: "attempt_reference = '\(attempt.rawValue)' AND outcome = 'needs_inquiry'") == 1)
+        #expect(try await count(w.store, "till_notifications", where: "attempt_reference = '\(attempt.rawValue)' AND outcome = 'applied'") == 0)
+        #expect(await w.emulator.ledger.isEmpty)
+
+        // A normal payment still ends paid: PayFort's own CHECK_STATUS agrees with its feedback.
+        let normal = try await world(card: "4005550000000001", integration: .mobileSDK)
+        defer { Task { await normal.stop() } }
+        let paid = try await normal.app.pay(try intent("e2e-confirmed"))
+        #expect(paid.status == .paid)
+        #expect(try await count(normal.store, "till_notifications",
+                                where: "attempt_reference = '\(paid.preparation.attempt.rawValue)' AND outcome = 'applied'") == 0)
+        #expect(await normal.emulator.ledger.count == 1)
+    }
+
+    @Test("turned off explicitly (confirm_feedback false), the same signed success is applied as it comes: the risk the setting guards against")
+    func successFeedbackUnconfirmed() async throws {
+        let w = try await world(card: "4005550000000001", settings: ["confirm_feedback": "false"], abandons: true)
+        defer { Task { await w.stop() } }
+        let result = try await w.app.pay(try intent("e2e-unconfirmed"))
+        let attempt = result.preparation.attempt
+        #expect(result.status == .pending)
+        #expect(try await Self.postFeedback(Self.successFeedback(for: attempt), to: w) == 200)
+        #expect(try await Self.settledStatus(of: attempt, in: w) == .paid)   // PayFort charged nothing
+        #expect(await w.emulator.ledger.isEmpty)
     }
 }

@@ -16,36 +16,11 @@ import TillGatewayKit
 /// (`issuer_name_ar`, "Issuer2عربي", `docs/Installmentsparameters.md`). So a customer's name or an
 /// order description in Arabic is valid; identifiers (references, codes, tokens) stay ASCII.
 public enum PayFortFields {
-    /// One field's rule.
-    public struct Rule: Sendable, Hashable {
-        /// What a field is made of, besides its ``special`` characters.
-        public enum Kind: Sendable, Hashable {
-            /// ASCII letters.
-            case letters
-            /// ASCII digits.
-            case digits
-            /// ASCII letters and digits.
-            case alphanumeric
-            /// Letters and digits of any script (free text: names, descriptions).
-            case text
-        }
+    /// One field's rule: the kit's ``FieldRule`` (most characters, allowed characters).
+    public typealias Rule = FieldRule
 
-        /// The most characters the field may hold.
-        public var maxLength: Int
-        /// What the field is made of.
-        public var kind: Kind
-        /// Allowed besides ``kind`` (a space is written as a space).
-        public var special: String
-
-        /// A rule.
-        public init(_ maxLength: Int, _ kind: Kind, special: String = "") {
-            self.maxLength = maxLength
-            self.kind = kind
-            self.special = special
-        }
-    }
-
-    /// The rule of each field Till sends or reads, by PayFort's name.
+    /// The rule of each field Till sends or reads, by PayFort's name. Received messages are read
+    /// through ``PayFortMessage/documented``, the subset Till reads.
     public static let rules: [String: Rule] = [
         "command": Rule(20, .letters, special: "_"),
         "service_command": Rule(20, .letters, special: "_"),
@@ -79,18 +54,28 @@ public enum PayFortFields {
         "access_code": Rule(20, .alphanumeric),
         "merchant_identifier": Rule(20, .alphanumeric),
         "card_holder_name": Rule(50, .text, special: "'-. "),
-        // Answers: 2 digits, 5 digits, FORT's order id (numeric, at most 20).
-        "status": Rule(2, .digits),
-        "response_code": Rule(5, .digits),
-        "transaction_status": Rule(2, .digits),
-        "transaction_code": Rule(5, .digits),
+        // Answers: status exactly 2 digits, response_code exactly 5 (the status and a 3-digit message
+        // code: docs `incommon.md`, `transactioncodes.md`), FORT's order id (numeric, at most 20).
+        "status": Rule(2, .digits, minLength: 2),
+        "response_code": Rule(5, .digits, minLength: 5),
+        "transaction_status": Rule(2, .digits, minLength: 2),
+        "transaction_code": Rule(5, .digits, minLength: 5),
         "fort_id": Rule(20, .digits),
         "authorized_amount": Rule(10, .digits),
         "captured_amount": Rule(10, .digits),
         "refunded_amount": Rule(10, .digits),
         "card_bin": Rule(8, .digits),
         "maintenance_reference": Rule(40, .alphanumeric, special: "-_."),
+        // Messages ("Alphanumeric Max: 150", docs `incommon.md`) are shown, never decide: any characters
+        // but control characters (the docs' own messages hold `’` and `.`). The 3-D Secure page
+        // ("Alphanumeric Max: 300", docs `bypassparameters.md`) is further checked as an address.
+        "response_message": Rule(150, .printable),
+        "transaction_message": Rule(150, .printable),
+        "3ds_url": Rule(300, .printable),
     ]
+
+    /// ``rules`` as the kit reads and checks them.
+    public static let documented = DocumentedFields(rules)
 
     /// The operation request's `payment_option` values: VISA, MASTERCARD, AMEX, MADA, MEEZA (2019 guide
     /// and docs), SADAD, NAPS, KNET (docs only, purchases only).
@@ -103,42 +88,7 @@ public enum PayFortFields {
     /// Checks one value against its rule; the issue's field is `prefix + name`. A field without a rule
     /// has no issue.
     public static func check(_ name: String, _ value: String, prefix: String = "payfort.") -> [ValidationIssue] {
-        guard let rule = rules[name] else { return [] }
-        let field = prefix + name
-        if value.count > rule.maxLength {
-            return [.init(field: field, code: .fieldTooLong, message: "at most \(rule.maxLength) characters, got \(value.count)")]
-        }
-        guard value.unicodeScalars.allSatisfy({ allowed($0, by: rule) }) else {
-            return [.init(field: field, code: .invalidField, message: "only \(describe(rule)) are allowed")]
-        }
-        return []
-    }
-
-    static func allowed(_ scalar: Unicode.Scalar, by rule: Rule) -> Bool {
-        if rule.special.unicodeScalars.contains(scalar) { return true }
-        let asciiLetter = scalar.isASCII && scalar.properties.isAlphabetic
-        let asciiDigit = ("0"..."9").contains(scalar)
-        switch rule.kind {
-        case .letters: return asciiLetter
-        case .digits: return asciiDigit
-        case .alphanumeric: return asciiLetter || asciiDigit
-        case .text:
-            // Letters (with their combining marks, as Arabic vowel signs are) and decimal digits of any script.
-            let category = scalar.properties.generalCategory
-            return scalar.properties.isAlphabetic || category == .decimalNumber || category == .nonspacingMark
-                || category == .spacingMark
-        }
-    }
-
-    static func describe(_ rule: Rule) -> String {
-        let base = switch rule.kind {
-        case .letters: "ASCII letters"
-        case .digits: "digits 0-9"
-        case .alphanumeric: "ASCII letters and digits"
-        case .text: "letters, digits"
-        }
-        guard !rule.special.isEmpty else { return base }
-        return base + " and " + rule.special.map { $0 == " " ? "space" : String($0) }.joined(separator: " ")
+        documented.check(name, value, field: prefix + name).map { [$0] } ?? []
     }
 
     /// The keys of the FORT mobile SDK's operation request (2019 guide §6.7.1; fort-ios-sdk README).

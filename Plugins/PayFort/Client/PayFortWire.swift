@@ -315,44 +315,61 @@ public struct PayFortMaintenanceRequest: Sendable, Hashable {
 // MARK: Answers
 
 /// A message from PayFort whose signature was verified (or, in the app, one it cannot verify and only
-/// shows), read strictly: only non-empty values (an empty one may not have been signed), and every
-/// field Till reads within its documented characters, so a value re-cut across keys never reads as
-/// another field. Duplicate keys were refused when it was parsed.
+/// shows), read strictly through the kit's ``DocumentedFields``: only the fields Till reads
+/// (``readFields``), only non-empty values (an empty one may not have been signed), each within its
+/// documented characters (``PayFortFields/rules``); every other key is never read. Duplicate keys were
+/// refused when it was parsed.
+///
+/// PayFort signs `key=value` pairs with no separator, so whoever holds a signed message can cut the
+/// same text into other keys (a `return_url` the app supplied may hold `=`). What binds the outcome is
+/// `response_code`, whose five digits begin with the `status` ("the first 2 digits represent the
+/// response status": docs `incommon.md`, `transactioncodes.md`; APS's error-codes page): a message
+/// with a `status` must carry a `response_code` that begins with it. The text `response_code=…` can
+/// only be cut into `response_code` again or swallowed by another key, so a re-cut can neither change
+/// the status nor, without losing `response_code`, reach the keys before it (`merchant_reference`,
+/// `amount`) from an echoed URL.
 public struct PayFortMessage: Sendable, Hashable {
     /// The parameters as received.
     public let parameters: PayFortParameters
     /// The empty-value rule its signature verified under (`nil`: not verified, as in the app).
     public let rule: PayFortSignature.EmptyValues?
+    /// The fields Till reads, as read and checked.
+    public let fields: DocumentedValues
 
     /// The fields Till reads, each checked against ``PayFortFields/rules`` when present.
     public static let readFields = ["command", "service_command", "query_command", "merchant_reference", "amount", "currency",
-                                    "status", "response_code", "fort_id", "token_name", "sdk_token", "device_id", "transaction_status",
-                                    "transaction_code", "authorized_amount", "captured_amount", "refunded_amount", "card_bin",
-                                    "maintenance_reference"]
+                                    "status", "response_code", "response_message", "fort_id", "token_name", "sdk_token", "device_id",
+                                    "transaction_status", "transaction_code", "transaction_message", "authorized_amount",
+                                    "captured_amount", "refunded_amount", "card_bin", "maintenance_reference", "3ds_url"]
+
+    /// The rules of ``readFields``: how every received message is read.
+    public static let documented = PayFortFields.documented.restricted(to: readFields)
 
     /// Reads `parameters`; `field` names the message in errors (`body`, `return`, `answer`).
-    /// - Throws: ``CheckoutError/Code/invalidField`` naming `<field>.<key>` for a read field outside
-    ///   its documented characters or length (also an unknown currency or a `3ds_url` that is not a
-    ///   web address).
+    /// - Throws: ``CheckoutError`` naming `<field>.<key>`: `invalid_field` or `field_too_long` for a
+    ///   read field outside its documented characters or length (also a `3ds_url` that is not a web
+    ///   address), `invalid_currency` for an unknown currency, `missing_field` naming `response_code`
+    ///   for a `status` without one, and `invalid_field` naming `status` for a `status` that is not the
+    ///   first two digits of `response_code`.
     public init(_ parameters: PayFortParameters, rule: PayFortSignature.EmptyValues?, field: String = "body",
                 allowPlainHTTP: Bool = false) throws(CheckoutError) {
-        for key in Self.readFields {
-            guard let value = parameters.signedText(key) else { continue }
-            if let issue = PayFortFields.check(key, value, prefix: field + ".").first {
-                throw CheckoutError(issue.code == .fieldTooLong ? .fieldTooLong : .invalidField, field: issue.field,
-                                    message: issue.message, gateway: "payfort")
-            }
-        }
-        if let code = parameters.signedText("currency"), Currency.lookup(code) == nil {
+        let fields = try Self.documented.read(parameters.members, prefix: field, gateway: "payfort")
+        if let code = fields["currency"], Currency.lookup(code) == nil {
             throw CheckoutError(.invalidCurrency, field: field + ".currency", message: "not an ISO 4217 currency", gateway: "payfort")
         }
-        for key in ["status", "transaction_status"] where parameters.signedText(key).map({ $0.count != 2 }) ?? false {
-            throw CheckoutError(.invalidField, field: "\(field).\(key)", message: "two digits", gateway: "payfort")
+        if let status = fields["status"] {
+            guard let responseCode = fields["response_code"] else {
+                throw CheckoutError(.missingField, field: field + ".response_code",
+                                    message: "PayFort sends a response_code with every status; a status without one is not read",
+                                    gateway: "payfort")
+            }
+            guard responseCode.hasPrefix(status) else {
+                throw CheckoutError(.invalidField, field: field + ".status",
+                                    message: "the status must be the first two digits of response_code (\(responseCode))", gateway: "payfort",
+                                    gatewayCode: responseCode)
+            }
         }
-        for key in ["response_code", "transaction_code"] where parameters.signedText(key).map({ $0.count != 5 }) ?? false {
-            throw CheckoutError(.invalidField, field: "\(field).\(key)", message: "five digits", gateway: "payfort")
-        }
-        if let text = parameters.signedText("3ds_url") {
+        if let text = fields["3ds_url"] {
             guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), url.host != nil,
                   scheme == "https" || (allowPlainHTTP && scheme == "http") else {
                 throw CheckoutError(.invalidField, field: field + ".3ds_url", message: "not an https address", gateway: "payfort")
@@ -360,10 +377,11 @@ public struct PayFortMessage: Sendable, Hashable {
         }
         self.parameters = parameters
         self.rule = rule
+        self.fields = fields
     }
 
-    /// A read field's value, or nil when absent or empty.
-    public subscript(key: String) -> String? { parameters.signedText(key) }
+    /// A read field's value, or nil when absent, empty or not one of ``readFields``.
+    public subscript(key: String) -> String? { fields[key] }
 
     /// `status`: two digits.
     public var status: String? { self["status"] }

@@ -9,8 +9,10 @@ import TillPayFort
 /// base URL, such as the local sandbox, used for both `FortAPI/paymentApi` and `FortAPI/paymentPage`;
 /// it wins over `environment`), `sha` (`sha256` | `sha512`), `language` (`en` | `ar`), `integration`
 /// (`merchant_page` | `mobile_sdk`; `merchant_page` when not set: it needs nothing from PayFort in the
-/// app, see ``PayFortIntegration``). A bad value is refused naming `settings.<name>`, a missing
-/// credential naming `credentials.<name>`.
+/// app, see ``PayFortIntegration``), `confirm_feedback` (`true` | `false`; `true` when not set: feedback
+/// that would make a payment paid or authorized is applied only after the server's own CHECK_STATUS
+/// agrees, see ``PayFortServer/verifyNotification(_:)``; turning it off must be explicit). A bad value is
+/// refused naming `settings.<name>`, a missing credential naming `credentials.<name>`.
 public enum PayFortPlugin {
     /// The module's description: builds ``PayFortServer`` (with credentials) and `PayFortGateway`
     /// (settings only), and debugs signatures for `till sign payfort` and `till verify payfort`.
@@ -33,12 +35,19 @@ public enum PayFortPlugin {
             requestPhrase: try settings.secret("request_phrase"), responsePhrase: try settings.secret("response_phrase"),
             algorithm: algorithm)
         return PayFortServer(id: context.id, environment: environment, credentials: credentials, language: language,
-                             integration: try integration(settings), transport: context.transport)
+                             integration: try integration(settings), confirmFeedback: try confirmFeedback(settings),
+                             transport: context.transport)
+    }
+
+    /// `confirm_feedback`: `true` unless set to `false` exactly.
+    static func confirmFeedback(_ settings: ModuleSettings) throws(CheckoutError) -> Bool {
+        try settings.bool("confirm_feedback", default: true)
     }
 
     /// The app half of one configured gateway, from its settings only.
     static func client(_ context: GatewayPluginContext) throws(CheckoutError) -> PayFortGateway {
         _ = try integration(context.settings)   // refused the same way on both sides
+        _ = try confirmFeedback(context.settings)
         return PayFortGateway(id: context.id, environment: try environment(context.settings), language: try language(context.settings))
     }
 

@@ -34,7 +34,7 @@ public struct PayFortCredentials: Sendable, Hashable {
 /// |---|---|---|
 /// | Prepare | `SDK_TOKEN` for the app's `device_id` (signed; the answer verified) | the `TOKENIZATION` hidden fields signed; no call |
 /// | Submit | — | the tokenization return verified, then `PURCHASE`/`AUTHORIZATION` with `token_name` and `customer_ip` |
-/// | Confirm | transaction feedback (form or JSON) verified with the response phrase; `CHECK_STATUS` | the same |
+/// | Confirm | transaction feedback (form or JSON) verified with the response phrase, a success confirmed by `CHECK_STATUS` before it applies (``confirmFeedback``); `CHECK_STATUS` | the same |
 ///
 /// The app half is `PayFortGateway` (library `TillPayFort`). The attempt reference is sent as
 /// `merchant_reference`, so every attempt can be checked. Captures, refunds and voids are
@@ -49,17 +49,23 @@ public struct PayFortServer: CheckoutServer {
     public let language: String
     /// The card channel (the `integration` setting).
     public let integration: PayFortIntegration
+    /// Whether feedback that would make an attempt paid or authorized waits for the server's own
+    /// `CHECK_STATUS` (the `confirm_feedback` setting; on unless turned off explicitly). See
+    /// ``verifyNotification(_:)``.
+    public let confirmFeedback: Bool
     private let credentials: PayFortCredentials
     private let api: PayFortAPI
 
     /// The server half of a PayFort gateway.
     public init(id: GatewayID = "payfort", environment: PayFortEnvironment, credentials: PayFortCredentials,
-                language: String = "en", integration: PayFortIntegration = .merchantPage, transport: any HTTPTransport) {
+                language: String = "en", integration: PayFortIntegration = .merchantPage, confirmFeedback: Bool = true,
+                transport: any HTTPTransport) {
         self.gateway = id
         self.environment = environment
         self.credentials = credentials
         self.language = language
         self.integration = integration
+        self.confirmFeedback = confirmFeedback
         self.api = PayFortAPI(gateway: id, environment: environment, transport: transport)
     }
 
@@ -164,6 +170,7 @@ public struct PayFortServer: CheckoutServer {
         let message: PayFortMessage
         do {
             message = try PayFortMessage(response, rule: try signer.verify(response, phrase: credentials.responsePhrase), field: "answer")
+            try checkAccount(message, field: "answer", required: false)
         } catch {
             throw CheckoutError(error.code == .signatureMismatch ? .signatureMismatch : .malformedBody, category: .configuration,
                                 field: error.field, message: "the SDK token answer cannot be trusted: \(error.message)",
@@ -294,6 +301,7 @@ public struct PayFortServer: CheckoutServer {
         do {
             message = try PayFortMessage(returned, rule: try signer.verify(returned, phrase: credentials.responsePhrase),
                                          field: "submission.fields")
+            try checkAccount(message, field: "submission.fields")
         } catch {
             // Nothing was charged: a tokenization moves no money, and no payment was sent.
             throw CheckoutError(error.code, category: .invalidInput, field: error.field.map { $0.hasPrefix("submission") ? $0 : "submission.fields.\($0)" },
@@ -371,6 +379,33 @@ public struct PayFortServer: CheckoutServer {
         }
     }
 
+    /// Checks that a verified message is this account's: PayFort returns every parameter the merchant
+    /// sent ("Every parameter the Merchant sends in the Request should be received by the Merchant in
+    /// the Response", docs `incommon.md`; every vendor message in the wire fixtures carries both), so
+    /// `access_code` and `merchant_identifier` must equal the credentials. They anchor the signed text:
+    /// `access_code` is its first key and `merchant_identifier` sorts just before `merchant_reference`,
+    /// so a re-cut that swallows the real reference (or the amount) into another key to put a different
+    /// one in its place changes or loses one of them.
+    ///
+    /// - Parameter required: whether both must be there: for messages that pass through other hands
+    ///   (feedback, returns through the device). An answer to Till's own request over TLS cannot be
+    ///   re-cut, and one PayFort returns without them (a request it could not read) keeps its own
+    ///   classification.
+    /// - Throws: ``CheckoutError`` `missing_field` or `invalid_field` naming `<field>.access_code` or
+    ///   `<field>.merchant_identifier`.
+    func checkAccount(_ message: PayFortMessage, field: String, required: Bool = true) throws(CheckoutError) {
+        for (key, expected) in [("access_code", credentials.accessCode), ("merchant_identifier", credentials.merchantIdentifier)] {
+            guard let given = message.parameters.text(key), !given.isEmpty else {
+                guard required else { continue }
+                throw CheckoutError(.missingField, field: "\(field).\(key)", message: "PayFort returns the account's \(key) in every message",
+                                    gateway: gateway)
+            }
+            guard given == expected else {
+                throw CheckoutError(.invalidField, field: "\(field).\(key)", message: "not this account's \(key)", gateway: gateway)
+            }
+        }
+    }
+
     /// An answer to one of Till's requests, verified and read strictly.
     /// - Throws: `signature_mismatch` (category `verification`) or `malformed_body` (category
     ///   `unknown_outcome`): the request was sent, so what it did is not known.
@@ -384,7 +419,9 @@ public struct PayFortServer: CheckoutServer {
                                 gatewayCode: answer.text("response_code"))
         }
         do {
-            return try PayFortMessage(answer, rule: rule, field: "answer", allowPlainHTTP: environment.allowsPlainHTTP)
+            let message = try PayFortMessage(answer, rule: rule, field: "answer", allowPlainHTTP: environment.allowsPlainHTTP)
+            try checkAccount(message, field: "answer", required: false)
+            return message
         } catch {
             throw CheckoutError(.malformedBody, category: .unknownOutcome, field: error.field, message: error.message, gateway: gateway)
         }
@@ -393,16 +430,25 @@ public struct PayFortServer: CheckoutServer {
     // MARK: Confirm
 
     /// **Confirm**: verifies transaction feedback (form-encoded, or JSON) with the response phrase,
-    /// under either empty-value rule, and reads its status from the signed, non-empty fields only.
+    /// under either empty-value rule, and reads its status from the signed, non-empty, documented
+    /// fields only (``PayFortMessage``), of this account only (``checkAccount(_:field:required:)``).
+    ///
+    /// With ``confirmFeedback`` (the default) the notification asks the server to confirm it before it
+    /// moves money (``VerifiedNotification/confirmBeforeApplying``): feedback that would make an attempt
+    /// paid or authorized is stored, and the server's own `CHECK_STATUS` (``inquire(_:)``) decides. A
+    /// signed message can be replayed or re-cut by whoever holds it; the inquiry cannot.
     /// - Throws: ``CheckoutError`` `signature_mismatch` (category `verification`) for a signature that
     ///   does not match, `missing_field` for none; `malformed_body` or `duplicate_field` (a key sent
-    ///   twice) for a body that cannot be read one way only; `invalid_field` for a read field outside
-    ///   its documented characters.
+    ///   twice) for a body that cannot be read one way only; `invalid_field` or `field_too_long` for a
+    ///   read field outside its documented characters, `invalid_field` naming `body.status` for a status
+    ///   that is not the first two digits of `response_code` (`missing_field` for a status without
+    ///   one), and naming `body.access_code` or `body.merchant_identifier` for another account's message.
     public func verifyNotification(_ notification: IncomingNotification) throws -> VerifiedNotification {
         let parameters = try Self.parse(notification.body, mediaType: notification.mediaType)
         let rule = try signer.verify(parameters, phrase: credentials.responsePhrase)
         let message = try PayFortMessage(parameters, rule: rule, field: "body")
-        return VerifiedNotification(report: try report(fromFeedback: message))
+        try checkAccount(message, field: "body")
+        return VerifiedNotification(report: try report(fromFeedback: message), confirmBeforeApplying: confirmFeedback)
     }
 
     /// The `merchant_reference` a notification claims, read without verifying it.
