@@ -1,0 +1,88 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+import Till
+import TillGatewayKit
+@testable import TillServer
+import TillTesting
+
+/// One merchant server on 127.0.0.1 serving two merchants, A and B, each with its own API key and a
+/// gateway of the `fake` module with the same id (`fake`) but its own notification secret: the
+/// configuration where one merchant's credentials could be turned against the other's payments.
+final class TwoMerchantServer: @unchecked Sendable {
+    struct Merchant: Sendable {
+        let id: String
+        let key: String
+        let secret: String
+        /// The gateway as it signs this merchant's notifications.
+        var gateway: FakeGateway { FakeGateway(id: "fake", secret: secret) }
+    }
+
+    let a: Merchant
+    let b: Merchant
+    let store: any PaymentStore
+    let baseURL: URL
+    private let task: Task<Void, any Error>
+
+    init(_ kind: StoreKind) async throws {
+        func merchant(_ name: String) -> Merchant {
+            Merchant(id: "m\(name)-\(UUID().uuidString.prefix(8).lowercased())", key: "key-\(name)-\(UUID().uuidString)",
+                     secret: "secret-\(name)-\(UUID().uuidString)")
+        }
+        a = merchant("a")
+        b = merchant("b")
+        func configuration(_ merchant: Merchant, _ prefix: String) -> MerchantConfiguration {
+            MerchantConfiguration(id: merchant.id, apiKey: CredentialReference(env: "\(prefix)_KEY"),
+                                  gateways: [GatewayConfiguration(id: "fake", module: "fake",
+                                                                  credentials: ["notification_secret": CredentialReference(env: "\(prefix)_SECRET")])],
+                                  routing: RoutingConfiguration(fallback: ["fake"]))
+        }
+        let state = try ServerState(
+            configuration: TillConfiguration(merchants: [configuration(a, "A"), configuration(b, "B")],
+                                             server: ServerSettings(listen: "127.0.0.1:0", storage: "sqlite:unused",
+                                                                    publicURL: "https://merchant.example")),
+            plugins: [FakeGateway.plugin],
+            environment: ["A_KEY": a.key, "A_SECRET": a.secret, "B_KEY": b.key, "B_SECRET": b.secret])
+        store = try await kind.open()
+        let (ports, continuation) = AsyncStream<Int>.makeStream()
+        let app = try buildApplication(state: state, store: store) { continuation.yield($0) }
+        task = Task { try await app.runService() }
+        var iterator = ports.makeAsyncIterator()
+        baseURL = URL(string: "http://127.0.0.1:\(await iterator.next() ?? 0)")!
+    }
+
+    func stop() async {
+        task.cancel()
+        _ = await task.result
+        try? await store.close()
+    }
+
+    /// A request with `merchant`'s API key (none for `nil`).
+    @discardableResult
+    func send(_ method: String, _ path: String, json: String? = nil, body: Data? = nil, as merchant: Merchant?,
+              headers: [String: String] = [:]) async throws -> ServerHarness.Answer {
+        var request = URLRequest(url: baseURL.appendingPathComponent(path))
+        request.httpMethod = method
+        request.httpBody = body ?? json.map { Data($0.utf8) }
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        if let merchant { request.setValue("Bearer \(merchant.key)", forHTTPHeaderField: "Authorization") }
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        let http = response as! HTTPURLResponse
+        var fields: [String: String] = [:]
+        for (name, value) in http.allHeaderFields { fields[(name as! String).lowercased()] = value as? String }
+        return ServerHarness.Answer(status: http.statusCode, headers: fields, body: data)
+    }
+
+    /// Creates a payment for `merchant` and prepares its first attempt.
+    func createAndPrepare(as merchant: Merchant, minor: Int = 2500) async throws -> (payment: String, attempt: AttemptReference) {
+        let created = try await send("POST", "v1/payments", json: ServerHarness.intentJSON("order-\(UUID().uuidString.prefix(8))", minor: minor),
+                                     as: merchant)
+        let id = try #require(created.json["id"] as? String)
+        let prepared = try await send("POST", "v1/payments/\(id)/attempts", json: "{}", as: merchant)
+        #expect(prepared.status == 201, "\(String(decoding: prepared.body, as: UTF8.self))")
+        return (id, AttemptReference(rawValue: try #require(prepared.json["attempt"] as? String)))
+    }
+}
