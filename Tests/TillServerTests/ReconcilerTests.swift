@@ -361,15 +361,22 @@ struct ReconcilerTests {
         var withoutInquiry = FakeGateway().capabilities
         withoutInquiry.supportsInquiry = false
         let f = try await Fixture(kind, gateways: [("fake", FakeGateway().capabilities), ("silent", withoutInquiry)])
-        let settled = try await f.abandonedAttempt(FakeAttemptPlan(.timeoutAfterCharging, notification: .never))
-        let unchanged = try await f.abandonedAttempt(FakeAttemptPlan(.pending, notification: .never))
-        let failed = try await f.abandonedAttempt(FakeAttemptPlan(.timeoutAfterCharging, notification: .never, failingInquiries: 1))
-        let expired = try await f.abandonedAttempt(FakeAttemptPlan(.delayedCharge, notification: .never))
-        let overBudget = try await f.abandonedAttempt(FakeAttemptPlan(.timeoutAfterCharging, notification: .never))
+        // The reconciler takes the oldest first and the budget (4) runs out on the fifth: each attempt is
+        // created a few milliseconds after the last, so their order is their creation order (stored in ms).
+        func next(_ plan: FakeAttemptPlan) async throws -> AttemptReference {
+            try await Task.sleep(for: .milliseconds(3))
+            return try await f.abandonedAttempt(plan)
+        }
+        let settled = try await next(FakeAttemptPlan(.timeoutAfterCharging, notification: .never))
+        let unchanged = try await next(FakeAttemptPlan(.pending, notification: .never))
+        let failed = try await next(FakeAttemptPlan(.timeoutAfterCharging, notification: .never, failingInquiries: 1))
+        let expired = try await next(FakeAttemptPlan(.delayedCharge, notification: .never))
+        let overBudget = try await next(FakeAttemptPlan(.timeoutAfterCharging, notification: .never))
         let skipped = try await f.abandonedAttempt(on: "silent", FakeAttemptPlan(.timeoutAfterCharging, notification: .never))
         let metrics = TestMetrics()
         let reconciler = f.reconciler(ReconciliationSettings(batch: 100_000, maxInquiriesPerGatewayPerPass: 4), metrics: metrics)
-        let now = try await f.attempt(settled).createdAt.addingTimeInterval(Fixture.lifetime + 10)
+        // Past the lifetime of the last one created (on a loaded machine creating six can take seconds).
+        let now = try await f.attempt(skipped).createdAt.addingTimeInterval(Fixture.lifetime + 10)
 
         let entries = f.mine(try await reconciler.runOnce(now: now))
         let actions = Dictionary(uniqueKeysWithValues: entries.map { ($0.attempt, $0.action) })
