@@ -521,7 +521,9 @@ public struct PaymentService: Sendable {
             do {
                 guard let payment = try await store.payment(attempt: claimed),
                       let attempt = payment.attempts.first(where: { $0.reference == claimed }), attempt.gateway == gatewayID,
-                      !attempt.status.isFinal || attempt.status.isNegative,
+                      // Anything but a full refund may still change: a confirmable refund notification asks
+                      // about a paid attempt too.
+                      attempt.status != .refunded,
                       let gateway = state.merchant(id: payment.merchantID)?.gateways[gatewayID],
                       gateway.capabilities.supportsInquiry else { return }
                 let outcome = try await service.inquireAndApply(attempt, of: payment, on: gateway)

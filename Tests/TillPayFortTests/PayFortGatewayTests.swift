@@ -510,6 +510,20 @@ struct PayFortGatewayTests {
         }
     }
 
+    @Test("two REFUND feedbacks of one order are two events (their amounts and maintenance references differ); a redelivery is the same event")
+    func refundEvents() throws {
+        func refund(_ amount: String, maintenance: String? = nil) throws -> StatusReport {
+            var pairs = [("command", "REFUND"), ("merchant_reference", "att1"), ("amount", amount), ("currency", "AED"),
+                         ("status", "06"), ("response_code", "06000"), ("fort_id", "1234")]
+            if let maintenance { pairs.append(("maintenance_reference", maintenance)) }
+            return try feedbackServer().verifyNotification(notification(signedParameters(pairs))).report
+        }
+        let first = try refund("10000"), second = try refund("5000"), again = try refund("10000")
+        #expect(first.eventID != second.eventID && first.eventID == again.eventID)
+        #expect(try refund("10000", maintenance: "r-1").eventID != (try refund("10000", maintenance: "r-2")).eventID)
+        #expect(first.status == .partiallyRefunded && first.amount?.minorUnits == 10000 && first.refundedTotal == nil)
+    }
+
     @Test("feedback that repeats a key is refused, form or JSON, before its signature is even checked")
     func duplicateKeys() throws {
         let gateway = feedbackServer()
@@ -578,6 +592,8 @@ struct PayFortGatewayTests {
                                                                       amount: Money(minorUnits: 100_000, currency: jod)))
         #expect(report.status == status)
         #expect(report.amount == minor.map { Money(minorUnits: $0, currency: jod) })
+        // refunded_amount is PayFort's running total: reported as such, so refunds are not added up twice.
+        #expect(report.refundedTotal == (status == .refunded || status == .partiallyRefunded ? report.amount : nil))
         #expect(report.gatewayReference == "1443796866848")
         let sent = try body(transport.requests.first)
         #expect(sent.keys == ["query_command", "access_code", "merchant_identifier", "merchant_reference", "language", "fort_id", "signature"])

@@ -119,7 +119,7 @@ struct RecutAttackTests {
         #expect(error?.code == .invalidField && error?.field == "body.access_code")
     }
 
-    @Test("a message of another account, or one without the account PayFort echoes, is refused")
+    @Test("a message of another account is refused; one without the account (as the FORT SDK's documented response) waits for CHECK_STATUS, or is refused when feedback is not confirmed")
     func account() async throws {
         let gateway = server(RecordingTransport())
         let pairs = [("merchant_reference", Self.own), ("status", "14"), ("response_code", "14000"), ("amount", "100"), ("currency", "SAR")]
@@ -130,8 +130,15 @@ struct RecutAttackTests {
             }
             #expect(error?.code == code && error?.field == "body.\(key)")
         }
+        // The SDK's documented response lists no access_code or merchant_identifier: with CHECK_STATUS
+        // deciding (the default) such feedback is kept for the inquiry, never applied by itself…
+        let withoutAccount = try gateway.verifyNotification(notification(signedParameters(pairs, account: false)))
+        #expect(withoutAccount.confirmBeforeApplying)
+        // …and without that confirmation it is refused.
+        let unconfirmed = PayFortServer(environment: .custom(testBase), credentials: credentials, confirmFeedback: false,
+                                        transport: RecordingTransport())
         let missing = #expect(throws: CheckoutError.self) {
-            try gateway.verifyNotification(notification(signedParameters(pairs, account: false)))
+            try unconfirmed.verifyNotification(notification(signedParameters(pairs, account: false)))
         }
         #expect(missing?.code == .missingField && missing?.field == "body.access_code")
 

@@ -130,19 +130,23 @@ struct AttemptPolicyTests {
         if case .refuse = verdict(.refunded, nil, on: .paid, total: 1001) {} else { Issue.record("a running total above the captured") }
     }
 
-    @Test("a notification its module asks to confirm never moves money by itself; anything else from it applies as usual")
+    @Test("a notification its module asks to confirm never applies by itself: successes, declines and refunds wait for the server's inquiry")
     func confirmedNotifications() {
         typealias P = AttemptPolicy
-        for status in [PaymentStatus.paid, .authorized] {
-            if case .confirmByInquiry = P.verdict(for: report(status, 1000), on: .pending, amount: amount, source: .notificationToConfirm) {} else {
+        for status in [PaymentStatus.paid, .authorized, .failed, .cancelled] {
+            let minor: Int64? = status == .paid || status == .authorized ? 1000 : nil
+            if case .confirmByInquiry = P.verdict(for: report(status, minor), on: .pending, amount: amount, source: .notificationToConfirm) {} else {
                 Issue.record("a \(status) notification applied without the server's inquiry")
             }
-            #expect(P.verdict(for: report(status, 1000), on: .pending, amount: amount, source: .inquiry) == .apply)
+            #expect(P.verdict(for: report(status, minor), on: .pending, amount: amount, source: .inquiry) == .apply)
         }
-        // A wrong amount is refused outright; a decline applies.
+        if case .confirmByInquiry = P.verdict(for: report(.refunded, 400), on: .paid, amount: amount, source: .notificationToConfirm) {} else {
+            Issue.record("a refund notification applied without the server's inquiry")
+        }
+        // What could never apply is refused outright; a duplicate stays a duplicate.
         if case .refuse = P.verdict(for: report(.paid, 1), on: .pending, amount: amount, source: .notificationToConfirm) {} else {
             Issue.record("a wrong amount asked for an inquiry")
         }
-        #expect(P.verdict(for: report(.failed), on: .pending, amount: amount, source: .notificationToConfirm) == .apply)
+        #expect(P.verdict(for: report(.paid, 1000), on: .paid, amount: amount, source: .notificationToConfirm) == .duplicate)
     }
 }

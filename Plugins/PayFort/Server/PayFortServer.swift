@@ -34,7 +34,7 @@ public struct PayFortCredentials: Sendable, Hashable {
 /// |---|---|---|
 /// | Prepare | `SDK_TOKEN` for the app's `device_id` (signed; the answer verified) | the `TOKENIZATION` hidden fields signed; no call |
 /// | Submit | — | the tokenization return verified, then `PURCHASE`/`AUTHORIZATION` with `token_name` and `customer_ip` |
-/// | Confirm | transaction feedback (form or JSON) verified with the response phrase, a success confirmed by `CHECK_STATUS` before it applies (``confirmFeedback``); `CHECK_STATUS` | the same |
+/// | Confirm | transaction feedback (form or JSON) verified with the response phrase, anything it would change confirmed by `CHECK_STATUS` before it applies (``confirmFeedback``); `CHECK_STATUS` | the same |
 ///
 /// The app half is `PayFortGateway` (library `TillPayFort`). The attempt reference is sent as
 /// `merchant_reference`, so every attempt can be checked. Captures, refunds and voids are
@@ -49,8 +49,8 @@ public struct PayFortServer: CheckoutServer {
     public let language: String
     /// The card channel (the `integration` setting).
     public let integration: PayFortIntegration
-    /// Whether feedback that would make an attempt paid or authorized waits for the server's own
-    /// `CHECK_STATUS` (the `confirm_feedback` setting; on unless turned off explicitly). See
+    /// Whether feedback that would change an attempt (success, decline, refund, void) waits for the
+    /// server's own `CHECK_STATUS` (the `confirm_feedback` setting; on unless turned off explicitly). See
     /// ``verifyNotification(_:)``.
     public let confirmFeedback: Bool
     private let credentials: PayFortCredentials
@@ -434,9 +434,9 @@ public struct PayFortServer: CheckoutServer {
     /// fields only (``PayFortMessage``), of this account only (``checkAccount(_:field:required:)``).
     ///
     /// With ``confirmFeedback`` (the default) the notification asks the server to confirm it before it
-    /// moves money (``VerifiedNotification/confirmBeforeApplying``): feedback that would make an attempt
-    /// paid or authorized is stored, and the server's own `CHECK_STATUS` (``inquire(_:)``) decides. A
-    /// signed message can be replayed or re-cut by whoever holds it; the inquiry cannot.
+    /// applies (``VerifiedNotification/confirmBeforeApplying``): feedback that would change an attempt is
+    /// stored, and the server's own `CHECK_STATUS` (``inquire(_:)``) decides. A signed message can be
+    /// replayed or re-cut by whoever holds it; the inquiry cannot.
     /// - Throws: ``CheckoutError`` `signature_mismatch` (category `verification`) for a signature that
     ///   does not match, `missing_field` for none; `malformed_body` or `duplicate_field` (a key sent
     ///   twice) for a body that cannot be read one way only; `invalid_field` or `field_too_long` for a
@@ -447,7 +447,11 @@ public struct PayFortServer: CheckoutServer {
         let parameters = try Self.parse(notification.body, mediaType: notification.mediaType)
         let rule = try signer.verify(parameters, phrase: credentials.responsePhrase)
         let message = try PayFortMessage(parameters, rule: rule, field: "body")
-        try checkAccount(message, field: "body")
+        // The FORT SDK's documented response (iossdkoperations.md, "SDK Operations response") lists no
+        // access_code or merchant_identifier, so feedback of an SDK payment may lack them: when the
+        // server's own CHECK_STATUS decides (the default), a missing one is tolerated (a wrong one
+        // never is); without that confirmation both are required.
+        try checkAccount(message, field: "body", required: !confirmFeedback)
         return VerifiedNotification(report: try report(fromFeedback: message), confirmBeforeApplying: confirmFeedback)
     }
 
@@ -456,9 +460,10 @@ public struct PayFortServer: CheckoutServer {
         (try? Self.parse(notification.body, mediaType: notification.mediaType))?.signedText("merchant_reference").map(AttemptReference.init(rawValue:))
     }
 
-    /// The report of one piece of transaction feedback. A REFUND's feedback is a partial refund: it
-    /// says how much was refunded, not whether that was all (``inquire(_:)`` compares
-    /// `refunded_amount` with the captured amount).
+    /// The report of one piece of transaction feedback. A REFUND's feedback carries that one refund's
+    /// `amount`; Till's money rule adds refunds up and decides partial or full by the amounts
+    /// (``inquire(_:)`` reports PayFort's running `refunded_amount` instead). Two refunds of one order
+    /// are two events: the refund's amount and its `maintenance_reference` are part of the event id.
     func report(fromFeedback message: PayFortMessage) throws(CheckoutError) -> StatusReport {
         guard let reference = message.merchantReference else {
             throw CheckoutError(.missingField, field: "body.merchant_reference", message: "the message names no order", gateway: gateway)
@@ -470,10 +475,13 @@ public struct PayFortServer: CheckoutServer {
         var status = PayFortCodes.paymentStatus(raw, responseCode: code)
         if status == .refunded { status = .partiallyRefunded }
         let fortID = message.fortID
+        var eventID = "\(fortID ?? reference):\(message.command ?? ""):\(raw):\(code ?? "")"
+        if status == .partiallyRefunded {
+            eventID += ":\(message.amount?.minorUnits ?? 0):\(message["maintenance_reference"] ?? "")"
+        }
         return StatusReport(gateway: gateway, attempt: AttemptReference(rawValue: reference), gatewayReference: fortID,
                             status: status, amount: message.amount, gatewayStatus: raw, gatewayCode: code,
-                            gatewayMessage: message.responseMessage,
-                            eventID: "\(fortID ?? reference):\(message.command ?? ""):\(raw):\(code ?? "")")
+                            gatewayMessage: message.responseMessage, eventID: eventID)
     }
 
     /// **Confirm**: `CHECK_STATUS` for the attempt (signed with the request phrase; the answer verified
@@ -536,7 +544,10 @@ public struct PayFortServer: CheckoutServer {
         default:
             amount = nil
         }
+        // `refunded_amount` is PayFort's running total of refunds: the money rule takes it as such.
+        let refundedTotal = status == .refunded || status == .partiallyRefunded ? refunded : nil
         return StatusReport(gateway: gateway, attempt: query.attempt, gatewayReference: fortID, status: status, amount: amount,
+                            refundedTotal: refundedTotal,
                             gatewayStatus: raw, gatewayCode: code, gatewayMessage: GatewayText.safe(message["transaction_message"]),
                             eventID: "\(fortID ?? reference):inquiry:\(raw):\(code ?? ""):\(refunded?.minorUnits ?? 0)")
     }

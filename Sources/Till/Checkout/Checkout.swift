@@ -755,10 +755,10 @@ public struct VerifiedNotification: Sendable, Hashable {
     public var report: StatusReport
     /// Sent back only after the report is durably stored.
     public var acknowledgement: NotificationAcknowledgement
-    /// When true, a report that would make the attempt paid or authorized is stored but not applied:
-    /// the server asks the gateway itself (``CheckoutServer/inquire(_:)``) and the inquiry's report
-    /// decides. For gateways whose signed notifications a third party can re-cut or replay into a
-    /// success (the notification triggers, the inquiry decides).
+    /// When true, a report that would change the attempt (a success, a decline, a refund) is stored but
+    /// not applied: the server asks the gateway itself (``CheckoutServer/inquire(_:)``) and the
+    /// inquiry's report decides. For gateways whose signed notifications a third party can re-cut or
+    /// replay (the notification triggers, the inquiry decides).
     public var confirmBeforeApplying: Bool
 
     public init(report: StatusReport, acknowledgement: NotificationAcknowledgement = .ok, confirmBeforeApplying: Bool = false) {

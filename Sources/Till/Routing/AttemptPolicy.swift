@@ -145,9 +145,9 @@ public struct AttemptPolicy: Sendable, Hashable {
     public enum ReportSource: String, Sendable, Hashable {
         /// A verified notification the gateway sent.
         case notification
-        /// A verified notification whose gateway module asks for the server's own inquiry before it moves
-        /// money (``VerifiedNotification/confirmBeforeApplying``): a paid or authorized report from it is
-        /// kept and answered by an inquiry.
+        /// A verified notification whose gateway module asks for the server's own inquiry before it
+        /// applies (``VerifiedNotification/confirmBeforeApplying``): anything it would change is kept and
+        /// answered by an inquiry.
         case notificationToConfirm = "notification_to_confirm"
         /// An inquiry the server itself made.
         case inquiry
@@ -183,10 +183,24 @@ public struct AttemptPolicy: Sendable, Hashable {
     ///   back, `partially_refunded` otherwise, whatever the gateway called it.
     /// - Otherwise a report never moves an attempt backwards (``PaymentStatus/transition(to:)``).
     /// - A failed, cancelled or expired attempt becomes paid or authorized only through an inquiry the
-    ///   server made; a notification alone is kept and answered by one. So is any paid or authorized
-    ///   report from a ``ReportSource/notificationToConfirm``.
+    ///   server made; a notification alone is kept and answered by one.
+    /// - A report from a ``ReportSource/notificationToConfirm`` never applies by itself: whatever it
+    ///   would change (a success, a decline, a refund) is kept and answered by the server's own inquiry.
     public static func verdict(for report: StatusReport, on current: PaymentStatus, amount: Money,
                                refundedMinorUnits: Int64 = 0, source: ReportSource) -> Verdict {
+        let verdict = ruling(for: report, on: current, amount: amount, refundedMinorUnits: refundedMinorUnits, source: source)
+        switch verdict {
+        case .apply, .refund:
+            guard source == .notificationToConfirm else { return verdict }
+            return .confirmByInquiry("the gateway's \(report.status) notification is confirmed by the server's own inquiry before it applies")
+        case .duplicate, .refuse, .confirmByInquiry:
+            return verdict
+        }
+    }
+
+    /// The verdict before a confirmable notification is turned into a request for the server's inquiry.
+    private static func ruling(for report: StatusReport, on current: PaymentStatus, amount: Money,
+                               refundedMinorUnits: Int64, source: ReportSource) -> Verdict {
         let status = report.status
         if status == .refunded || status == .partiallyRefunded {
             return refundVerdict(for: report, on: current, captured: amount, refunded: refundedMinorUnits)
@@ -205,9 +219,6 @@ public struct AttemptPolicy: Sendable, Hashable {
             }
             if current.isNegative && source != .inquiry {
                 return .confirmByInquiry("a \(current) attempt becomes \(status) only through the server's own inquiry")
-            }
-            if source == .notificationToConfirm {
-                return .confirmByInquiry("the gateway's \(status) notification is confirmed by the server's own inquiry before it applies")
             }
         }
         return .apply
