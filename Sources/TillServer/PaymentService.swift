@@ -61,6 +61,9 @@ public struct PaymentService: Sendable {
     /// How often notifications nobody could verify may make the server call a gateway: per attempt and
     /// in all (anyone can post to the notification endpoint).
     let unverifiedInquiries = InquiryBudget()
+    /// How often an app (a client secret) may make the server ask a gateway: once per attempt every 5
+    /// seconds, and in all a burst of 200 refilled at 50 a second; over it, the stored status answers.
+    let appInquiries = InquiryBudget(perAttempt: .seconds(5), perSecond: 50, burst: 200)
     /// Removes credentials from stored notification headers (patterns compiled once).
     let redactor = Redactor()
 
@@ -372,7 +375,11 @@ public struct PaymentService: Sendable {
 
     /// Asks the attempt's gateway for its status now and applies the answer: how a stuck attempt (a
     /// timeout during prepare, a notification that never came) is settled on demand.
-    public func inquire(attempt reference: AttemptReference, merchant: MerchantRuntime) async throws -> PaymentView {
+    ///
+    /// - Parameter fromApp: the caller holds a client secret (the customer's app): then the gateway is
+    ///   asked at most once per attempt every few seconds (``appInquiries``), and a request over that
+    ///   budget answers the stored view, so an app cannot turn the server into a source of gateway traffic.
+    public func inquire(attempt reference: AttemptReference, merchant: MerchantRuntime, fromApp: Bool = false) async throws -> PaymentView {
         guard let payment = try await store.payment(attempt: reference), payment.merchantID == merchant.configuration.id,
               let attempt = payment.attempts.first(where: { $0.reference == reference }),
               let gateway = merchant.gateways[attempt.gateway] else {
@@ -380,7 +387,11 @@ public struct PaymentService: Sendable {
         }
         // Open attempts, and ended ones that moved no money (a late charge after an expiry or a decline is
         // only ever applied through this inquiry, never lost).
-        if !attempt.status.isFinal || attempt.status.isNegative {
+        let allowed = !fromApp || appInquiries.allow(reference, now: state.clock.now)
+        if !allowed {
+            Counter(label: "till_app_inquiries_suppressed_total", dimensions: [("gateway", attempt.gateway.rawValue)], factory: metrics).increment()
+        }
+        if allowed, !attempt.status.isFinal || attempt.status.isNegative {
             do {
                 _ = try await inquireAndApply(attempt, of: payment, on: gateway)
             } catch let error as CheckoutError {

@@ -128,8 +128,10 @@ extension Money: Comparable {
 extension Money: Codable {
     private enum CodingKeys: String, CodingKey, CaseIterable { case value, currency }
 
-    /// Decodes `{"value": <integer minor units>, "currency": "<ISO 4217>"}`. A fraction, an exponent,
-    /// a number beyond 64 bits, a string or an unknown key is an error naming `….value` (or the key).
+    /// Decodes `{"value": <integer minor units>, "currency": "<ISO 4217>"}`. A number that is exactly an
+    /// integer is read as that integer however JSON writes it (`1e3` and `1000.0` are 1000, as JSON
+    /// numbers denote values, not spellings); a fraction (`10.5`), a number beyond 64 bits, a string or
+    /// an unknown key is an error naming `….value` (or the key).
     public init(from decoder: any Decoder) throws {
         try decoder.refuseUnknownKeys(CodingKeys.self)
         let container = try decoder.container(keyedBy: CodingKeys.self)

@@ -147,8 +147,10 @@ struct API: Sendable {
 
     func inquireAttempt(_ request: Request, _ context: TillRequestContext) async throws -> Response {
         let reference = AttemptReference(rawValue: try context.parameters.require("reference"))
-        let merchant = try await service.authorize(try await authenticate(request), attempt: reference)
-        return try Self.json(try await service.inquire(attempt: reference, merchant: merchant), status: .ok)
+        let caller = try await authenticate(request)
+        let merchant = try await service.authorize(caller, attempt: reference)
+        let fromApp = if case .payment = caller { true } else { false }
+        return try Self.json(try await service.inquire(attempt: reference, merchant: merchant, fromApp: fromApp), status: .ok)
     }
 
     func reportOutcome(_ request: Request, _ context: TillRequestContext) async throws -> Response {
