@@ -11,10 +11,11 @@ import TillTesting
 struct ServerBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "server",
-        abstract: "Server throughput and p99 latency: createPayment and notification on SQLite and PostgreSQL, and a trivial endpoint.",
+        abstract: "Server throughput and p99 latency: createPayment, getPayment and notification on SQLite and PostgreSQL, and a trivial endpoint.",
         discussion: """
-            One JSON object per line: store (sqlite, postgres or none), endpoint (createPayment, notification \
-            or trivial), requestsPerSecond, p99Millis, plus requests, failures and connections. Every write \
+            One JSON object per line: store (sqlite, postgres or none), endpoint (createPayment, getPayment with \
+            the merchant key, getPaymentClientSecret with the payment's client secret, notification or \
+            trivial), requestsPerSecond, p99Millis, plus requests, failures and connections. Every write \
             is committed before its response (SQLite WAL with synchronous=FULL; PostgreSQL with its default \
             synchronous_commit). PostgreSQL rows need TILL_BENCH_POSTGRES_URL (or TILL_TEST_POSTGRES_URL).
             """)
@@ -114,6 +115,19 @@ struct ServerBench: AsyncParsableCommand {
             ], body: body)
         }
         try printJSONLine(line(name, "createPayment", create))
+
+        // getPayment: one payment read again and again, with the merchant key and with the payment's client
+        // secret (which the server authenticates by a digest looked up in the store before the read).
+        let created = try await MerchantAPIClient(baseURL: URL(string: "http://127.0.0.1:\(port)")!, apiKey: apiKey,
+                                                  transport: URLSessionTransport())
+            .createPayment(PaymentIntent(merchantReference: "b-\(run)-read", amount: Money(minorUnits: 1000, currency: Currency.lookup("USD")!),
+                                         method: .card))
+        for (endpoint, bearer) in [("getPayment", apiKey), ("getPaymentClientSecret", created.clientSecret?.rawValue ?? "")] {
+            let read = LoadGenerator(port: port, connections: connections, duration: .seconds(seconds), maxRequests: .max).run { _ in
+                LoadGenerator.request("GET", "/v1/payments/\(created.id)", headers: ["Authorization": "Bearer \(bearer)"])
+            }
+            try printJSONLine(line(name, endpoint, read))
+        }
 
         // notification: each settles one pending attempt, signed as the gateway signs.
         let budget = min(60_000, max(2_000, Int(create.requestsPerSecond * Double(seconds) * 1.5)))
