@@ -324,13 +324,7 @@ struct ClientSecretAttackTests {
 /// level, and a raw HTTP/1.1 client: the request line and header lines go out exactly as written
 /// (no path normalisation, repeated headers kept), as an attacker would send them.
 final class SecretAttackServer: @unchecked Sendable {
-    struct Merchant: Sendable {
-        let id: String
-        let key: String
-        let notificationSecret: String
-        /// The gateway as it signs this merchant's notifications.
-        var gateway: FakeGateway { FakeGateway(id: "fake", secret: notificationSecret) }
-    }
+    typealias Merchant = TwoMerchantServer.Merchant
 
     /// Every log line the server wrote, with its metadata.
     final class Logs: @unchecked Sendable {
@@ -372,25 +366,8 @@ final class SecretAttackServer: @unchecked Sendable {
     private let task: Task<Void, any Error>
 
     init(_ kind: StoreKind, maxAttempts: Int = 3) async throws {
-        func merchant(_ name: String) -> Merchant {
-            Merchant(id: "m\(name)-\(UUID().uuidString.prefix(8).lowercased())", key: "key-\(name)-\(UUID().uuidString)",
-                     notificationSecret: "secret-\(name)-\(UUID().uuidString)")
-        }
-        a = merchant("a")
-        b = merchant("b")
-        func configuration(_ merchant: Merchant, _ prefix: String) -> MerchantConfiguration {
-            MerchantConfiguration(id: merchant.id, apiKey: CredentialReference(env: "\(prefix)_KEY"),
-                                  gateways: [GatewayConfiguration(id: "fake", module: "fake",
-                                                                  credentials: ["notification_secret": CredentialReference(env: "\(prefix)_SECRET")])],
-                                  routing: RoutingConfiguration(fallback: ["fake"]), retry: RetryPolicy(maxAttempts: maxAttempts),
-                                  returnURLSchemes: ["shop"])
-        }
-        let state = try ServerState(
-            configuration: TillConfiguration(merchants: [configuration(a, "A"), configuration(b, "B")],
-                                             server: ServerSettings(listen: "127.0.0.1:0", storage: "sqlite:unused",
-                                                                    publicURL: "https://merchant.example", maxBodyBytes: 16_384)),
-            plugins: [FakeGateway.plugin],
-            environment: ["A_KEY": a.key, "A_SECRET": a.notificationSecret, "B_KEY": b.key, "B_SECRET": b.notificationSecret])
+        let (a, b, state) = try TwoMerchantServer.merchants(maxAttempts: maxAttempts, maxBodyBytes: 16_384)
+        (self.a, self.b) = (a, b)
         store = try await kind.open()
         let logs = self.logs
         var logger = Logger(label: "till.attack") { _ in Capture(logs: logs) }

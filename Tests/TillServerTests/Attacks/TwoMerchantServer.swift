@@ -27,30 +27,38 @@ final class TwoMerchantServer: @unchecked Sendable {
     private let task: Task<Void, any Error>
 
     init(_ kind: StoreKind) async throws {
-        func merchant(_ name: String) -> Merchant {
-            Merchant(id: "m\(name)-\(UUID().uuidString.prefix(8).lowercased())", key: "key-\(name)-\(UUID().uuidString)",
-                     secret: "secret-\(name)-\(UUID().uuidString)")
-        }
-        a = merchant("a")
-        b = merchant("b")
-        func configuration(_ merchant: Merchant, _ prefix: String) -> MerchantConfiguration {
-            MerchantConfiguration(id: merchant.id, apiKey: CredentialReference(env: "\(prefix)_KEY"),
-                                  gateways: [GatewayConfiguration(id: "fake", module: "fake",
-                                                                  credentials: ["notification_secret": CredentialReference(env: "\(prefix)_SECRET")])],
-                                  routing: RoutingConfiguration(fallback: ["fake"]))
-        }
-        let state = try ServerState(
-            configuration: TillConfiguration(merchants: [configuration(a, "A"), configuration(b, "B")],
-                                             server: ServerSettings(listen: "127.0.0.1:0", storage: "sqlite:unused",
-                                                                    publicURL: "https://merchant.example")),
-            plugins: [FakeGateway.plugin],
-            environment: ["A_KEY": a.key, "A_SECRET": a.secret, "B_KEY": b.key, "B_SECRET": b.secret])
+        let (a, b, state) = try Self.merchants(maxAttempts: RetryPolicy().maxAttempts)
+        (self.a, self.b) = (a, b)
         store = try await kind.open()
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let app = try buildApplication(state: state, store: store) { continuation.yield($0) }
         task = Task { try await app.runService() }
         var iterator = ports.makeAsyncIterator()
         baseURL = URL(string: "http://127.0.0.1:\(await iterator.next() ?? 0)")!
+    }
+
+    /// Two fresh merchants, A and B, each with its own API key and its own `fake` notification secret,
+    /// and the server state that serves both (custom return scheme `shop`).
+    static func merchants(maxAttempts: Int, maxBodyBytes: Int = 65_536) throws -> (Merchant, Merchant, ServerState) {
+        func merchant(_ name: String) -> Merchant {
+            Merchant(id: "m\(name)-\(UUID().uuidString.prefix(8).lowercased())", key: "key-\(name)-\(UUID().uuidString)",
+                     secret: "secret-\(name)-\(UUID().uuidString)")
+        }
+        let (a, b) = (merchant("a"), merchant("b"))
+        func configuration(_ merchant: Merchant, _ prefix: String) -> MerchantConfiguration {
+            MerchantConfiguration(id: merchant.id, apiKey: CredentialReference(env: "\(prefix)_KEY"),
+                                  gateways: [GatewayConfiguration(id: "fake", module: "fake",
+                                                                  credentials: ["notification_secret": CredentialReference(env: "\(prefix)_SECRET")])],
+                                  routing: RoutingConfiguration(fallback: ["fake"]), retry: RetryPolicy(maxAttempts: maxAttempts),
+                                  returnURLSchemes: ["shop"])
+        }
+        let state = try ServerState(
+            configuration: TillConfiguration(merchants: [configuration(a, "A"), configuration(b, "B")],
+                                             server: ServerSettings(listen: "127.0.0.1:0", storage: "sqlite:unused",
+                                                                    publicURL: "https://merchant.example", maxBodyBytes: maxBodyBytes)),
+            plugins: [FakeGateway.plugin],
+            environment: ["A_KEY": a.key, "A_SECRET": a.secret, "B_KEY": b.key, "B_SECRET": b.secret])
+        return (a, b, state)
     }
 
     func stop() async {
