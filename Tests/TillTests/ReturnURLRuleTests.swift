@@ -49,9 +49,22 @@ struct ReturnURLRuleTests {
 
     @Test("a scheme the merchant configured is still refused if it is one that can never be a return scheme")
     func reservedNeverConfigured() throws {
-        let careless = ReturnURLRule(customSchemes: ["javascript", "data", "http"])
-        for url in ["javascript:alert(1)", "data:text/html,x", "http://shop.example.com/"] {
+        let careless = ReturnURLRule(customSchemes: ["javascript", "data", "http", "blob", "about", "view-source"])
+        for url in ["javascript:alert(1)", "data:text/html,x", "http://shop.example.com/", "blob:https://shop.example.com/1",
+                    "about:blank", "view-source:https://shop.example.com/"] {
             #expect(careless.problem(with: try #require(URL(string: url))) != nil, "\(url)")
+        }
+        for scheme in ["blob", "about", "view-source", "filesystem"] { #expect(ReturnURLRule.schemeProblem(scheme) != nil, "\(scheme)") }
+    }
+
+    @Test("a return URL of up to 2,048 characters passes; one more is refused, whatever its scheme")
+    func length() throws {
+        let rule = ReturnURLRule(customSchemes: ["shop"])
+        for prefix in ["https://shop.example.com/r?s=", "shop://till/return?s="] {
+            let longest = prefix + String(repeating: "a", count: ReturnURLRule.maxLength - prefix.count)
+            #expect(rule.problem(with: try #require(URL(string: longest))) == nil)
+            let error = #expect(throws: CheckoutError.self) { try rule.check(try #require(URL(string: longest + "a")), field: "returnURL") }
+            #expect(error?.code == .invalidReturnURL && error?.field == "returnURL")
         }
     }
 

@@ -4,7 +4,7 @@ import Foundation
 /// one of the custom schemes the merchant configured (``MerchantConfiguration/returnURLSchemes``).
 /// Plain `http` only to `127.0.0.1` or `localhost`, and only when the merchant asked for it
 /// (``MerchantConfiguration/allowLoopbackHTTPReturnURLs``, for sandbox and test use). A URL carrying a
-/// user name or password is refused whatever its scheme.
+/// user name or password, or longer than ``maxLength``, is refused whatever its scheme.
 ///
 /// A return URL is where a gateway sends the customer's browser or wallet after paying: a URL the app
 /// could choose freely would let anyone who can call the API make a gateway's page redirect to
@@ -19,7 +19,12 @@ import Foundation
 public struct ReturnURLRule: Sendable, Hashable {
     /// Schemes that can never be a merchant's custom return scheme: the web's own (use an `https`
     /// URL) and those that run code or read local files.
-    public static let reservedSchemes: Set<String> = ["http", "https", "javascript", "data", "file", "vbscript"]
+    public static let reservedSchemes: Set<String> = ["http", "https", "javascript", "data", "file", "vbscript",
+                                                      "blob", "about", "view-source", "filesystem"]
+
+    /// The most characters a return URL may have: browsers and gateways truncate or refuse longer ones
+    /// (a gateway module may allow fewer: PayFort's `return_url` holds 400).
+    public static let maxLength = 2_048
 
     /// Hosts plain `http` may name when ``allowsLoopbackHTTP`` is on.
     public static let loopbackHosts: Set<String> = ["127.0.0.1", "localhost"]
@@ -55,6 +60,9 @@ public struct ReturnURLRule: Sendable, Hashable {
     /// Why `url` is refused as a return URL, or `nil` when it is accepted. Looks at `url` alone,
     /// never resolving it against a base URL.
     public func problem(with url: URL) -> String? {
+        guard url.absoluteString.utf8.count <= Self.maxLength else {
+            return "longer than \(Self.maxLength) characters"
+        }
         guard let components = URLComponents(url: url, resolvingAgainstBaseURL: false),
               let rawScheme = components.scheme, !rawScheme.isEmpty
         else { return "must be an absolute URL" }

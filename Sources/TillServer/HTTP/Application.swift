@@ -192,10 +192,12 @@ struct API: Sendable {
         return headers
     }
 
-    /// The caller of a request: `Authorization: Bearer <merchant API key | client secret>`.
+    /// The caller of a request: `Authorization: Bearer <merchant API key | client secret>` (the scheme
+    /// name in any case, as HTTP authentication schemes are; exactly one space before the credential).
     func authenticate(_ request: Request) async throws -> PaymentService.Caller {
-        guard let header = request.headers[.authorization], header.hasPrefix("Bearer ") else { throw ServiceError.unauthorized }
-        return try await service.caller(bearer: String(header.dropFirst("Bearer ".count)))
+        guard let header = request.headers[.authorization], header.count > 7,
+              header.prefix(7).lowercased() == "bearer " else { throw ServiceError.unauthorized }
+        return try await service.caller(bearer: String(header.dropFirst(7)))
     }
 
     func body(_ request: Request) async throws -> ByteBuffer {

@@ -156,14 +156,17 @@ struct ReturnURLAttackTests {
                 == "https://shop.example.com/r?x='onmouseover='alert(1)")
     }
 
-    @Test("a very long https URL is accepted whole (the rule has no length cap; a gateway module caps its own, PayFort at 400), and one beyond the body limit is 413 before anything is stored",
+    @Test("an https URL of up to 2,048 characters is accepted whole, one character more is 422 naming the field (a gateway module may cap lower: PayFort at 400), and one beyond the body limit is 413 before anything is stored",
           arguments: StoreKind.available)
     func longURLs(kind: StoreKind) async throws {
         let h = try await ServerHarness(kind)
         defer { Task { await h.stop() } }
-        let long = "https://shop.example.com/r?state=" + String(repeating: "a", count: 12_000)
-        #expect(try await Self.accepted(h, long)?.absoluteString == long)
+        let prefix = "https://shop.example.com/r?state="
+        let longest = prefix + String(repeating: "a", count: ReturnURLRule.maxLength - prefix.count)
+        #expect(try await Self.accepted(h, longest)?.absoluteString == longest)
         let (id, secret) = try await Self.payment(h)
+        let long = try await h.send("POST", "v1/payments/\(id)/attempts", json: Self.offer([longest + "a"]), key: .some(secret))
+        #expect(long.status == 422 && long.errorCode == "invalid_return_url" && long.errorField == "body.returnURLs[0]")
         let tooLong = try await h.send("POST", "v1/payments/\(id)/attempts",
                                        json: Self.offer(["javascript:alert(1)//" + String(repeating: "a", count: 20_000)]), key: .some(secret))
         #expect(tooLong.status == 413 && tooLong.errorCode == "body_too_large")
