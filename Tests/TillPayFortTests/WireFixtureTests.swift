@@ -443,6 +443,19 @@ struct WireResponseFixtureTests {
             let status = PayFortCodes.paymentStatus(String(member.key.prefix(2)), responseCode: member.key)
             #expect(expected[member.key] == status, "\(member.key)")
         }
+        // "structure": response_code = 2-digit status + 3-digit message code, so a message whose status is
+        // not its response_code's first two digits is refused.
+        #expect(fixture["structure"]?.stringValue == "response_code = 2-digit status + 3-digit message code")
+        for member in fixture["five_digit_codes_seen"]?.objectMembers ?? [] {
+            let status = String(member.key.prefix(2))
+            #expect(throws: Never.self) {
+                try PayFortMessage(PayFortParameters(strings: [("status", status), ("response_code", member.key)]), rule: nil)
+            }
+            let other = status == "14" ? "13" : "14"
+            #expect(throws: CheckoutError.self, "\(other) with \(member.key)") {
+                try PayFortMessage(PayFortParameters(strings: [("status", other), ("response_code", member.key)]), rule: nil)
+            }
+        }
         let onHold = try #require(fixture["other_sources"]?.arrayValue?.compactMap { $0["facts"]?.arrayValue }.joined()
             .compactMap(\.stringValue).first { $0.hasPrefix("APS_ONHOLD_RESPONSE_CODES") })
         let listed = Set(onHold.components(separatedBy: CharacterSet(charactersIn: ":, ()")).filter { $0.count == 5 && $0.allSatisfy(\.isNumber) })

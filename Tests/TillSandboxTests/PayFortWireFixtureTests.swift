@@ -82,14 +82,16 @@ struct PayFortWireFixtureTests {
         #expect(fields["response_code"] == "18000" && fields["token_name"] == tokenName)
     }
 
-    /// Every `response_code` is a documented status followed by a documented message code.
-    static func expectDocumented(_ codes: [String?]) throws {
+    /// Every `response_code` is a documented status followed by a documented message code, and its
+    /// first two digits are the message's `status` (response-codes.json, "structure").
+    static func expectDocumented(_ messages: [(status: String?, code: String?)]) throws {
         let table = try load("response-codes.json")
-        let statuses = keys(table["statuses"]), messages = keys(table["messages"])
-        for code in codes {
-            let code = try #require(code)
-            #expect(code.count == 5 && statuses.contains(String(code.prefix(2))) && messages.contains(String(code.suffix(3))),
+        let statuses = keys(table["statuses"]), codes = keys(table["messages"])
+        for message in messages {
+            let code = try #require(message.code)
+            #expect(code.count == 5 && statuses.contains(String(code.prefix(2))) && codes.contains(String(code.suffix(3))),
                     "\(code) is not in response-codes.json")
+            #expect(message.status == String(code.prefix(2)), "status \(message.status ?? "none") with response_code \(code)")
         }
     }
 
@@ -176,7 +178,7 @@ struct PayFortWireFixtureTests {
             #expect(asSent["device_id"] == "68F33432-58FD-47DA-A91B-285DD7D86D20")
             #expect(Set(asSent.object.map(\.key)) == Self.keys(response["body"]))
             #expect(asSent.isSigned(by: Self.androidSample))
-            try Self.expectDocumented([answer["response_code"], asSent["response_code"]])
+            try Self.expectDocumented([(answer["status"], answer["response_code"]), (asSent["status"], asSent["response_code"])])
         }
     }
 
@@ -235,7 +237,7 @@ struct PayFortWireFixtureTests {
             let loggedReturn = PayFortHarness.queryFields(try #require(URL(string: location)))
             #expect(loggedReturn["response_code"] == "18000")
             #expect(Set(loggedReturn.keys) == Self.keys(logged["fields"] ?? back["fields"]))
-            try Self.expectDocumented([returned["response_code"], loggedReturn["response_code"]])
+            try Self.expectDocumented([(returned["status"], returned["response_code"]), (loggedReturn["status"], loggedReturn["response_code"])])
         }
     }
 
@@ -258,7 +260,7 @@ struct PayFortWireFixtureTests {
             #expect(answer.value("amount") == .number("24300"))
             #expect(answer["order_description"] == "test&#39; with #&#39;")
             #expect(answer["fort_id"]?.allSatisfy(\.isASCIIDigit) == true)
-            try Self.expectDocumented([answer["response_code"]])
+            try Self.expectDocumented([(answer["status"], answer["response_code"])])
         }
     }
 
@@ -285,7 +287,7 @@ struct PayFortWireFixtureTests {
             fields["signature"] = nil
             #expect(PayFortEmulator.Signature.verify(signature, parameters: fields, phrase: Self.sandbox2024.responsePhrase,
                                                      algorithm: .sha512))
-            try Self.expectDocumented([pending["response_code"], fields["response_code"]])
+            try Self.expectDocumented([(pending["status"], pending["response_code"]), (fields["status"], fields["response_code"])])
         }
     }
 
@@ -382,7 +384,7 @@ struct PayFortWireFixtureTests {
             #expect(refundKeys.isSuperset(of: Self.keys(refundResponse["fields"])))
             #expect(refundKeys.isSubset(of: Self.documentedFields(refundResponse)), "\(refundKeys.subtracting(Self.documentedFields(refundResponse)))")
             #expect(await harness.emulator.operations.map(\.amountMinor) == [319_700, 319_700])
-            try Self.expectDocumented([captured["response_code"], refunded["response_code"]])
+            try Self.expectDocumented([(captured["status"], captured["response_code"]), (refunded["status"], refunded["response_code"])])
         }
     }
 
