@@ -18,6 +18,8 @@ let package = Package(
         .library(name: "TillPayFortServer", targets: ["TillPayFortServer"]),
         .library(name: "TillCitcon", targets: ["TillCitcon"]),
         .library(name: "TillCitconServer", targets: ["TillCitconServer"]),
+        .library(name: "TillWorldline", targets: ["TillWorldline"]),
+        .library(name: "TillWorldlineServer", targets: ["TillWorldlineServer"]),
         .library(name: "TillSandbox", targets: ["TillSandbox"]),
         .executable(name: "till", targets: ["till"]),
     ],
@@ -71,12 +73,26 @@ let package = Package(
             dependencies: ["Till", "TillGatewayKit", "TillCitcon", .product(name: "Crypto", package: "swift-crypto")],
             path: "Plugins/Citcon/Server"
         ),
+        // Worldline's app half encrypts the customer's input (RSA-OAEP and AES-CBC: _CryptoExtras).
+        .target(
+            name: "TillWorldline",
+            dependencies: ["Till", "TillGatewayKit", .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "_CryptoExtras", package: "swift-crypto")],
+            path: "Plugins/Worldline/Client"
+        ),
+        .target(
+            name: "TillWorldlineServer",
+            dependencies: ["Till", "TillGatewayKit", "TillWorldline", .product(name: "Crypto", package: "swift-crypto")],
+            path: "Plugins/Worldline/Server"
+        ),
         // Local emulators of the gateways, written from their documentation, independent of the plugins.
         .target(
             name: "TillSandbox",
             dependencies: [
                 "Till",
                 .product(name: "Crypto", package: "swift-crypto"),
+                // The Worldline emulator decrypts the app's JWE with its own RSA private key.
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -115,6 +131,8 @@ let package = Package(
                 "TillPayFortServer",
                 "TillCitcon",
                 "TillCitconServer",
+                "TillWorldline",
+                "TillWorldlineServer",
                 "TillSandbox",
                 "TillChaos",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -152,12 +170,21 @@ let package = Package(
                            .product(name: "Crypto", package: "swift-crypto")],
             exclude: ["Fixtures"]
         ),
-        .testTarget(name: "TillSandboxTests", dependencies: ["Till", "TillSandbox"], exclude: ["Fixtures"]),
+        .testTarget(
+            name: "TillWorldlineTests",
+            dependencies: ["Till", "TillGatewayKit", "TillWorldline", "TillWorldlineServer", "TillTesting",
+                           .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "_CryptoExtras", package: "swift-crypto")],
+            exclude: ["Fixtures"]
+        ),
+        .testTarget(name: "TillSandboxTests", dependencies: ["Till", "TillSandbox",
+                                                             .product(name: "_CryptoExtras", package: "swift-crypto")],
+                    exclude: ["Fixtures"]),
         .testTarget(
             name: "TillServerTests",
             dependencies: [
                 "Till", "TillGatewayKit", "TillTesting", "TillServer", "TillPayFort", "TillPayFortServer", "TillCitcon",
-                "TillCitconServer", "TillSandbox",
+                "TillCitconServer", "TillWorldline", "TillWorldlineServer", "TillSandbox",
                 // Built so the crash-safety test can run the real `till server` process.
                 "till",
                 .product(name: "Metrics", package: "swift-metrics"),

@@ -1,0 +1,1 @@
+// Worldline Connect emulator.
