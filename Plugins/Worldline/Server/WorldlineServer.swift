@@ -1,0 +1,342 @@
+import Foundation
+import TillGatewayKit
+import TillWorldline
+
+/// What a merchant chooses for its Worldline account.
+public struct WorldlineServerSettings: Sendable, Hashable {
+    /// The merchant id in the Server API's paths (`/v1/{merchantId}/…`).
+    public var merchantId: String
+    /// `cardPaymentMethodSpecificInput.authorizationMode` for a sale (`SALE`) or an authorisation
+    /// (`FINAL_AUTHORIZATION`), unless overridden here. `nil` sends none for a sale (the account's default).
+    public var authorizationModeForSale: String?
+    public var authorizationModeForAuthorize: String
+    /// The `integrator` of `X-GCS-ServerMetaInfo` (the Python SDK requires one).
+    public var integrator: String
+
+    public init(merchantId: String, authorizationModeForSale: String? = "SALE", authorizationModeForAuthorize: String = "FINAL_AUTHORIZATION",
+                integrator: String = "Till") {
+        self.merchantId = merchantId
+        self.authorizationModeForSale = authorizationModeForSale
+        self.authorizationModeForAuthorize = authorizationModeForAuthorize
+        self.integrator = integrator
+    }
+}
+
+/// Worldline Connect: the **server half**, a ``CheckoutServer``. It holds the merchant's API key and
+/// webhook keys.
+///
+/// | step | Worldline Connect |
+/// |---|---|
+/// | Prepare | `POST /v1/{merchantId}/sessions`: a client session the app uses for the Client API (products, fields, IIN, the public key) |
+/// | Present (app) | ``WorldlineGateway`` shows the product's fields and encrypts what the customer entered (JWE) |
+/// | Submit | `POST /v1/{merchantId}/payments` with `encryptedCustomerInput`, the attempt reference as `order.references.merchantReference` and as `X-GCS-Idempotence-Key` |
+/// | Return | 3-D Secure comes back to `threeDSecure.redirectionData.returnUrl` (informational) |
+/// | Confirm | webhooks signed with a webhook key (`X-GCS-Signature`, `X-GCS-KeyId`), or `GET /v1/{merchantId}/payments/{id}` (by `merchantReference` when the payment id was never learned) |
+///
+/// Refunds, captures and cancellations are ``refund(paymentId:amount:attempt:)``,
+/// ``capture(paymentId:amount:isFinal:)`` and ``cancel(paymentId:)``; their results arrive as webhooks
+/// and inquiries like any other change.
+public struct WorldlineServer: CheckoutServer {
+    public let gateway: GatewayID
+    public let environment: WorldlineEnvironment
+    public let settings: WorldlineServerSettings
+    let api: WorldlineServerAPI
+
+    /// - Parameters:
+    ///   - id: the gateway id in the merchant's configuration.
+    ///   - environment: where the Server API is.
+    ///   - credentials: the API key and the webhook keys.
+    ///   - settings: merchant id, authorisation modes, integrator.
+    ///   - transport: how requests are sent.
+    ///   - now: the clock of the `Date` header (tests pin it).
+    public init(id: GatewayID = "worldline", environment: WorldlineEnvironment, credentials: WorldlineCredentials,
+                settings: WorldlineServerSettings, transport: any HTTPTransport, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.gateway = id
+        self.environment = environment
+        self.settings = settings
+        self.api = WorldlineServerAPI(gateway: id, environment: environment, merchantId: settings.merchantId, credentials: credentials,
+                                      integrator: settings.integrator, transport: transport, now: now)
+    }
+
+    public var capabilities: GatewayCapabilities { WorldlineGateway.capabilities }
+
+    // MARK: Prepare
+
+    /// Creates a client session (`POST /v1/{merchantId}/sessions`, an empty `SessionRequest`). The app
+    /// gets the session (``WorldlinePreparation``), the payment context (amount, currency, country,
+    /// locale) and nothing secret: a client session can only read products and encrypt for the gateway.
+    /// - Throws: ``CheckoutError`` `missing_field` naming `intent.country` (Worldline's products depend on
+    ///   the country); the Server API's failures as classified by the status.
+    public func prepare(_ context: AttemptContext) async throws -> Preparation {
+        let intent = context.intent
+        guard let country = intent.country else {
+            throw CheckoutError(.missingField, field: "intent.country", message: "Worldline's payment products depend on the country",
+                                gateway: gateway)
+        }
+        let request = try api.request(.post, "/sessions", body: try api.body(WorldlineSessionRequest()))
+        let session = try api.decode(try await api.send(request), as: WorldlineSessionResponse.self, field: "answer")
+        let preparation = WorldlinePreparation(
+            clientSessionId: try required(session.clientSessionId, "answer.clientSessionId"),
+            customerId: try required(session.customerId, "answer.customerId"),
+            clientApiUrl: try required(session.clientApiUrl, "answer.clientApiUrl"),
+            assetUrl: try required(session.assetUrl, "answer.assetUrl"),
+            countryCode: country.code, locale: intent.customer.locale, isRecurring: false)
+        return Preparation(gateway: gateway, attempt: context.attempt, method: intent.method, amount: intent.amount,
+                           parameters: preparation.parameters, returnURL: context.returnURL)
+    }
+
+    private func required(_ value: String?, _ field: String) throws(CheckoutError) -> String {
+        guard let value, !value.isEmpty else {
+            throw CheckoutError(.malformedBody, category: .unavailable, field: field, message: "the session answer lacks \(field)", gateway: gateway)
+        }
+        return value
+    }
+
+    // MARK: Submit
+
+    /// Creates the payment from the app's encrypted input (`POST /v1/{merchantId}/payments`).
+    ///
+    /// The attempt reference is `order.references.merchantReference` (so an inquiry finds the payment
+    /// even when this answer is lost) and `X-GCS-Idempotence-Key` (a resent request is not a second
+    /// payment). The app's `encodedClientMetaInfo` is checked (a JSON object) and forwarded as
+    /// `X-GCS-ClientMetaInfo`.
+    /// - Throws: ``CheckoutError``: `invalid_field` naming `submission.fields.…` for a payload that is not
+    ///   a JWE or meta information that is not JSON (nothing was sent); a decline (`declined`, soft when
+    ///   Worldline says the payment `isRetriable`) for a body with `paymentResult`; the Server API's other
+    ///   failures as classified by the status (a 5xx or 409 is `unknown_outcome`).
+    public func submit(_ submission: Submission, context: SubmitContext) async throws -> SubmitResult {
+        guard submission.kind == WorldlineGateway.submissionKind else {
+            throw CheckoutError(.invalidField, field: "submission.kind", message: "expected \(WorldlineGateway.submissionKind)", gateway: gateway)
+        }
+        let input = try WorldlineSubmission(submission, gateway: gateway)
+        let intent = context.intent
+        let returnURL = context.returnURL?.absoluteString
+        let card = WorldlineCreatePaymentRequest.CardInput(
+            authorizationMode: intent.action == .authorize ? settings.authorizationModeForAuthorize : settings.authorizationModeForSale,
+            threeDSecure: returnURL.map { .init(redirectionData: .init(returnUrl: $0)) })
+        var customer: WorldlineCreatePaymentRequest.Order.Customer?
+        if intent.customer.email != nil || intent.country != nil || intent.customer.locale != nil {
+            customer = .init(billingAddress: intent.country.map { .init(countryCode: $0.code) },
+                             contactDetails: intent.customer.email.map { .init(emailAddress: $0) }, locale: intent.customer.locale,
+                             merchantCustomerId: nil)
+        }
+        let body = WorldlineCreatePaymentRequest(
+            encryptedCustomerInput: input.encryptedCustomerInput,
+            order: .init(amountOfMoney: WorldlineAmountOfMoney(amount: intent.amount.minorUnits, currencyCode: intent.amount.currency.code),
+                         references: .init(merchantReference: context.attempt.rawValue, descriptor: nil), customer: customer),
+            cardPaymentMethodSpecificInput: card)
+        let request = try api.request(.post, "/payments", body: try api.body(body), clientMetaInfo: input.clientMetaInfo,
+                                      idempotenceKey: context.attempt.rawValue)
+        let response = try await api.send(request)
+        if let declined = WorldlineServerAPI.errorBody(response), let result = declined.paymentResult {
+            throw decline(result, errors: declined.errors ?? [])
+        }
+        let result = try api.decode(response, as: WorldlineCreatePaymentResult.self, field: "answer")
+        guard let payment = result.payment, let id = payment.id else {
+            throw CheckoutError(.malformedBody, category: .unknownOutcome, field: "answer.payment.id", message: "the answer names no payment",
+                                gateway: gateway)
+        }
+        if let reference = payment.paymentOutput?.references?.merchantReference, reference != context.attempt.rawValue {
+            throw CheckoutError(.unknownOutcome, field: "answer.payment.paymentOutput.references.merchantReference",
+                                message: "Worldline answered about another order", gateway: gateway)
+        }
+        let report = try WorldlineStatus.report(payment, attempt: context.attempt, gateway: gateway, event: "create")
+        if result.merchantAction?.actionType == "REDIRECT", let text = result.merchantAction?.redirectData?.redirectURL {
+            guard let url = URL(string: text), ["https", "http"].contains(url.scheme?.lowercased() ?? "") else {
+                throw CheckoutError(.malformedBody, category: .unknownOutcome, field: "answer.merchantAction.redirectData.redirectURL",
+                                    message: "the redirect is not a web address", gateway: gateway)
+            }
+            return SubmitResult(next: .openURL(url, handoff: .threeDSecure), report: report, gatewayReference: id)
+        }
+        if let action = result.merchantAction?.actionType {
+            // SHOW_FORM, SHOW_INSTRUCTIONS, MOBILE_THREEDS_CHALLENGE, CALL_THIRD_PARTY …: not a card flow Till drives.
+            return SubmitResult(next: .unsupported(type: "worldline.merchantAction.\(action)"), report: report, gatewayReference: id)
+        }
+        let outcome: ClientOutcome.Kind = switch report.status {
+        case .paid, .authorized: .succeeded
+        case .failed, .cancelled: .failed
+        default: .pending
+        }
+        return SubmitResult(next: .completed(ClientOutcome(outcome, gatewayCode: payment.status)), report: report, gatewayReference: id)
+    }
+
+    /// The error of a declined payment (`paymentResult` in the error body, python `exception_factory.py`).
+    func decline(_ result: WorldlineCreatePaymentResult, errors: [WorldlineAPIError.Item]) -> CheckoutError {
+        let status = result.payment?.status
+        let first = result.payment?.statusOutput?.errors?.first ?? errors.first
+        // `isRetriable` (order_status_output.py): "whether a rejected payment may be retried by the merchant
+        // without incurring a fee".
+        let retriable = result.payment?.statusOutput?.isRetriable ?? false
+        return CheckoutError(.declined, category: retriable ? .declinedSoft : .declinedHard, field: nil,
+                             message: "Worldline declined the payment (\(status ?? "REJECTED"))", gateway: gateway,
+                             gatewayCode: first?.code ?? status, gatewayMessage: GatewayText.safe(first?.message))
+    }
+
+    // MARK: Confirm: inquiry
+
+    /// `GET /v1/{merchantId}/payments/{id}` when the payment id is known, else
+    /// `GET /v1/{merchantId}/payments?merchantReference=…` (the attempt reference; python
+    /// `find_payments_params.py`). The payment must name the attempt.
+    /// - Throws: ``CheckoutError`` `attempt_not_found` when Worldline has no payment for the attempt.
+    public func inquire(_ query: InquiryQuery) async throws -> StatusReport {
+        let payment: WorldlinePayment
+        if let id = query.gatewayReference, !id.isEmpty {
+            let request = try api.request(.get, "/payments/\(WorldlineServerAPI.pathSegment(id))")
+            payment = try api.decode(try await api.send(request), as: WorldlinePayment.self, field: "answer")
+        } else {
+            let request = try api.request(.get, "/payments", query: [("merchantReference", query.attempt.rawValue), ("limit", "10")])
+            let found = try api.decode(try await api.send(request), as: WorldlineFindPaymentsResponse.self, field: "answer")
+            let mine = (found.payments ?? []).filter { $0.paymentOutput?.references?.merchantReference == query.attempt.rawValue }
+            // With idempotence one attempt is one payment; should there be several, the most advanced decides.
+            guard let best = mine.max(by: { WorldlineStatus.rank($0.status) < WorldlineStatus.rank($1.status) }) else {
+                throw CheckoutError(.attemptNotFound, field: "merchantReference", message: "Worldline has no payment for this attempt",
+                                    gateway: gateway)
+            }
+            payment = best
+        }
+        if let reference = payment.paymentOutput?.references?.merchantReference, reference != query.attempt.rawValue {
+            throw CheckoutError(.unknownOutcome, field: "answer.paymentOutput.references.merchantReference",
+                                message: "Worldline answered about another order", gateway: gateway)
+        }
+        return try WorldlineStatus.report(payment, attempt: query.attempt, gateway: gateway, event: "inquiry")
+    }
+
+    // MARK: Confirm: webhooks
+
+    /// Worldline's endpoint verification: a `GET` carrying `X-GCS-Webhooks-Endpoint-Verification`, answered
+    /// with that value as the body (docs `documentation/webhooks`: "echo the
+    /// 'X-GCS-Webhooks-Endpoint-Verification' header value in the body"; the docs name no content type,
+    /// so `text/plain`).
+    public func answerChallenge(_ request: IncomingNotification) -> NotificationAcknowledgement? {
+        guard let value = request.headers["x-gcs-webhooks-endpoint-verification"] else { return nil }
+        return NotificationAcknowledgement(statusCode: 200, contentType: "text/plain", body: Data(value.utf8))
+    }
+
+    /// A webhook: the signature checked over the raw body with the key `X-GCS-KeyId` names, then the
+    /// event read (`apiVersion` must be `v1`, python `webhooks_helper.py`; `merchantId` must be this
+    /// account's).
+    ///
+    /// A `payment.*` event carries the whole payment and applies like an inquiry's answer (the
+    /// signature covers every byte, so it cannot be re-cut; a replay is a duplicate event id). A
+    /// `refund.*` event is a trigger: the server inquires the payment, whose `amountRefunded` decides.
+    /// Other events (tokens, payouts, disputes) are stored and acknowledged, never applied.
+    /// - Throws: ``CheckoutError`` in category `verification` for a missing header, an unknown key id or
+    ///   a signature that does not match; `malformed_body` for an event that cannot be read.
+    public func verifyNotification(_ notification: IncomingNotification) throws -> VerifiedNotification {
+        do {
+            _ = try WorldlineWebhookSignature(secrets: api.credentials.webhookKeys).verify(notification)
+        } catch {
+            throw error.attributed(to: gateway)
+        }
+        let event: WorldlineWebhookEvent
+        do { event = try JSONDecoder().decode(WorldlineWebhookEvent.self, from: notification.body) } catch {
+            throw CheckoutError(.malformedBody, field: "body\(WorldlineServerAPI.path(of: error))", message: "the event cannot be read",
+                                gateway: gateway)
+        }
+        guard event.apiVersion == "v1" else {
+            throw CheckoutError(.invalidField, field: "body.apiVersion", message: "expected v1", gateway: gateway)
+        }
+        guard let id = event.id, !id.isEmpty, let type = event.type else {
+            throw CheckoutError(.missingField, field: "body.id", message: "the event has no id or type", gateway: gateway)
+        }
+        guard event.merchantId == settings.merchantId else {
+            throw CheckoutError(.invalidField, category: .verification, field: "body.merchantId", message: "the event is another account's",
+                                gateway: gateway)
+        }
+        if type.hasPrefix("payment."), let payment = event.payment {
+            guard let reference = payment.paymentOutput?.references?.merchantReference, !reference.isEmpty else {
+                return VerifiedNotification(report: Self.unattributed(event, id: id, type: type, gateway: gateway))
+            }
+            var report = try WorldlineStatus.report(payment, attempt: AttemptReference(rawValue: reference), gateway: gateway, event: id)
+            report.eventID = "event:\(id)"
+            return VerifiedNotification(report: report)
+        }
+        if type.hasPrefix("refund."), let refund = event.refund,
+           let reference = refund.refundOutput?.references?.merchantReference, !reference.isEmpty {
+            // The refund's own status says little about the payment's money: the inquiry decides.
+            let amount = refund.refundOutput?.amountOfMoney.flatMap { WorldlineStatus.money($0) }
+            let report = StatusReport(gateway: gateway, attempt: AttemptReference(rawValue: reference), status: .partiallyRefunded,
+                                      amount: amount, gatewayStatus: refund.status, eventID: "event:\(id)")
+            return VerifiedNotification(report: report, confirmBeforeApplying: true)
+        }
+        return VerifiedNotification(report: Self.unattributed(event, id: id, type: type, gateway: gateway))
+    }
+
+    /// An event that names no attempt (a token, payout or dispute, or a payment made outside Till): kept
+    /// under a reference no attempt has, with a status Till does not know, so it is stored and never applied.
+    static func unattributed(_ event: WorldlineWebhookEvent, id: String, type: String, gateway: GatewayID) -> StatusReport {
+        StatusReport(gateway: gateway, attempt: AttemptReference(rawValue: "worldline-event-\(id)"),
+                     gatewayReference: event.payment?.id ?? event.refund?.id, status: PaymentStatus(rawValue: "worldline.\(type)"),
+                     gatewayStatus: type, eventID: "event:\(id)")
+    }
+
+    /// The attempt a webhook names, read without verifying it (to inquire when verification fails).
+    public func claimedAttempt(in notification: IncomingNotification) -> AttemptReference? {
+        guard let event = try? JSONDecoder().decode(WorldlineWebhookEvent.self, from: notification.body) else { return nil }
+        let reference = event.payment?.paymentOutput?.references?.merchantReference ?? event.refund?.refundOutput?.references?.merchantReference
+        return reference.flatMap { $0.isEmpty ? nil : AttemptReference(rawValue: $0) }
+    }
+
+    // MARK: Follow-up operations
+
+    /// Captures an authorised payment (`POST …/payments/{id}/capture`, python `capture_payment_request.py`):
+    /// `amount` in minor units (`nil` captures the rest and is final).
+    public func capture(paymentId: String, amount: Int64? = nil, isFinal: Bool? = nil) async throws -> WorldlineCapture {
+        let request = try api.request(.post, "/payments/\(WorldlineServerAPI.pathSegment(paymentId))/capture",
+                                      body: try api.body(WorldlineCaptureRequest(amount: amount, isFinal: isFinal)))
+        return try api.decode(try await api.send(request), as: WorldlineCapture.self, field: "answer")
+    }
+
+    /// Refunds part or all of a paid payment (`POST …/payments/{id}/refund`, python `refund_request.py`).
+    /// The attempt reference goes in `refundReferences.merchantReference`, so the refund's webhooks name
+    /// the attempt. The result arrives as webhooks; the payment's `amountRefunded` is the running total.
+    public func refund(paymentId: String, amount: Money, attempt: AttemptReference) async throws -> WorldlineRefund {
+        let body = WorldlineRefundRequest(amountOfMoney: WorldlineAmountOfMoney(amount: amount.minorUnits, currencyCode: amount.currency.code),
+                                          refundReferences: .init(merchantReference: attempt.rawValue))
+        let request = try api.request(.post, "/payments/\(WorldlineServerAPI.pathSegment(paymentId))/refund", body: try api.body(body))
+        let response = try await api.send(request)
+        return try api.decode(response, as: WorldlineRefund.self, field: "answer")
+    }
+
+    /// Cancels a payment that is not captured (`POST …/payments/{id}/cancel`).
+    public func cancel(paymentId: String) async throws -> WorldlineCancelResponse {
+        let request = try api.request(.post, "/payments/\(WorldlineServerAPI.pathSegment(paymentId))/cancel")
+        return try api.decode(try await api.send(request), as: WorldlineCancelResponse.self, field: "answer")
+    }
+}
+
+/// The app's submission, checked before anything is sent.
+struct WorldlineSubmission {
+    var encryptedCustomerInput: String
+    /// The meta information as JSON, when the app sent some.
+    var clientMetaInfo: String?
+
+    /// The largest payload accepted: a JWE of a few fields is about 1 KB; 64 KB is far above any real one.
+    static let maximumPayload = 64 * 1024
+
+    init(_ submission: Submission, gateway: GatewayID) throws(CheckoutError) {
+        let key = WorldlineGateway.encryptedInputField
+        guard let jwe = submission.fields[key], !jwe.isEmpty else {
+            throw CheckoutError(.missingField, field: "submission.fields.\(key)", message: "the encrypted input is missing", gateway: gateway)
+        }
+        let segments = jwe.split(separator: ".", omittingEmptySubsequences: false)
+        let base64URL = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+        guard jwe.utf8.count <= Self.maximumPayload, segments.count == 5, segments.allSatisfy({ !$0.isEmpty && $0.allSatisfy(base64URL.contains) }) else {
+            throw CheckoutError(.invalidField, field: "submission.fields.\(key)", message: "not a JWE in compact serialization", gateway: gateway)
+        }
+        encryptedCustomerInput = jwe
+        let metaKey = WorldlineGateway.clientMetaInfoField
+        if let encoded = submission.fields[metaKey], !encoded.isEmpty {
+            guard encoded.utf8.count <= 8 * 1024, let data = (Base64.decode(encoded) ?? Base64.urlDecode(encoded)).map({ Data($0) }),
+                  let object = try? JSONSerialization.jsonObject(with: data), object is [String: Any],
+                  let json = String(data: data, encoding: .utf8) else {
+                throw CheckoutError(.invalidField, field: "submission.fields.\(metaKey)", message: "not Base64 of a JSON object", gateway: gateway)
+            }
+            clientMetaInfo = json
+        }
+        let unknown = Set(submission.fields.keys).subtracting([key, metaKey])
+        if let extra = unknown.sorted().first {
+            throw CheckoutError(.invalidField, field: "submission.fields.\(extra)", message: "not a field of a Worldline submission", gateway: gateway)
+        }
+    }
+}
