@@ -177,6 +177,14 @@ let package = Package(
                            .product(name: "_CryptoExtras", package: "swift-crypto")],
             exclude: ["Fixtures"]
         ),
+        // The vendors' own code as the other party: official Python SDKs in a virtualenv the tests make.
+        .testTarget(
+            name: "TillInteropTests",
+            dependencies: ["Till", "TillGatewayKit", "TillWorldline", "TillWorldlineServer", "TillSandbox", "TillTesting",
+                           .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "_CryptoExtras", package: "swift-crypto")],
+            exclude: ["Fixtures", "Python"]
+        ),
         .testTarget(name: "TillSandboxTests", dependencies: ["Till", "TillSandbox",
                                                              .product(name: "_CryptoExtras", package: "swift-crypto")],
                     exclude: ["Fixtures"]),
