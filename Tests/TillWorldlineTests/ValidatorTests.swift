@@ -84,10 +84,38 @@ struct ValidatorVectors: Decodable {
     struct Restrictions: Decodable {
         var field: String
         /// The `dataRestrictions` object as the vendor resource has it, re-encoded for the decoder.
-        var json: JSONValue
+        var json: AnyJSON
         var expected_isRequired: Bool
         var expected_rules: [RuleJSON]
         var source: String
+    }
+
+    /// Any JSON value, so a fixture's object can be handed to the decoder under test. Re-encoding may
+    /// change the key order; `decodesEveryRule` checks order independence with a literal in reverse order.
+    enum AnyJSON: Decodable, Encodable {
+        case object([String: AnyJSON]), array([AnyJSON]), string(String), number(Double), bool(Bool), null
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if container.decodeNil() { self = .null }
+            else if let bool = try? container.decode(Bool.self) { self = .bool(bool) }
+            else if let number = try? container.decode(Double.self) { self = .number(number) }
+            else if let string = try? container.decode(String.self) { self = .string(string) }
+            else if let array = try? container.decode([AnyJSON].self) { self = .array(array) }
+            else { self = .object(try container.decode([String: AnyJSON].self)) }
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            switch self {
+            case .object(let object): try container.encode(object)
+            case .array(let array): try container.encode(array)
+            case .string(let string): try container.encode(string)
+            case .number(let number): try container.encode(number)
+            case .bool(let bool): try container.encode(bool)
+            case .null: try container.encodeNil()
+            }
+        }
     }
 
     var now: String
@@ -103,33 +131,6 @@ struct ValidatorVectors: Decodable {
     /// The pinned date every date-dependent vector is checked against.
     func pinnedNow() throws -> Date {
         try #require(ISO8601DateFormatter().date(from: now))
-    }
-}
-
-/// Any JSON value, kept so a fixture's object can be handed to a decoder byte for byte in meaning.
-enum JSONValue: Decodable, Encodable {
-    case object([String: JSONValue]), array([JSONValue]), string(String), number(Double), bool(Bool), null
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() { self = .null }
-        else if let bool = try? container.decode(Bool.self) { self = .bool(bool) }
-        else if let number = try? container.decode(Double.self) { self = .number(number) }
-        else if let string = try? container.decode(String.self) { self = .string(string) }
-        else if let array = try? container.decode([JSONValue].self) { self = .array(array) }
-        else { self = .object(try container.decode([String: JSONValue].self)) }
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        switch self {
-        case .object(let object): try container.encode(object)
-        case .array(let array): try container.encode(array)
-        case .string(let string): try container.encode(string)
-        case .number(let number): try container.encode(number)
-        case .bool(let bool): try container.encode(bool)
-        case .null: try container.encodeNil()
-        }
     }
 }
 
