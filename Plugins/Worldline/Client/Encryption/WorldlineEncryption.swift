@@ -75,7 +75,9 @@ public struct WorldlinePublicKey: Sendable, Hashable {
 public struct WorldlineCustomerInput: Sendable, Hashable {
     /// The client session the app got from the merchant's server (`SessionResponse.clientSessionId`).
     public var clientSessionId: String
+    /// The payment product the customer chose (`1` Visa, `3` MasterCard…).
     public var paymentProductId: Int
+    /// The stored card or account the customer picked, if any.
     public var accountOnFileId: Int?
     /// Whether the gateway should keep the card as a token; written only when true.
     public var tokenize: Bool
@@ -84,14 +86,18 @@ public struct WorldlineCustomerInput: Sendable, Hashable {
 
     /// One `paymentValues` entry: a product field's id and its unmasked value.
     public struct KeyValue: Sendable, Hashable {
+        /// The product field's id (`cardNumber`, `expiryDate`).
         public var key: String
+        /// The value without its mask (`4567350000427977`, `1230`).
         public var value: String
+        /// A field id and its unmasked value.
         public init(key: String, value: String) {
             self.key = key
             self.value = value
         }
     }
 
+    /// The customer's input for one payment product; checked when encrypted.
     public init(clientSessionId: String, paymentProductId: Int, accountOnFileId: Int? = nil, tokenize: Bool = false,
                 values: [KeyValue]) {
         self.clientSessionId = clientSessionId
