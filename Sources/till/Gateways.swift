@@ -5,6 +5,7 @@ import TillGatewayKit
 import TillPayFortServer
 import TillSandbox
 import TillTesting
+import TillWorldlineServer
 
 /// The gateway modules and emulators this build of the tool knows. Adding a gateway adds one line to
 /// each list; nothing else in the tool changes (docs/implementing-a-gateway.md).
@@ -14,13 +15,14 @@ enum Gateways {
         FakeGateway.plugin,
         PayFortPlugin.plugin,
         CitconPlugin.plugin,
+        WorldlinePlugin.plugin,
     ]
 
     /// Every gateway emulator `till sandbox` hosts, each with its built-in sandbox account.
     /// - Parameters:
     ///   - retryInterval: time between a gateway's notification retries.
     ///   - notificationURL: where gateways that take a fixed notification URL post (others learn it per payment).
-    static func sandboxEmulators(retryInterval: Duration, notificationURL: URL?) -> [any SandboxEmulator] {
+    static func sandboxEmulators(retryInterval: Duration, notificationURL: URL?) throws -> [any SandboxEmulator] {
         [
             PayFortEmulator(merchants: [PayFortMerchant(accessCode: "TillSandboxAccess1", merchantIdentifier: "TillSandbox1",
                                                         requestPhrase: "sandbox-request-phrase", responsePhrase: "sandbox-response-phrase",
@@ -28,6 +30,12 @@ enum Gateways {
                             notificationRetry: (10, retryInterval)),
             CitconEmulator(merchants: [.init(apiKey: "till-sandbox-citcon-key", apiSecret: "till-sandbox-citcon-secret")],
                            ipnRetryInterval: retryInterval),
+            // Worldline posts webhooks to the endpoint configured for the merchant (not per payment).
+            try WorldlineEmulator(merchants: [.init(merchantId: "1234", apiKeyId: "till-sandbox-worldline-key",
+                                                    secretApiKey: "till-sandbox-worldline-secret", webhookKeyId: "till-sandbox-webhook-key",
+                                                    webhookSecretKey: "till-sandbox-webhook-secret",
+                                                    webhookURL: notificationURL.map { $0.deletingLastPathComponent().appendingPathComponent("worldline") })],
+                                  webhookRetryInterval: retryInterval),
         ]
     }
 

@@ -12,7 +12,7 @@ struct SandboxCommand: AsyncParsableCommand {
     @Option(help: "Port to listen on (0 picks a free one).")
     var port = 0
 
-    @Option(name: .customLong("notification-url"), help: "Where gateways with a fixed notification URL post (PayFort's transaction feedback, e.g. http://127.0.0.1:8080/v1/notifications/payfort).")
+    @Option(name: .customLong("notification-url"), help: "Where gateways with a fixed notification URL post (PayFort's transaction feedback, e.g. http://127.0.0.1:8080/v1/notifications/payfort; Worldline's webhooks go to the same path ending in /worldline).")
     var notificationURL: String?
 
     @Option(name: .customLong("retry-interval-ms"), help: "Milliseconds between notification retries (the gateways': 10000).")
@@ -26,7 +26,7 @@ struct SandboxCommand: AsyncParsableCommand {
             }
             notification = url
         }
-        let emulators = Gateways.sandboxEmulators(retryInterval: .milliseconds(retryIntervalMillis), notificationURL: notification)
+        let emulators = try Gateways.sandboxEmulators(retryInterval: .milliseconds(retryIntervalMillis), notificationURL: notification)
         let sandbox = try await Sandbox.start(emulators: emulators, port: port)
         var lines = ["till sandbox on \(sandbox.baseURL)"]
         for emulator in emulators {
