@@ -47,6 +47,7 @@ public enum SandboxError: Error, Sendable, Equatable, CustomStringConvertible {
 /// - `POST /admin/citcon/faults` with `{"fault": "server_error"|"timeout"|"drop"|"expire_tokens", "path": "/v1/charges"}`
 ///   (`path` optional), `GET /admin/citcon/ledger`, `GET /admin/citcon/notifications`,
 ///   `POST /admin/citcon/ipn/{id}/redeliver`, `POST /admin/citcon/ipn/{id}/send`, `POST /admin/citcon/tokens/expire`.
+/// - With a Worldline emulator: the Server API `/v1/{merchantId}/…` and the Client API `/client/v1/{customerId}/…` at the root, the 3-D Secure page `/worldline/3ds/{token}`, and `/admin/worldline/faults`, `…/ledger`, `…/webhooks`, `…/webhooks/{eventId}/redeliver`, `…/webhooks/send`, `…/merchants/{id}/webhook`, `…/payments/{id}/settle`.
 /// - `GET /healthz`.
 public struct Sandbox: Sendable {
     /// Only a namespace: start one with ``start(payFort:citcon:host:port:logger:)``.
