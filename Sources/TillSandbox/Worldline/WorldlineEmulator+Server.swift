@@ -534,7 +534,8 @@ extension WorldlineEmulator {
     private func findPayments(merchant: Merchant, query: [String: String]) throws(WorldlineRefusal) -> WorldlineAnswer {
         let (offset, limit) = try paging(query)
         let matching = paymentOrder.compactMap { payments[$0] }.filter { payment in
-            payment.merchantId == merchant.merchantId
+            // The emulator makes no hosted checkouts, so a hostedCheckoutId matches nothing.
+            payment.merchantId == merchant.merchantId && query["hostedCheckoutId"] == nil
                 && (query["merchantReference"].map { $0 == payment.merchantReference } ?? true)
         }
         let page = matching.dropFirst(offset).prefix(limit).map(paymentWire)
