@@ -186,6 +186,7 @@ let package = Package(
             exclude: ["Fixtures", "Python"]
         ),
         .testTarget(name: "TillSandboxTests", dependencies: ["Till", "TillSandbox",
+                                                             .product(name: "Hummingbird", package: "hummingbird"),
                                                              .product(name: "_CryptoExtras", package: "swift-crypto")],
                     exclude: ["Fixtures"]),
         .testTarget(

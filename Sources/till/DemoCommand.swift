@@ -8,6 +8,7 @@ import Till
 import TillGatewayKit
 import TillSandbox
 import TillServer
+import TillWorldline
 
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -15,7 +16,7 @@ struct DemoCommand: AsyncParsableCommand {
         abstract: "Run checkouts end to end on loopback: app → merchant server → gateway sandbox → notification → server.",
         discussion: """
             Everything starts in this process on 127.0.0.1 with embedded defaults: the gateway sandbox \
-            (two PayFort accounts and a Citcon account), the merchant server (SQLite in a temporary \
+            (two PayFort accounts, a Citcon account and a Worldline Connect account), the merchant server (SQLite in a temporary \
             folder), and an app (AppCheckout with its return handler) whose customer types test cards \
             or pays in a wallet. Nothing else is needed.
             """)
@@ -48,7 +49,7 @@ struct DemoCommand: AsyncParsableCommand {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
 
-        // 1. The sandbox: two PayFort merchant accounts and a Citcon account.
+        // 1. The sandbox: two PayFort merchant accounts, a Citcon account and a Worldline Connect account.
         let accountsOfPayFort = (1...2).map { index in
             PayFortMerchant(accessCode: "DemoAccess\(index)", merchantIdentifier: "DemoMerchant\(index)",
                             requestPhrase: "payfort-\(index)-request-phrase", responsePhrase: "payfort-\(index)-response-phrase")
@@ -56,7 +57,12 @@ struct DemoCommand: AsyncParsableCommand {
         let emulator = PayFortEmulator(merchants: accountsOfPayFort, notificationRetry: (10, .milliseconds(100)), logger: logger)
         let citcon = CitconEmulator(merchants: [.init(apiKey: "demo-citcon-api-key", apiSecret: "demo-citcon-api-secret")],
                                     ipnRetryInterval: .milliseconds(100), logger: logger)
-        let sandbox = try await Sandbox.start(emulators: [emulator, citcon], logger: logger)
+        // Worldline posts its webhooks to the endpoint configured for the merchant: set once the server listens.
+        let worldline = try WorldlineEmulator(merchants: [.init(merchantId: "demo-worldline", apiKeyId: "demo-worldline-key",
+                                                                 secretApiKey: "demo-worldline-secret", webhookKeyId: "demo-webhook-key",
+                                                                 webhookSecretKey: "demo-webhook-secret")],
+                                              webhookRetryInterval: .milliseconds(100), logger: logger)
+        let sandbox = try await Sandbox.start(emulators: [emulator, citcon, worldline], logger: logger)
 
         // 2. The merchant server, configured like a real one from the sandbox's accounts: one gateway per
         //    account, secrets from its environment, each module built by its own plugin.
@@ -78,7 +84,10 @@ struct DemoCommand: AsyncParsableCommand {
                 environment[variable] = value
                 credentials[name] = CredentialReference(env: variable)
             }
-            gateways.append(GatewayConfiguration(id: id, module: account.module, credentials: credentials, settings: settings))
+            // Each account takes its own currency: SAR to PayFort, USD to Citcon, EUR to Worldline.
+            let currency = ["payfort": "SAR", "citcon": "USD", "worldline": "EUR"][account.module]
+            gateways.append(GatewayConfiguration(id: id, module: account.module, credentials: credentials, settings: settings,
+                                                 limits: currency.map { CapabilityLimits(currencies: [$0]) }))
             guard let plugin = Gateways.plugin(account.module) else { throw CheckoutError(.misconfigured, message: "no \(account.module) module") }
             appGateways.append(try plugin.makeClient(GatewayPluginContext(
                 id: id, settings: ModuleSettings(module: account.module, settings: settings, credentials: [:]),
@@ -108,6 +117,8 @@ struct DemoCommand: AsyncParsableCommand {
             await emulator.setNotificationURL(serverURL.appendingPathComponent("v1/notifications/\(id.rawValue)"),
                                               merchantIdentifier: account.merchantIdentifier)
         }
+        let worldlineID = gateways.first { $0.module == "worldline" }?.id.rawValue ?? "worldline"
+        _ = await worldline.setWebhookURL(serverURL.appendingPathComponent("v1/notifications/\(worldlineID)"), for: "demo-worldline")
         say("▶ server       \(serverURL)  (SQLite in \(folder.lastPathComponent); notifications at /v1/notifications/<gateway>)")
 
         // 3. The app: one return handler (a URL scheme and a universal link), one checkout; the customer
@@ -118,7 +129,7 @@ struct DemoCommand: AsyncParsableCommand {
         let merchantBackend = MerchantAPIClient(baseURL: serverURL, apiKey: environment["DEMO_API_KEY"]!, transport: URLSessionTransport())
         let backend = ClientSecretBackend(merchant: merchantBackend, transport: URLSessionTransport())
         say("▶ app          holds one client secret per payment (the merchant's backend creates the payment); no API key")
-        let total = 11
+        let total = 13
         let sar = try Currency(code: "SAR")
 
         func checkout(_ title: String, index: Int, card: String, amount: String, action: PaymentAction = .sale,
@@ -213,7 +224,67 @@ struct DemoCommand: AsyncParsableCommand {
         rows.append(try await walletCheckout("WeChat Pay: no return at all, the IPN alone settles it", index: 10, method: .wechatPay,
                                              amount: "33.00", comesBack: false, actsAfter: .milliseconds(1_500), expect: .paid))
 
-        say("\n[11/\(total)] A forged return URL is ignored")
+        func worldlineCheckout(_ title: String, index: Int, card: String, expect: PaymentStatus) async throws -> Row {
+            say("\n[\(index)/\(total)] \(title)")
+            let customer = SandboxWorldlineCustomer(cardNumber: card, returns: returns) { say("  \($0)") }
+            // The app's own card form, bound to Worldline's headless form model: the customer types the
+            // number digit by digit (the mask and the cursor after each edit), the IIN switches the product.
+            let typing: WorldlineGateway.FormPresenter = { form in
+                let shown = await form.productId
+                say("  app     form for product \(shown.map(String.init) ?? "-"): \(await form.fields.map { "\($0.id)\($0.mask.map { " \($0)" } ?? "")" }.joined(separator: ", "))")
+                var cursor = 0
+                var typed = ""
+                for digit in card {
+                    typed.append(digit)
+                    let edit = await form.edit("cardNumber", replacing: cursor..<cursor, with: String(digit))
+                    cursor = edit.cursor
+                    if typed.count % 4 == 0 || typed.count == 6 {
+                        // Digits after the sixth are shown as •, as a card field shows them.
+                        var digits = 0
+                        let shown = String(edit.value.map { character -> Character in
+                            guard character.isNumber else { return character }
+                            digits += 1
+                            return digits > 6 ? "•" : character
+                        })
+                        say("  app     typed \(typed.count) digits → \"\(shown)\" cursor \(cursor)")
+                    }
+                }
+                await form.settle()
+                say("  app     IIN lookup: product \(shown.map(String.init) ?? "-") → \(await form.productId.map(String.init) ?? "-")"
+                    + ((await form.coBrandChoices).isEmpty ? "" : ", co-brands \(await form.coBrandChoices)"))
+                _ = await form.edit("expiryDate", replacing: 0..<0, with: "1230")
+                _ = await form.edit("cvv", replacing: 0..<0, with: "123")
+                say("  app     errors: \(await form.errors().map { "\($0.fieldId): \($0.messageId)" })")
+                return true
+            }
+            let gateways: [any Checkout] = appGateways.map { gateway in
+                gateway.gateway.rawValue == worldlineID
+                    ? WorldlineGateway(id: gateway.gateway, transport: URLSessionTransport(), formPresenter: typing) : gateway
+            }
+            let checkout = AppCheckout(backend: backend, gateways: gateways, returns: returns, presenter: customer,
+                                       returnTimeout: .seconds(10), confirmationTimeout: .seconds(10), confirmationInterval: .milliseconds(50))
+            let intent = PaymentIntent(merchantReference: "demo-\(index)-\(UUID().uuidString.prefix(6).lowercased())",
+                                       amount: try Money(decimal: "49.90", currency: try Currency(code: "EUR")), country: try CountryCode("NL"),
+                                       method: .card, customer: Customer(email: "customer@example.com", locale: "en_GB"),
+                                       description: "Demo order \(index)")
+            say("  app     pays \(intent.amount) with card \(Redactor.maskPAN(card)): products and fields from the Client API, "
+                + "the IIN picks the product, the input is encrypted (JWE) for Worldline")
+            let result = try await checkout.pay(intent)
+            await worldline.waitForWebhooks()
+            let payment = await worldline.ledger.first { $0.merchantReference == result.preparation.attempt.rawValue }
+            say("  server  created Worldline payment \(payment?.paymentId ?? "-") from the encrypted input; "
+                + "webhooks stored: \(try await storedNotifications(result.preparation.attempt)); the app saw \(result.clientOutcome.kind.rawValue); "
+                + "the server says \(result.status)")
+            let charged = await worldline.ledger.filter { $0.merchantReference == result.preparation.attempt.rawValue }.isEmpty ? 0 : 1
+            return Row(scenario: title, expected: expect, status: result.status, client: result.clientOutcome.kind.rawValue,
+                       gateways: result.preparation.gateway.rawValue, attempts: result.attempts, charged: charged)
+        }
+        rows.append(try await worldlineCheckout("Worldline: form → IIN switch → JWE → pay → webhook", index: 11,
+                                                card: "4111111111111111", expect: .paid))
+        rows.append(try await worldlineCheckout("Worldline: 3-D Secure through the return URL", index: 12,
+                                                card: "4000000000003220", expect: .paid))
+
+        say("\n[13/\(total)] A forged return URL is ignored")
         let expected = try returns.expectReturn()
         let forged = URL(string: "tilldemo://till/return?till_state=forged&status=14&response_code=14000")!
         let forgedAccepted = returns.handle(forged)
@@ -241,6 +312,8 @@ struct DemoCommand: AsyncParsableCommand {
         let ledger = await emulator.ledger
         say("\n  PayFort ledger: \(ledger.count) charge(s) — \(ledger.map { "\($0.command) \($0.amountMinor) \($0.currency)" }.joined(separator: ", "))")
         let citconLedger = await citcon.ledger
+        let worldlineLedger = await worldline.ledger
+        say("  Worldline ledger: \(worldlineLedger.count) operation(s) — \(worldlineLedger.map { "\($0.operation.rawValue) \($0.amount) \($0.currency)" }.joined(separator: ", "))")
         say("  Citcon ledger:  \(citconLedger.count) charge(s) — \(citconLedger.map { "\($0.method) \($0.amountMinor) \($0.currency)" }.joined(separator: ", "))")
         server.cancel()
         _ = await server.result

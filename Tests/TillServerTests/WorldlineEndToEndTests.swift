@@ -120,6 +120,41 @@ struct WorldlineEndToEndTests {
         }
     }
 
+    @Test("the app's own form bound to WorldlineForm: typed digit by digit, the IIN switches the product, the values are encrypted and paid; closing the form cancels")
+    func headlessForm() async throws {
+        try await withWorld { w in
+            let seen = Locked<[Int?]>([])
+            let typing: WorldlineGateway.FormPresenter = { form in
+                seen.withLock { $0.append(nil) }
+                var cursor = 0
+                for digit in "4111111111111111" {
+                    cursor = await form.edit("cardNumber", replacing: cursor..<cursor, with: String(digit)).cursor
+                }
+                await form.settle()
+                let product = await form.productId
+                seen.withLock { $0.append(product) }
+                #expect(await form.field("cardNumber")?.value == "4111 1111 1111 1111 ")
+                _ = await form.edit("expiryDate", replacing: 0..<0, with: "1230")
+                _ = await form.edit("cvv", replacing: 0..<0, with: "123")
+                #expect(await form.errors().isEmpty)
+                return true
+            }
+            let gateway = WorldlineGateway(transport: URLSessionTransport(), formPresenter: typing)
+            let checkout = AppCheckout(backend: w.backend, gateways: [gateway], returns: w.returns, presenter: w.customer("unused"),
+                                       returnTimeout: .seconds(5), confirmationTimeout: .seconds(5), confirmationInterval: .milliseconds(25))
+            let result = try await checkout.pay(try intent("wl-form"))
+            #expect(result.status == .paid)
+            #expect(seen.withLock { $0 } == [nil, 1], "Visa (1) after the IIN lookup")
+
+            let closing = WorldlineGateway(transport: URLSessionTransport(), formPresenter: { _ in false })
+            let closed = try await AppCheckout(backend: w.backend, gateways: [closing], returns: w.returns, presenter: w.customer("unused"),
+                                               returnTimeout: .seconds(5), confirmationTimeout: .seconds(1), confirmationInterval: .milliseconds(25))
+                .pay(try intent("wl-closed"))
+            #expect(closed.clientOutcome.kind == .cancelled)
+            #expect(await w.emulator.ledger.filter { $0.merchantReference == closed.preparation.attempt.rawValue }.isEmpty)
+        }
+    }
+
     @Test("an authorisation: PENDING_CAPTURE is authorized")
     func authorization() async throws {
         try await withWorld { w in

@@ -12,9 +12,10 @@ import TillGatewayKit
 /// | `.start` | `.collect`: the fields of the first card product on offer for the context (`GET /products`, `GET /products/{id}`), masks and validators included |
 /// | `.submit(values)` | the IIN lookup picks the product (`POST /services/getIINdetails`), the values are checked against that product's fields, encrypted to the gateway's key (`GET /crypto/publickey`), and `.submit` carries the JWE and the meta information to the merchant server |
 ///
-/// An app with its own card form binds it to ``WorldlineForm`` instead (masks with the cursor, errors
-/// per field, the product switch and the co-brand choice) and hands the result to
-/// ``submission(for:product:values:accountOnFileId:tokenize:)``.
+/// An app with its own card form gives a ``FormPresenter``: at `.start` the gateway builds a
+/// ``WorldlineForm`` for the product and hands it over; the app's UI binds to it (masks with the cursor,
+/// errors per field, the product switch on the IIN and the co-brand choice) and returns when the
+/// customer taps pay (or closes the form); the gateway then encrypts the form's values and submits them.
 public struct WorldlineGateway: Checkout {
     /// The submission kind of the encrypted customer input.
     public static let submissionKind = "encrypted_customer_input"
@@ -33,6 +34,11 @@ public struct WorldlineGateway: Checkout {
     public var capabilities: GatewayCapabilities { Self.capabilities }
     /// The device description sent to the Client API and forwarded with the payment.
     public let metaInfo: WorldlineClientMetaInfo
+    /// Shows a ``WorldlineForm`` in the app's own UI and returns `true` when the customer taps pay, `false`
+    /// when they close it. The form is valid when it returns `true` (the gateway checks again).
+    public typealias FormPresenter = @Sendable (WorldlineForm) async throws -> Bool
+    /// The app's own form UI; `nil`: the generic ``FormSpec`` through the presenter's `collect`.
+    public let formPresenter: FormPresenter?
     private let transport: any HTTPTransport
     private let now: @Sendable () -> Date
 
@@ -41,10 +47,12 @@ public struct WorldlineGateway: Checkout {
     ///   - metaInfo: the device description (`X-GCS-ClientMetaInfo`).
     ///   - transport: how the app reaches the Client API.
     ///   - now: the date card expiry dates are checked against.
+    ///   - formPresenter: the app's own form UI, bound to a ``WorldlineForm``.
     public init(id: GatewayID = "worldline", metaInfo: WorldlineClientMetaInfo = .init(platformIdentifier: "Till", screenSize: "0", deviceType: "unknown"),
-                transport: any HTTPTransport, now: @escaping @Sendable () -> Date = { Date() }) {
+                transport: any HTTPTransport, now: @escaping @Sendable () -> Date = { Date() }, formPresenter: FormPresenter? = nil) {
         self.gateway = id
         self.metaInfo = metaInfo
+        self.formPresenter = formPresenter
         self.transport = transport
         self.now = now
     }
@@ -68,7 +76,16 @@ public struct WorldlineGateway: Checkout {
         switch input {
         case .start:
             let product = try await api.paymentProduct(id: try await firstCardProduct(api, context), for: context)
-            return .collect(product.formSpec())
+            guard let formPresenter else { return .collect(product.formSpec()) }
+            let form = WorldlineForm(api: api, context: context, item: .product(product), now: now)
+            guard try await formPresenter(form) else { return .completed(ClientOutcome(.cancelled, message: "the customer closed the form")) }
+            await form.settle()
+            if let error = await form.errors().first {
+                throw CheckoutError(.invalidField, category: .invalidInput, field: "values.\(error.fieldId)", message: error.messageId,
+                                    gateway: gateway)
+            }
+            let input = try await form.customerInput(clientSessionId: prepared.clientSessionId)
+            return .submit(try await encrypted(input, api: api))
         case .submit(let values):
             let cardNumber = values[Self.cardNumberField] ?? ""
             let productId = try await productId(forCard: cardNumber, api: api, context: context)
@@ -135,6 +152,11 @@ public struct WorldlineGateway: Checkout {
             values: product.fieldsInDisplayOrder.compactMap { field in
                 unmasked[field.id].flatMap { $0.isEmpty ? nil : WorldlineCustomerInput.KeyValue(key: field.id, value: $0) }
             })
+        return try await encrypted(input, api: api)
+    }
+
+    /// The submission of `input`: encrypted to the gateway's current key, with the meta information.
+    func encrypted(_ input: WorldlineCustomerInput, api: WorldlineClientAPI) async throws(CheckoutError) -> Submission {
         let key = try await api.publicKey()
         let jwe = try WorldlineEncryptor.encrypt(input, to: key)
         return Submission(kind: Self.submissionKind, fields: [Self.encryptedInputField: jwe, Self.clientMetaInfoField: api.metaInfo.encoded])
