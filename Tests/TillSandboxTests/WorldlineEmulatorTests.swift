@@ -369,11 +369,13 @@ struct WorldlinePaymentTests {
         }
     }
 
-    @Test("authorization modes: SALE captures; FINAL_AUTHORIZATION waits for a capture; partial captures add up; cancel")
+    @Test("authorization modes: SALE with requiresApproval false captures; SALE alone waits for approval; FINAL_AUTHORIZATION waits for a capture; partial captures add up; cancel")
     func modes() async throws {
         try await WorldlineHarness.with { harness in
-            let sale = try await harness.pay(extra: #", "cardPaymentMethodSpecificInput": {"authorizationMode": "SALE"}"#)
+            let sale = try await harness.pay(extra: #", "cardPaymentMethodSpecificInput": {"authorizationMode": "SALE", "requiresApproval": false}"#)
             #expect(sale.string("payment.status") == "CAPTURED")
+            let waiting = try await harness.pay(extra: #", "cardPaymentMethodSpecificInput": {"authorizationMode": "SALE"}"#)
+            #expect(waiting.string("payment.status") == "PENDING_APPROVAL")
 
             let auth = try await harness.pay(extra: #", "cardPaymentMethodSpecificInput": {"authorizationMode": "FINAL_AUTHORIZATION"}"#)
             #expect(auth.string("payment.status") == "PENDING_CAPTURE")

@@ -28,7 +28,7 @@ struct WorldlineWebhookTests {
         let (url, server) = try await WebhookEndpoint.start(endpoint)
         defer { Task { await server.stop() } }
         try await WorldlineHarness.with(webhookURL: url) { harness in
-            let result = try await harness.pay(extra: #", "cardPaymentMethodSpecificInput": {"authorizationMode": "SALE"}"#)
+            let result = try await harness.pay(extra: #", "cardPaymentMethodSpecificInput": {"authorizationMode": "SALE", "requiresApproval": false}"#)
             let id = try #require(result.string("payment.id"))
             await harness.emulator.waitForWebhooks()
             let received = await endpoint.received

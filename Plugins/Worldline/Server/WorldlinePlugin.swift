@@ -12,7 +12,7 @@ import TillWorldline
 /// | setting | values | default |
 /// |---|---|---|
 /// | `merchant_id` | the merchant id of the Server API's paths | required |
-/// | `environment` | `sandbox`, `preprod`, `production` | `sandbox` (unless `base_url`) |
+/// | `environment` | `preprod` (pre-production, where sandbox accounts live too), `production`, `sandbox` (the older sandbox host) | `preprod` (unless `base_url`) |
 /// | `base_url` | scheme, host and port of another endpoint (the local sandbox, a proxy) | — |
 /// | `authorization_mode` | `SALE` (a sale's mode; `none` sends none, the account's default) | `SALE` |
 /// | `integrator` | the `integrator` of `X-GCS-ServerMetaInfo` | `Till` |
@@ -62,12 +62,12 @@ public enum WorldlinePlugin {
                                transport: context.transport)
     }
 
-    /// `sandbox` (the default), `preprod` or `production`; or `base_url` alone.
+    /// `preprod` (the default), `production` or `sandbox`; or `base_url` alone.
     static func environment(_ settings: ModuleSettings) throws(CheckoutError) -> WorldlineEnvironment {
         let base = try settings.url("base_url")
         switch (settings.string("environment"), base) {
-        case (nil, nil), ("sandbox", nil): return .sandbox
-        case ("preprod", nil): return .preproduction
+        case ("sandbox", nil): return .sandbox
+        case (nil, nil), ("preprod", nil): return .preproduction
         case ("production", nil): return .production
         case (nil, let url?):
             // The Python SDK takes scheme, host and port only (communicator.py): so does Till.

@@ -113,6 +113,8 @@ public struct WorldlineServer: CheckoutServer {
         let returnURL = context.returnURL?.absoluteString
         let card = WorldlineCreatePaymentRequest.CardInput(
             authorizationMode: intent.action == .authorize ? settings.authorizationModeForAuthorize : settings.authorizationModeForSale,
+            // A sale is captured without the merchant's approval; an authorisation waits for the capture.
+            requiresApproval: intent.action == .authorize,
             threeDSecure: returnURL.map { .init(redirectionData: .init(returnUrl: $0)) })
         var customer: WorldlineCreatePaymentRequest.Order.Customer?
         if intent.customer.email != nil || intent.country != nil || intent.customer.locale != nil {
@@ -252,10 +254,10 @@ public struct WorldlineServer: CheckoutServer {
             return VerifiedNotification(report: report)
         }
         if type.hasPrefix("refund."), let refund = event.refund,
-           let reference = refund.refundOutput?.references?.merchantReference, !reference.isEmpty {
+           let reference = refund.refundOutput?.references?.merchantReference.flatMap(Self.attempt(ofRefundReference:)) {
             // The refund's own status says little about the payment's money: the inquiry decides.
             let amount = refund.refundOutput?.amountOfMoney.flatMap { WorldlineStatus.money($0) }
-            let report = StatusReport(gateway: gateway, attempt: AttemptReference(rawValue: reference), status: .partiallyRefunded,
+            let report = StatusReport(gateway: gateway, attempt: reference, status: .partiallyRefunded,
                                       amount: amount, gatewayStatus: refund.status, eventID: "event:\(id)")
             return VerifiedNotification(report: report, confirmBeforeApplying: true)
         }
@@ -273,34 +275,59 @@ public struct WorldlineServer: CheckoutServer {
     /// The attempt a webhook names, read without verifying it (to inquire when verification fails).
     public func claimedAttempt(in notification: IncomingNotification) -> AttemptReference? {
         guard let event = try? JSONDecoder().decode(WorldlineWebhookEvent.self, from: notification.body) else { return nil }
-        let reference = event.payment?.paymentOutput?.references?.merchantReference ?? event.refund?.refundOutput?.references?.merchantReference
-        return reference.flatMap { $0.isEmpty ? nil : AttemptReference(rawValue: $0) }
+        if let reference = event.payment?.paymentOutput?.references?.merchantReference, !reference.isEmpty {
+            return AttemptReference(rawValue: reference)
+        }
+        return event.refund?.refundOutput?.references?.merchantReference.flatMap(Self.attempt(ofRefundReference:))
     }
 
     // MARK: Follow-up operations
 
     /// Captures an authorised payment (`POST …/payments/{id}/capture`, python `capture_payment_request.py`):
     /// `amount` in minor units (`nil` captures the rest and is final).
-    public func capture(paymentId: String, amount: Int64? = nil, isFinal: Bool? = nil) async throws -> WorldlineCapture {
+    /// - Parameter idempotenceKey: `X-GCS-Idempotence-Key`: the same key for a retry of the same capture
+    ///   (after a timeout), so Worldline does not capture twice.
+    public func capture(paymentId: String, amount: Int64? = nil, isFinal: Bool? = nil, idempotenceKey: String) async throws -> WorldlineCapture {
         let request = try api.request(.post, "/payments/\(WorldlineServerAPI.pathSegment(paymentId))/capture",
-                                      body: try api.body(WorldlineCaptureRequest(amount: amount, isFinal: isFinal)))
+                                      body: try api.body(WorldlineCaptureRequest(amount: amount, isFinal: isFinal)), idempotenceKey: idempotenceKey)
         return try api.decode(try await api.send(request), as: WorldlineCapture.self, field: "answer")
     }
 
     /// Refunds part or all of a paid payment (`POST …/payments/{id}/refund`, python `refund_request.py`).
-    /// The attempt reference goes in `refundReferences.merchantReference`, so the refund's webhooks name
-    /// the attempt. The result arrives as webhooks; the payment's `amountRefunded` is the running total.
-    public func refund(paymentId: String, amount: Money, attempt: AttemptReference) async throws -> WorldlineRefund {
+    ///
+    /// The refund's own reference (`refundReferences.merchantReference`, "your unique reference") is
+    /// `<attempt>-<sequence>`, so a `refund.*` webhook names the attempt it belongs to; `sequence`
+    /// numbers the attempt's refunds (1, 2 …) and also makes the idempotence key, so a retry of the same
+    /// refund after a timeout is not a second refund. The result arrives as webhooks; the payment's
+    /// `amountRefunded` is the running total.
+    /// - Throws: ``CheckoutError`` `declined` when Worldline refuses the refund (`refundResult` in the error
+    ///   body, `refund_error_response.py`); the Server API's other failures as classified by the status.
+    public func refund(paymentId: String, amount: Money, attempt: AttemptReference, sequence: Int) async throws -> WorldlineRefund {
+        let reference = "\(attempt.rawValue)-\(sequence)"
         let body = WorldlineRefundRequest(amountOfMoney: WorldlineAmountOfMoney(amount: amount.minorUnits, currencyCode: amount.currency.code),
-                                          refundReferences: .init(merchantReference: attempt.rawValue))
-        let request = try api.request(.post, "/payments/\(WorldlineServerAPI.pathSegment(paymentId))/refund", body: try api.body(body))
+                                          refundReferences: .init(merchantReference: reference))
+        let request = try api.request(.post, "/payments/\(WorldlineServerAPI.pathSegment(paymentId))/refund", body: try api.body(body),
+                                      idempotenceKey: "refund-\(reference)")
         let response = try await api.send(request)
+        if let refused = WorldlineServerAPI.errorBody(response), let result = refused.refundResult {
+            let first = result.statusOutput?.errors?.first ?? refused.errors?.first
+            throw CheckoutError(.declined, category: .declinedHard, message: "Worldline refused the refund (\(result.status ?? "REJECTED"))",
+                                gateway: gateway, gatewayCode: first?.code, gatewayMessage: GatewayText.safe(first?.message))
+        }
         return try api.decode(response, as: WorldlineRefund.self, field: "answer")
     }
 
-    /// Cancels a payment that is not captured (`POST …/payments/{id}/cancel`).
+    /// The attempt a refund's own reference names (`<attempt>-<sequence>`, see ``refund(paymentId:amount:attempt:sequence:)``).
+    static func attempt(ofRefundReference reference: String) -> AttemptReference? {
+        guard let dash = reference.lastIndex(of: "-"), reference[reference.index(after: dash)...].allSatisfy(\.isNumber),
+              dash != reference.startIndex else { return nil }
+        return AttemptReference(rawValue: String(reference[..<dash]))
+    }
+
+    /// Cancels a payment that is not captured (`POST …/payments/{id}/cancel`), idempotently.
     public func cancel(paymentId: String) async throws -> WorldlineCancelResponse {
-        let request = try api.request(.post, "/payments/\(WorldlineServerAPI.pathSegment(paymentId))/cancel")
+        let request = try api.request(.post, "/payments/\(WorldlineServerAPI.pathSegment(paymentId))/cancel",
+                                      idempotenceKey: "cancel-\(paymentId)")
         return try api.decode(try await api.send(request), as: WorldlineCancelResponse.self, field: "answer")
     }
 }

@@ -1,10 +1,11 @@
 import Foundation
 import TillGatewayKit
 
-/// Where the Server API is. Hosts from Worldline's API reference ("API endpoints",
-/// apireference.connect.worldline-solutions.com): the sandbox `eu.sandbox.api-ingenico.com`,
-/// pre-production `api.preprod.connect.worldline-solutions.com` (also the official SDKs' test
-/// configuration), production `api.connect.worldline-solutions.com`. The official Python SDK takes the
+/// Where the Server API is. Hosts from Worldline's API reference ("Environments" and "API endpoints",
+/// apireference.connect.worldline-solutions.com): pre-production `api.preprod.connect.worldline-solutions.com`
+/// (sandbox accounts live there too; also the official SDKs' test configuration) and production
+/// `api.connect.worldline-solutions.com`. `eu.sandbox.api-ingenico.com` is the older sandbox host, which
+/// the current reference names only for the File API. The official Python SDK takes the
 /// endpoint as scheme, host and port only (`communicator.py`), and so does Till: the API's paths
 /// (`/v1/{merchantId}/…`) go after it.
 public enum WorldlineEnvironment: Sendable, Hashable {

@@ -60,6 +60,12 @@ enum WorldlineStatus {
                                 message: "a \(raw ?? "") payment without its amount", gateway: gateway)
         }
         var reported = amount
+        // A captured or paid payment's money is what was captured (`amountPaid`, else `amountCaptured`),
+        // which a partial capture makes less than the authorised `amountOfMoney`.
+        if status == .paid, let amount {
+            let captured = [output?.amountPaid, output?.amountCaptured].compactMap { $0 }.first { $0 > 0 }
+            if let captured { reported = Money(minorUnits: captured, currency: amount.currency) }
+        }
         var refundedTotal: Money?
         if status == .refunded, let amount {
             let refunded: Int64
@@ -71,7 +77,7 @@ enum WorldlineStatus {
             if total.minorUnits < amount.minorUnits { status = .partiallyRefunded }
             refundedTotal = total
             reported = total
-        } else if status == .paid || status == .authorized, let amount, let refunded = output?.amountRefunded, refunded > 0 {
+        } else if status == .paid, let amount, let refunded = output?.amountRefunded, refunded > 0 {
             // Still COMPLETED with refunds already made: a partial refund.
             status = .partiallyRefunded
             refundedTotal = Money(minorUnits: min(refunded, amount.minorUnits), currency: amount.currency)

@@ -299,7 +299,10 @@ extension WorldlineEmulator {
 
         let approvedStatus: WorldlinePaymentStatus
         switch cardInput?.authorizationMode {
-        case "SALE"?: approvedStatus = .captured
+        // A sale captures at the moment of approval, and a card payment waits for the merchant's approval
+        // unless `requiresApproval` is false (the Python SDK's `createPayment.json`: a card payment sent
+        // without these fields is PENDING_APPROVAL). So SALE alone still waits.
+        case "SALE"?: approvedStatus = cardInput?.requiresApproval == false ? .captured : .pendingApproval
         case "FINAL_AUTHORIZATION"?, "PRE_AUTHORIZATION"?:
             approvedStatus = cardInput?.requiresApproval == false ? .captured : .pendingCapture
         case nil: approvedStatus = cardInput?.requiresApproval == false ? .captured : .pendingApproval

@@ -63,6 +63,9 @@ struct WorldlineCreatePaymentRequest: Encodable, Sendable {
             var redirectionData: RedirectionData?
         }
         var authorizationMode: String?
+        /// `requiresApproval` (`abstract_card_payment_method_specific_input.py`): without it a card payment
+        /// waits for the merchant's approval (the Python SDK's `createPayment.json`: PENDING_APPROVAL).
+        var requiresApproval: Bool?
         var threeDSecure: ThreeDSecure?
     }
     var encryptedCustomerInput: String
@@ -184,6 +187,8 @@ public struct WorldlineAPIError: Codable, Sendable, Hashable {
     public var errorId: String?
     public var errors: [Item]?
     public var paymentResult: WorldlineCreatePaymentResult?
+    /// A declined refund's result (`refund_error_response.py`).
+    public var refundResult: WorldlineRefund?
 }
 
 /// `WebhooksEvent` (`webhooks_event.py`; docs `webhooks/event-structure`).
