@@ -1,0 +1,86 @@
+import ArgumentParser
+import Crypto
+import _CryptoExtras
+import Foundation
+import Till
+import TillWorldline
+
+/// `till bench encrypt`: Worldline's client-side encryption of one payment (the plaintext JSON, a
+/// fresh content key wrapped with RSA-OAEP, AES-256-CBC and the HMAC-SHA-512 tag), timed per call,
+/// next to its floor measured in the same run: the same primitives called directly, with nothing
+/// around them.
+struct EncryptBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "encrypt",
+        abstract: "Worldline client-side encryption of one payment (JWE: RSA-OAEP + AES-CBC + HMAC): p50/p99 next to the primitives' floor.")
+
+    @Option(help: "Timed encryptions per figure.")
+    var iterations = 5_000
+
+    @Option(help: "RSA key size in bits (the gateway's keys are 2048).")
+    var keyBits = 2048
+
+    struct Figures: Encodable {
+        let what: String
+        let iterations: Int
+        let keyBits: Int
+        let p50Micros: Double
+        let p99Micros: Double
+        let ratioToFloorP50: Double?
+    }
+
+    func run() async throws {
+        #if DEBUG
+        printError("note: this is a debug build; run `swift run -c release till bench encrypt` for real figures")
+        #endif
+        let size: _RSA.Signing.KeySize = keyBits == 4096 ? .bits4096 : keyBits == 3072 ? .bits3072 : .bits2048
+        let privateKey = try _RSA.Encryption.PrivateKey(keySize: size)
+        let der = privateKey.publicKey.derRepresentation
+        let key = try WorldlinePublicKey(keyId: "bench-key", publicKey: der.base64EncodedString())
+        let input = WorldlineCustomerInput(
+            clientSessionId: "8d4f1a0a2e1b4c9d9a7f6e5d4c3b2a10", paymentProductId: 1,
+            values: [.init(key: "cardNumber", value: "4567350000427977"), .init(key: "expiryDate", value: "1230"),
+                     .init(key: "cvv", value: "123"), .init(key: "cardholderName", value: "Ada Lovelace")])
+        let publicKey = try _RSA.Encryption.PublicKey(derRepresentation: der)
+        let plaintext = Data(#"{"clientSessionId": "8d4f1a0a2e1b4c9d9a7f6e5d4c3b2a10", "nonce": "0F1E2D3C-4B5A-6978-8796-A5B4C3D2E1F0", "paymentProductId": 1, "paymentValues": [{"key":"cardNumber","value":"4567350000427977"},{"key":"expiryDate","value":"1230"},{"key":"cvv","value":"123"},{"key":"cardholderName","value":"Ada Lovelace"}]}"#.utf8)
+        let aad = Data("eyJhbGciOiJSU0EtT0FFUCIsImVuYyI6IkEyNTZDQkMtSFM1MTIiLCJraWQiOiJiZW5jaC1rZXkifQ".utf8)
+
+        // The floor: a random content key wrapped with RSA-OAEP, AES-256-CBC over the plaintext, HMAC-SHA-512.
+        let floor = try time(iterations) {
+            let cek = SymmetricKey(size: .init(bitCount: 512))
+            let bytes = cek.withUnsafeBytes { Data($0) }
+            _ = try publicKey.encrypt(bytes, padding: .PKCS1_OAEP)
+            let iv = try AES._CBC.IV(ivBytes: (0..<16).map { _ in UInt8.random(in: 0...255) })
+            let ciphertext = try AES._CBC.encrypt(plaintext, using: SymmetricKey(data: bytes.suffix(32)), iv: iv)
+            var mac = HMAC<SHA512>(key: SymmetricKey(data: bytes.prefix(32)))
+            mac.update(data: aad)
+            mac.update(data: ciphertext)
+            _ = mac.finalize()
+        }
+        let rsaOnly = try time(iterations) { _ = try publicKey.encrypt(Data(repeating: 7, count: 64), padding: .PKCS1_OAEP) }
+        let encrypt = try time(iterations) { _ = try WorldlineEncryptor.encrypt(input, to: key) }
+        try printJSONLine(Figures(what: "floor: RSA-OAEP wrap + AES-256-CBC + HMAC-SHA-512", iterations: iterations, keyBits: keyBits,
+                                  p50Micros: floor.p50, p99Micros: floor.p99, ratioToFloorP50: 1))
+        try printJSONLine(Figures(what: "RSA-OAEP wrap alone", iterations: iterations, keyBits: keyBits,
+                                  p50Micros: rsaOnly.p50, p99Micros: rsaOnly.p99, ratioToFloorP50: rsaOnly.p50 / floor.p50))
+        try printJSONLine(Figures(what: "WorldlineEncryptor.encrypt (one payment, JWE compact)", iterations: iterations, keyBits: keyBits,
+                                  p50Micros: encrypt.p50, p99Micros: encrypt.p99, ratioToFloorP50: encrypt.p50 / floor.p50))
+    }
+
+    /// p50 and p99 of `body` in microseconds, after a tenth as many untimed calls.
+    func time(_ count: Int, _ body: () throws -> Void) throws -> (p50: Double, p99: Double) {
+        for _ in 0..<max(1, count / 10) { try body() }
+        let clock = ContinuousClock()
+        var samples: [Double] = []
+        samples.reserveCapacity(count)
+        for _ in 0..<count {
+            let start = clock.now
+            try body()
+            let elapsed = clock.now - start
+            samples.append(Double(elapsed.components.attoseconds) / 1e12 + Double(elapsed.components.seconds) * 1e6)
+        }
+        samples.sort()
+        func percentile(_ p: Double) -> Double { (samples[min(samples.count - 1, Int(Double(samples.count) * p))] * 100).rounded() / 100 }
+        return (percentile(0.50), percentile(0.99))
+    }
+}
