@@ -218,9 +218,11 @@ public struct WorldlineServer: CheckoutServer {
     /// event read (`apiVersion` must be `v1`, python `webhooks_helper.py`; `merchantId` must be this
     /// account's).
     ///
-    /// A `payment.*` event carries the whole payment and applies like an inquiry's answer (the
-    /// signature covers every byte, so it cannot be re-cut; a replay is a duplicate event id). A
-    /// `refund.*` event is a trigger: the server inquires the payment, whose `amountRefunded` decides.
+    /// A `payment.*` event carries the whole payment, but it is a trigger: the server inquires the attempt
+    /// (by its own payment id, else by `merchantReference`) before anything changes, because another
+    /// payment created with the merchant's key may carry the same reference. (The signature covers every
+    /// byte, so an event cannot be re-cut; a replay is a duplicate event id.) A `refund.*` event is a
+    /// trigger too: the payment's `amountRefunded` decides.
     /// Other events (tokens, payouts, disputes) are stored and acknowledged, never applied.
     /// - Throws: ``CheckoutError`` in category `verification` for a missing header, an unknown key id or
     ///   a signature that does not match; `malformed_body` for an event that cannot be read.
@@ -251,7 +253,12 @@ public struct WorldlineServer: CheckoutServer {
             }
             var report = try WorldlineStatus.report(payment, attempt: AttemptReference(rawValue: reference), gateway: gateway, event: id)
             report.eventID = "event:\(id)"
-            return VerifiedNotification(report: report)
+            // The event is Worldline's, but not necessarily about the attempt's own payment: anyone with the
+            // merchant's API key can create another payment carrying the same merchantReference (a back
+            // office, an old integration), and its events name the attempt too. So the event triggers and
+            // the server's inquiry (the attempt's own payment id, or every payment of the reference)
+            // decides: one GET per event that would change the attempt.
+            return VerifiedNotification(report: report, confirmBeforeApplying: true)
         }
         if type.hasPrefix("refund."), let refund = event.refund,
            let reference = refund.refundOutput?.references?.merchantReference.flatMap(Self.attempt(ofRefundReference:)) {

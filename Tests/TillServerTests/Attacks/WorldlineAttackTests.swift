@@ -277,6 +277,8 @@ struct WorldlineAttackTests {
             #expect(try await w.pay(s, card: World.pendingCard).status == 200)
             let id = try await w.worldlinePaymentId(w.a.account, s.attempt)
             await w.settle()
+            // Events trigger the server's inquiry: the payment really is captured at Worldline.
+            #expect(await w.emulator.settlePendingPayment(id, approve: true) == "CAPTURED")
             let eventId = "event-\(UUID().uuidString.lowercased())"
             let reference = s.attempt.rawValue
             let captured = try World.event(w.a.account, type: "payment.captured", id: eventId,
@@ -332,9 +334,11 @@ struct WorldlineAttackTests {
         }
     }
 
-    // MARK: Webhooks: payments made outside Till naming a real attempt (known issues)
+    // MARK: Webhooks: payments made outside Till naming a real attempt
+    // Every payment.* event triggers the server's inquiry (WorldlineServer.verifyNotification,
+    // confirmBeforeApplying), which asks about the attempt's own payment, or all payments of its reference.
 
-    @Test("a payment created outside Till, REJECTED, naming a pending attempt (another payment id, another amount) fails the attempt; the attempt's own payment, CAPTURED later, is then never applied: the customer paid and Till says failed")
+    @Test("a payment created outside Till, REJECTED, naming a pending attempt (another payment id, another amount) does not fail it; the attempt's own payment, CAPTURED later, makes it paid")
     func outsideRejectionFailsAttempt() async throws {
         try await World.with(.sqlite) { w in
             let s = try await w.start(w.a)
@@ -353,22 +357,12 @@ struct WorldlineAttackTests {
             let final = try await w.attempt(s.attempt)
             // What holds: the money really moved for this attempt, exactly once.
             #expect(await ledger(w, s.attempt).filter { $0.operation == .capture && $0.paymentId == own }.map(\.amount) == [World.amount])
-            withKnownIssue("""
-                A payment.* webhook is applied to the attempt its merchantReference names whatever Worldline payment it \
-                is about: StoreRules.apply (PaymentStore.swift:278) never compares report.gatewayReference with the \
-                attempt's, and PaymentService.submit (PaymentService.swift:345-350) keeps the created payment's id only \
-                through store.apply, which writes gateway_reference only when the status moves (SQLitePaymentStore.swift:321-324, \
-                PostgresPaymentStore.swift:441-444): a pending answer leaves it empty. So the outside payment's REJECTED \
-                (1.00 EUR, another id) fails the 23.45 EUR attempt, its id becomes the attempt's gateway reference, and every \
-                later inquiry asks about the outside payment: the attempt's own CAPTURED is never applied.
-                """) {
-                #expect(afterOutside == .pending, "the outside payment's REJECTED failed the attempt")
-                #expect(final.status == .paid, "the attempt's own captured payment is lost (gateway reference \(final.gatewayReference ?? "nil"), own \(own))")
-            }
+            #expect(afterOutside == .pending, "the outside payment's REJECTED does not fail the attempt")
+            #expect(final.status == .paid, "the attempt's own captured payment is lost (gateway reference \(final.gatewayReference ?? "nil"), own \(own))")
         }
     }
 
-    @Test("a payment created outside Till naming a paid attempt, then refunded in full at Worldline: its payment.refunded is recorded as a refund of the attempt, whose own payment was never refunded")
+    @Test("a payment created outside Till naming a paid attempt, then refunded in full at Worldline: its payment.refunded is not recorded as a refund of the attempt")
     func outsideRefundRecordedOnAttempt() async throws {
         try await World.with(.sqlite) { w in
             let s = try await w.start(w.a)
@@ -388,16 +382,8 @@ struct WorldlineAttackTests {
             await w.settle()
             let after = try await w.attempt(s.attempt)
             #expect(await w.emulator.ledger.filter { $0.operation == .refund && $0.paymentId == own }.isEmpty)
-            withKnownIssue("""
-                The payment.refunded of another Worldline payment (1.00 EUR) naming this attempt is applied as a refund \
-                of it: WorldlineServer.verifyNotification (WorldlineServer.swift:248-252) and WorldlineStatus.report \
-                (WorldlineStatus.swift:70) report it with refundedTotal 1.00 EUR, and neither AttemptPolicy.refundVerdict \
-                nor StoreRules.apply (PaymentStore.swift:278) checks that the report's gatewayReference is the attempt's \
-                own payment; the books show a refund that never happened on this payment.
-                """) {
-                #expect(after.status == .paid)
-                #expect(after.refundedMinorUnits == 0)
-            }
+            #expect(after.status == .paid)
+            #expect(after.refundedMinorUnits == 0)
         }
     }
 
