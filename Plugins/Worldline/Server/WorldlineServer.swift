@@ -210,7 +210,10 @@ public struct WorldlineServer: CheckoutServer {
     /// 'X-GCS-Webhooks-Endpoint-Verification' header value in the body"; the docs name no content type,
     /// so `text/plain`).
     public func answerChallenge(_ request: IncomingNotification) -> NotificationAcknowledgement? {
-        guard let value = request.headers["x-gcs-webhooks-endpoint-verification"] else { return nil }
+        // Only a short, printable token is echoed (the docs give no format; Till's cap): the echo is no
+        // place to reflect arbitrary content.
+        guard let value = request.headers["x-gcs-webhooks-endpoint-verification"], !value.isEmpty, value.utf8.count <= 512,
+              value.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value <= 0x7E }) else { return nil }
         return NotificationAcknowledgement(statusCode: 200, contentType: "text/plain", body: Data(value.utf8))
     }
 
