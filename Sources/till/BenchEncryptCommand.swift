@@ -7,8 +7,7 @@ import TillWorldline
 
 /// `till bench encrypt`: Worldline's client-side encryption of one payment (the plaintext JSON, a
 /// fresh content key wrapped with RSA-OAEP, AES-256-CBC and the HMAC-SHA-512 tag), timed per call,
-/// next to its floor measured in the same run: the same primitives called directly, with nothing
-/// around them.
+/// next to its floor measured in the same run: the three primitives, each called alone, added up.
 struct EncryptBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "encrypt",
@@ -45,18 +44,6 @@ struct EncryptBench: AsyncParsableCommand {
         let plaintext = Data(#"{"clientSessionId": "8d4f1a0a2e1b4c9d9a7f6e5d4c3b2a10", "nonce": "0F1E2D3C-4B5A-6978-8796-A5B4C3D2E1F0", "paymentProductId": 1, "paymentValues": [{"key":"cardNumber","value":"4567350000427977"},{"key":"expiryDate","value":"1230"},{"key":"cvv","value":"123"},{"key":"cardholderName","value":"Ada Lovelace"}]}"#.utf8)
         let aad = Data("eyJhbGciOiJSU0EtT0FFUCIsImVuYyI6IkEyNTZDQkMtSFM1MTIiLCJraWQiOiJiZW5jaC1rZXkifQ".utf8)
 
-        // The floor: a random content key wrapped with RSA-OAEP, AES-256-CBC over the plaintext, HMAC-SHA-512.
-        let floor = try time(iterations) {
-            let cek = SymmetricKey(size: .init(bitCount: 512))
-            let bytes = cek.withUnsafeBytes { Data($0) }
-            _ = try publicKey.encrypt(bytes, padding: .PKCS1_OAEP)
-            let iv = try AES._CBC.IV(ivBytes: (0..<16).map { _ in UInt8.random(in: 0...255) })
-            let ciphertext = try AES._CBC.encrypt(plaintext, using: SymmetricKey(data: bytes.suffix(32)), iv: iv)
-            var mac = HMAC<SHA512>(key: SymmetricKey(data: bytes.prefix(32)))
-            mac.update(data: aad)
-            mac.update(data: ciphertext)
-            _ = mac.finalize()
-        }
         let rsaOnly = try time(iterations) { _ = try publicKey.encrypt(Data(repeating: 7, count: 64), padding: .PKCS1_OAEP) }
         let aesKey = SymmetricKey(size: .bits256)
         let fixedIV = try AES._CBC.IV(ivBytes: [UInt8](repeating: 1, count: 16))
@@ -69,8 +56,11 @@ struct EncryptBench: AsyncParsableCommand {
             _ = mac.finalize()
         }
         let encrypt = try time(iterations) { _ = try WorldlineEncryptor.encrypt(input, to: key) }
-        try printJSONLine(Figures(what: "floor: RSA-OAEP wrap + AES-256-CBC + HMAC-SHA-512", iterations: iterations, keyBits: keyBits,
-                                  p50Micros: floor.p50, p99Micros: floor.p99, ratioToFloorP50: 1))
+        // The floor: the three primitives a JWE needs, each measured alone, added up.
+        let floor = (p50: rsaOnly.p50 + aesOnly.p50 + macOnly.p50, p99: rsaOnly.p99 + aesOnly.p99 + macOnly.p99)
+        try printJSONLine(Figures(what: "floor: RSA-OAEP wrap + AES-256-CBC + HMAC-SHA-512, each alone, added", iterations: iterations,
+                                  keyBits: keyBits, p50Micros: (floor.p50 * 100).rounded() / 100, p99Micros: (floor.p99 * 100).rounded() / 100,
+                                  ratioToFloorP50: 1))
         try printJSONLine(Figures(what: "RSA-OAEP wrap alone", iterations: iterations, keyBits: keyBits,
                                   p50Micros: rsaOnly.p50, p99Micros: rsaOnly.p99, ratioToFloorP50: rsaOnly.p50 / floor.p50))
         try printJSONLine(Figures(what: "AES-256-CBC alone (\(plaintext.count) bytes)", iterations: iterations, keyBits: keyBits,
