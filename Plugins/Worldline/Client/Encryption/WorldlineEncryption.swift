@@ -194,3 +194,18 @@ public enum WorldlineEncryptor {
         SymmetricKey(size: SymmetricKeySize(bitCount: count * 8)).withUnsafeBytes { Array($0) }
     }
 }
+
+// What the customer entered never shows when an input is printed, logged or dumped: only the field names.
+extension WorldlineCustomerInput: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    public var description: String {
+        "WorldlineCustomerInput(product \(paymentProductId), fields: \(values.map(\.key).joined(separator: ", ")): <redacted>)"
+    }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror { Mirror(self, children: ["paymentProductId": paymentProductId, "fields": values.map(\.key)]) }
+}
+
+extension WorldlineCustomerInput.KeyValue: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    public var description: String { "\(key): <redacted>" }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror { Mirror(self, children: ["key": key]) }
+}

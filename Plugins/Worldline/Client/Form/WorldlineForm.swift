@@ -425,3 +425,10 @@ public actor WorldlineForm {
         return result
     }
 }
+
+// A field's value (a card number, a CVV) never shows when a field is printed, logged or dumped.
+extension WorldlineForm.Field: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    public var description: String { "WorldlineForm.Field(\(id): \(value.isEmpty ? "empty" : "<redacted>"))" }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror { Mirror(self, children: ["id": id, "isEmpty": value.isEmpty]) }
+}
