@@ -200,6 +200,18 @@ public struct GatewayClient: Sendable {
                       gateway: gateway)
     }
 
+    /// The field a decoding error names, as ``decodeAnswer(_:as:decoder:)`` names it (`body.transaction.amount`,
+    /// `body.items[2]`; `body` for an error that is not a decoding error), for modules that decode a body
+    /// themselves (a notification).
+    public static func fieldPath(of error: any Error) -> String {
+        guard let error = error as? DecodingError else { return "body" }
+        switch error {
+        case .keyNotFound(let key, let context): return renderPath(context.codingPath + [key])
+        case .valueNotFound(_, let context), .typeMismatch(_, let context), .dataCorrupted(let context): return renderPath(context.codingPath)
+        @unknown default: return "body"
+        }
+    }
+
     /// A coding path as `body.transaction.amount` or `body.items[2]`.
     static func renderPath(_ path: [any CodingKey]) -> String {
         var text = "body"

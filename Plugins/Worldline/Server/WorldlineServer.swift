@@ -74,7 +74,7 @@ public struct WorldlineServer: CheckoutServer {
                                 gateway: gateway)
         }
         let request = try api.request(.post, "/sessions", body: try api.body(WorldlineSessionRequest()))
-        let session = try api.decode(try await api.send(request), as: WorldlineSessionResponse.self, field: "answer")
+        let session = try api.decode(try await api.send(request), as: WorldlineSessionResponse.self)
         let preparation = WorldlinePreparation(
             clientSessionId: try required(session.clientSessionId, "answer.clientSessionId"),
             customerId: try required(session.customerId, "answer.customerId"),
@@ -133,7 +133,7 @@ public struct WorldlineServer: CheckoutServer {
         if let declined = WorldlineServerAPI.errorBody(response), let result = declined.paymentResult {
             throw decline(result, errors: declined.errors ?? [])
         }
-        let result = try api.decode(response, as: WorldlineCreatePaymentResult.self, field: "answer")
+        let result = try api.decode(response, as: WorldlineCreatePaymentResult.self)
         guard let payment = result.payment, let id = payment.id else {
             throw CheckoutError(.malformedBody, category: .unknownOutcome, field: "answer.payment.id", message: "the answer names no payment",
                                 gateway: gateway)
@@ -184,10 +184,10 @@ public struct WorldlineServer: CheckoutServer {
         let payment: WorldlinePayment
         if let id = query.gatewayReference, !id.isEmpty {
             let request = try api.request(.get, "/payments/\(WorldlineServerAPI.pathSegment(id))")
-            payment = try api.decode(try await api.send(request), as: WorldlinePayment.self, field: "answer")
+            payment = try api.decode(try await api.send(request), as: WorldlinePayment.self)
         } else {
             let request = try api.request(.get, "/payments", query: [("merchantReference", query.attempt.rawValue), ("limit", "10")])
-            let found = try api.decode(try await api.send(request), as: WorldlineFindPaymentsResponse.self, field: "answer")
+            let found = try api.decode(try await api.send(request), as: WorldlineFindPaymentsResponse.self)
             let mine = (found.payments ?? []).filter { $0.paymentOutput?.references?.merchantReference == query.attempt.rawValue }
             // With idempotence one attempt is one payment; should there be several, the most advanced decides.
             guard let best = mine.max(by: { WorldlineStatus.rank($0.status) < WorldlineStatus.rank($1.status) }) else {
@@ -237,7 +237,7 @@ public struct WorldlineServer: CheckoutServer {
         }
         let event: WorldlineWebhookEvent
         do { event = try JSONDecoder().decode(WorldlineWebhookEvent.self, from: notification.body) } catch {
-            throw CheckoutError(.malformedBody, field: "body\(WorldlineServerAPI.path(of: error))", message: "the event cannot be read",
+            throw CheckoutError(.malformedBody, field: GatewayClient.fieldPath(of: error), message: "the event cannot be read",
                                 gateway: gateway)
         }
         guard event.apiVersion == "v1" else {
@@ -300,7 +300,7 @@ public struct WorldlineServer: CheckoutServer {
     public func capture(paymentId: String, amount: Int64? = nil, isFinal: Bool? = nil, idempotenceKey: String) async throws -> WorldlineCapture {
         let request = try api.request(.post, "/payments/\(WorldlineServerAPI.pathSegment(paymentId))/capture",
                                       body: try api.body(WorldlineCaptureRequest(amount: amount, isFinal: isFinal)), idempotenceKey: idempotenceKey)
-        return try api.decode(try await api.send(request), as: WorldlineCapture.self, field: "answer")
+        return try api.decode(try await api.send(request), as: WorldlineCapture.self)
     }
 
     /// Refunds part or all of a paid payment (`POST …/payments/{id}/refund`, python `refund_request.py`).
@@ -324,7 +324,7 @@ public struct WorldlineServer: CheckoutServer {
             throw CheckoutError(.declined, category: .declinedHard, message: "Worldline refused the refund (\(result.status ?? "REJECTED"))",
                                 gateway: gateway, gatewayCode: first?.code, gatewayMessage: GatewayText.safe(first?.message))
         }
-        return try api.decode(response, as: WorldlineRefund.self, field: "answer")
+        return try api.decode(response, as: WorldlineRefund.self)
     }
 
     /// The attempt a refund's own reference names (`<attempt>-<sequence>`, see ``refund(paymentId:amount:attempt:sequence:)``).
@@ -338,7 +338,7 @@ public struct WorldlineServer: CheckoutServer {
     public func cancel(paymentId: String) async throws -> WorldlineCancelResponse {
         let request = try api.request(.post, "/payments/\(WorldlineServerAPI.pathSegment(paymentId))/cancel",
                                       idempotenceKey: "cancel-\(paymentId)")
-        return try api.decode(try await api.send(request), as: WorldlineCancelResponse.self, field: "answer")
+        return try api.decode(try await api.send(request), as: WorldlineCancelResponse.self)
     }
 }
 
@@ -357,8 +357,8 @@ struct WorldlineSubmission {
             throw CheckoutError(.missingField, field: "submission.fields.\(key)", message: "the encrypted input is missing", gateway: gateway)
         }
         let segments = jwe.split(separator: ".", omittingEmptySubsequences: false)
-        let base64URL = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
-        guard jwe.utf8.count <= Self.maximumPayload, segments.count == 5, segments.allSatisfy({ !$0.isEmpty && $0.allSatisfy(base64URL.contains) }) else {
+        guard jwe.utf8.count <= Self.maximumPayload, segments.count == 5,
+              segments.allSatisfy({ !$0.isEmpty && !$0.contains("=") && Base64.urlDecode(String($0)) != nil }) else {
             throw CheckoutError(.invalidField, field: "submission.fields.\(key)", message: "not a JWE in compact serialization", gateway: gateway)
         }
         encryptedCustomerInput = jwe

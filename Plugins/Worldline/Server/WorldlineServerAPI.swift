@@ -87,15 +87,6 @@ struct WorldlineServerAPI: Sendable {
         return "{" + members.map { "\(quoted($0.0)):\(quoted($0.1))" }.joined(separator: ",") + "}"
     }
 
-    /// `Date` as the Python SDK writes it (`%a, %d %b %Y %H:%M:%S GMT`, English names, UTC).
-    static func httpDate(_ date: Date) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        return formatter.string(from: date)
-    }
-
     /// The signed request for `path` under `/v1/{merchantId}` (`path` starts with `/`).
     /// - Parameters:
     ///   - query: query items; Till sends only values that need no escaping (references, numbers), so
@@ -116,7 +107,7 @@ struct WorldlineServerAPI: Sendable {
         var headers: [String: String] = [:]
         let contentType = body == nil ? nil : "application/json"
         if let contentType { headers["Content-Type"] = contentType }
-        let date = Self.httpDate(now())
+        let date = WorldlineV1HMAC.httpDate(now())
         headers["Date"] = date
         headers["X-GCS-ServerMetaInfo"] = serverMetaInfo
         if let clientMetaInfo { headers["X-GCS-ClientMetaInfo"] = Data(clientMetaInfo.utf8).base64EncodedString() }
@@ -143,13 +134,12 @@ struct WorldlineServerAPI: Sendable {
         try await client.send(request)
     }
 
-    /// Decodes a 2xx body as `Answer`; anything else becomes the error ``failure(_:definite:)`` gives.
-    func decode<Answer: Decodable>(_ response: TransportResponse, as: Answer.Type, field: String) throws(CheckoutError) -> Answer {
+    /// Decodes a 2xx body as `Answer` (an unreadable one is `malformed_body`, `unknown_outcome`, naming
+    /// the path, as ``GatewayClient/decodeAnswer(_:as:decoder:)`` reads every gateway's answers); anything
+    /// else becomes the error ``failure(_:)`` gives.
+    func decode<Answer: Decodable>(_ response: TransportResponse, as: Answer.Type) throws(CheckoutError) -> Answer {
         guard (200..<300).contains(response.statusCode) else { throw failure(response) }
-        do { return try JSONDecoder().decode(Answer.self, from: response.body) } catch {
-            throw CheckoutError(.malformedBody, category: .unknownOutcome, field: "\(field)\(Self.path(of: error))",
-                                message: "the answer cannot be read", gateway: gateway)
-        }
+        return try client.decodeAnswer(response, as: Answer.self)
     }
 
     /// The error body of a failed call, when it has one.
@@ -190,20 +180,4 @@ struct WorldlineServerAPI: Sendable {
     }
 
     static func queryValue(_ text: String) -> String { pathSegment(text) }
-
-    /// `.a.b[2]` for a decoding error's path.
-    static func path(of error: any Error) -> String {
-        guard let error = error as? DecodingError else { return "" }
-        let context: DecodingError.Context
-        switch error {
-        case .typeMismatch(_, let c), .valueNotFound(_, let c), .dataCorrupted(let c): context = c
-        case .keyNotFound(let key, let c): return Self.render(c.codingPath + [key])
-        @unknown default: return ""
-        }
-        return Self.render(context.codingPath)
-    }
-
-    static func render(_ path: [any CodingKey]) -> String {
-        path.map { key in key.intValue.map { "[\($0)]" } ?? ".\(key.stringValue)" }.joined()
-    }
 }

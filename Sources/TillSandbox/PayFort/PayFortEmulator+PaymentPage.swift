@@ -1,13 +1,5 @@
 import Foundation
 
-/// What the emulator's customer-facing pages answer (the merchant page, 3-D Secure).
-enum PageAnswer: Sendable, Equatable {
-    /// An HTML page.
-    case page(status: Int, html: String)
-    /// `302 Found` to `location`.
-    case redirect(location: String)
-}
-
 extension PayFortEmulator {
     /// The fields the customer types on the custom merchant page. They are posted beside the signed
     /// hidden fields but are not signed (tokenization-request.json; payfort/payfort-php-sdk

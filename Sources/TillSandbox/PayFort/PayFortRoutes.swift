@@ -94,14 +94,7 @@ enum PayFortRoutes {
                  body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
     }
 
-    private static func response(_ answer: PageAnswer) -> Response {
-        switch answer {
-        case .page(let status, let html):
-            Sandbox.text(html, status: .init(code: status), contentType: "text/html; charset=utf-8")
-        case .redirect(let location):
-            Response(status: .found, headers: [.location: location])
-        }
-    }
+    private static func response(_ answer: PageAnswer) -> Response { answer.response }
 
     private static func error(_ message: String) -> JSONValue {
         .object([.init(key: "error", value: .string(message))])

@@ -1,3 +1,4 @@
+import Hummingbird
 import Till
 
 /// The sandbox's small HTML pages (3-D Secure, H5 payment pages).
@@ -17,4 +18,24 @@ enum SandboxHTML {
 
     /// `text` safe inside HTML text and attribute values.
     static func escape(_ text: String) -> String { FormPost.escapeHTML(text) }
+}
+
+/// What the emulator's customer-facing pages answer (the merchant page, 3-D Secure).
+enum PageAnswer: Sendable, Equatable {
+    /// An HTML page.
+    case page(status: Int, html: String)
+    /// `302 Found` to `location`.
+    case redirect(location: String)
+}
+
+extension PageAnswer {
+    /// The HTTP answer: the page as `text/html`, or `302 Found`.
+    var response: Response {
+        switch self {
+        case .page(let status, let html):
+            Sandbox.text(html, status: .init(code: status), contentType: "text/html; charset=utf-8")
+        case .redirect(let location):
+            Response(status: .found, headers: [.location: location])
+        }
+    }
 }

@@ -154,14 +154,7 @@ enum WorldlineRoutes {
                         body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
     }
 
-    private static func page(_ answer: WorldlineCustomerAnswer) -> Response {
-        switch answer {
-        case .page(let status, let html):
-            Sandbox.text(html, status: .init(code: status), contentType: "text/html; charset=utf-8")
-        case .redirect(let location):
-            Response(status: .found, headers: [.location: location])
-        }
-    }
+    private static func page(_ answer: PageAnswer) -> Response { answer.response }
 
     private static func error(_ message: String) -> JSONValue {
         .object([.init(key: "error", value: .string(message))])
@@ -172,11 +165,6 @@ enum WorldlineRoutes {
 }
 
 /// What the emulator's own pages answer a browser.
-enum WorldlineCustomerAnswer: Sendable {
-    case page(status: Int, html: String)
-    case redirect(String)
-}
-
 extension WorldlineEmulator: SandboxEmulator {
     /// `worldline`: the APIs at the sandbox root (`/v1/…`, `/client/v1/…`), pages under `/worldline`,
     /// admin under `/admin/worldline`.
@@ -209,7 +197,7 @@ extension WorldlineEmulator {
     // MARK: 3-D Secure page
 
     /// The emulator's 3-D Secure page, where `merchantAction.redirectData.redirectURL` points.
-    func threeDSPage(token: String) -> WorldlineCustomerAnswer {
+    func threeDSPage(token: String) -> PageAnswer {
         guard let id = threeDSTokens[token], let payment = payments[id], payment.status == .redirected else {
             return .page(status: 404, html: SandboxHTML.page(title: "Unknown or finished authentication", body: "", emulator: "worldline"))
         }
@@ -233,7 +221,7 @@ extension WorldlineEmulator {
     /// `return_url`, `redirection_data.py`) and, for hosted checkouts, that `RETURNMAC` is appended to the
     /// query string (`create_hosted_checkout_response.py`). No source names the others (`REF`,
     /// `paymentId`), so the emulator appends `RETURNMAC` only.
-    func completeThreeDS(token: String, outcome: String) -> WorldlineCustomerAnswer {
+    func completeThreeDS(token: String, outcome: String) -> PageAnswer {
         guard let id = threeDSTokens[token], let payment = payments[id], payment.status == .redirected,
               let returnURL = payment.returnURL, let mac = payment.returnMAC else {
             return .page(status: 404, html: SandboxHTML.page(title: "Unknown or finished authentication", body: "", emulator: "worldline"))
@@ -246,7 +234,7 @@ extension WorldlineEmulator {
             return .page(status: 400, html: SandboxHTML.page(title: "Choose an outcome", body: "", emulator: "worldline"))
         }
         threeDSTokens[token] = nil
-        return .redirect(Self.appending(query: "RETURNMAC=" + FormEncoding.escape(mac), to: returnURL))
+        return .redirect(location: Self.appending(query: "RETURNMAC=" + FormEncoding.escape(mac), to: returnURL))
     }
 
     /// `url` with `query` added to its query (before any fragment).

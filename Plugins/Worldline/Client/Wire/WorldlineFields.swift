@@ -7,16 +7,9 @@ import Foundation
 // `Models/AccountOnFile/**`. `wildcardMask` is the JavaScript SDK's (`src/PaymentProductField.ts`).
 
 /// A payment product field's `type`. Open: a value this version does not know is kept.
-public struct WorldlineFieldType: RawRepresentable, Sendable, Hashable, Codable, ExpressibleByStringLiteral, CustomStringConvertible {
+public struct WorldlineFieldType: WorldlineOpenValue {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
-    public init(stringLiteral value: String) { rawValue = value }
-    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.singleValueContainer()
-        try c.encode(rawValue)
-    }
-    public var description: String { rawValue }
 
     public static let string: Self = "string"
     public static let integer: Self = "integer"
@@ -28,16 +21,9 @@ public struct WorldlineFieldType: RawRepresentable, Sendable, Hashable, Codable,
 }
 
 /// `displayHints.formElement.type`: how to render the field. Open.
-public struct WorldlineFormElementType: RawRepresentable, Sendable, Hashable, Codable, ExpressibleByStringLiteral, CustomStringConvertible {
+public struct WorldlineFormElementType: WorldlineOpenValue {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
-    public init(stringLiteral value: String) { rawValue = value }
-    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.singleValueContainer()
-        try c.encode(rawValue)
-    }
-    public var description: String { rawValue }
 
     public static let text: Self = "text"
     /// One of `valueMapping`.
@@ -48,16 +34,9 @@ public struct WorldlineFormElementType: RawRepresentable, Sendable, Hashable, Co
 }
 
 /// `displayHints.preferredInputType`: the keyboard to show. Open; absent is `NoKeyboard` as in the Swift SDK.
-public struct WorldlineInputType: RawRepresentable, Sendable, Hashable, Codable, ExpressibleByStringLiteral, CustomStringConvertible {
+public struct WorldlineInputType: WorldlineOpenValue {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
-    public init(stringLiteral value: String) { rawValue = value }
-    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.singleValueContainer()
-        try c.encode(rawValue)
-    }
-    public var description: String { rawValue }
 
     public static let stringKeyboard: Self = "StringKeyboard"
     public static let integerKeyboard: Self = "IntegerKeyboard"
@@ -312,16 +291,9 @@ private struct WireDataRestrictions: Encodable {
 }
 
 /// The status of an account-on-file attribute: `READ_ONLY`, `CAN_WRITE` or `MUST_WRITE`. Open.
-public struct WorldlineAttributeStatus: RawRepresentable, Sendable, Hashable, Codable, ExpressibleByStringLiteral, CustomStringConvertible {
+public struct WorldlineAttributeStatus: WorldlineOpenValue {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
-    public init(stringLiteral value: String) { rawValue = value }
-    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.singleValueContainer()
-        try c.encode(rawValue)
-    }
-    public var description: String { rawValue }
 
     /// The customer cannot change the stored value.
     public static let readOnly: Self = "READ_ONLY"

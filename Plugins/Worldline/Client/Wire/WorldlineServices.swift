@@ -126,16 +126,9 @@ public struct WorldlinePrivacyPolicy: Sendable, Hashable, Codable {
 }
 
 /// A third party's progress on a payment: `WAITING`, `INITIALIZED`, `AUTHORIZED`, `COMPLETED`. Open.
-public struct WorldlineThirdPartyStatus: RawRepresentable, Sendable, Hashable, Codable, ExpressibleByStringLiteral, CustomStringConvertible {
+public struct WorldlineThirdPartyStatus: WorldlineOpenValue {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
-    public init(stringLiteral value: String) { rawValue = value }
-    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.singleValueContainer()
-        try c.encode(rawValue)
-    }
-    public var description: String { rawValue }
 
     public static let waiting: Self = "WAITING"
     public static let initialized: Self = "INITIALIZED"
