@@ -20,6 +20,8 @@ let package = Package(
         .library(name: "TillCitconServer", targets: ["TillCitconServer"]),
         .library(name: "TillWorldline", targets: ["TillWorldline"]),
         .library(name: "TillWorldlineServer", targets: ["TillWorldlineServer"]),
+        .library(name: "TillIPayNow", targets: ["TillIPayNow"]),
+        .library(name: "TillIPayNowServer", targets: ["TillIPayNowServer"]),
         .library(name: "TillSandbox", targets: ["TillSandbox"]),
         .executable(name: "till", targets: ["till"]),
     ],
@@ -85,6 +87,17 @@ let package = Package(
             dependencies: ["Till", "TillGatewayKit", "TillWorldline", .product(name: "Crypto", package: "swift-crypto")],
             path: "Plugins/Worldline/Server"
         ),
+        // iPayNow's app half only checks the signed order; MD5 signing (swift-crypto's Insecure.MD5) is the server's.
+        .target(
+            name: "TillIPayNow",
+            dependencies: ["Till", "TillGatewayKit"],
+            path: "Plugins/IPayNow/Client"
+        ),
+        .target(
+            name: "TillIPayNowServer",
+            dependencies: ["Till", "TillGatewayKit", "TillIPayNow", .product(name: "Crypto", package: "swift-crypto")],
+            path: "Plugins/IPayNow/Server"
+        ),
         // Local emulators of the gateways, written from their documentation, independent of the plugins.
         .target(
             name: "TillSandbox",
@@ -133,6 +146,8 @@ let package = Package(
                 "TillCitconServer",
                 "TillWorldline",
                 "TillWorldlineServer",
+                "TillIPayNow",
+                "TillIPayNowServer",
                 "TillSandbox",
                 "TillChaos",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -179,10 +194,16 @@ let package = Package(
                            .product(name: "_CryptoExtras", package: "swift-crypto")],
             exclude: ["Fixtures"]
         ),
+        .testTarget(
+            name: "TillIPayNowTests",
+            dependencies: ["Till", "TillGatewayKit", "TillIPayNow", "TillIPayNowServer", "TillTesting"],
+            exclude: ["Fixtures"]
+        ),
         // The vendors' own code as the other party: official Python SDKs in a virtualenv the tests make.
         .testTarget(
             name: "TillInteropTests",
-            dependencies: ["Till", "TillGatewayKit", "TillWorldline", "TillWorldlineServer", "TillSandbox", "TillTesting",
+            dependencies: ["Till", "TillGatewayKit", "TillWorldline", "TillWorldlineServer", "TillIPayNow", "TillIPayNowServer",
+                           "TillSandbox", "TillTesting",
                            .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "_CryptoExtras", package: "swift-crypto")],
             exclude: ["Fixtures", "Python"]
@@ -195,7 +216,7 @@ let package = Package(
             name: "TillServerTests",
             dependencies: [
                 "Till", "TillGatewayKit", "TillTesting", "TillServer", "TillPayFort", "TillPayFortServer", "TillCitcon",
-                "TillCitconServer", "TillWorldline", "TillWorldlineServer", "TillSandbox",
+                "TillCitconServer", "TillWorldline", "TillWorldlineServer", "TillIPayNow", "TillIPayNowServer", "TillSandbox",
                 // Built so the crash-safety test can run the real `till server` process.
                 "till",
                 .product(name: "Metrics", package: "swift-metrics"),
