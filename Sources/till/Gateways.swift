@@ -2,6 +2,7 @@ import Foundation
 import Till
 import TillCitconServer
 import TillGatewayKit
+import TillIPayNowServer
 import TillPayFortServer
 import TillSandbox
 import TillTesting
@@ -16,6 +17,7 @@ enum Gateways {
         PayFortPlugin.plugin,
         CitconPlugin.plugin,
         WorldlinePlugin.plugin,
+        IPayNowPlugin.plugin,
     ]
 
     /// Every gateway emulator `till sandbox` hosts, each with its built-in sandbox account.
