@@ -16,7 +16,7 @@ struct DemoCommand: AsyncParsableCommand {
         abstract: "Run checkouts end to end on loopback: app → merchant server → gateway sandbox → notification → server.",
         discussion: """
             Everything starts in this process on 127.0.0.1 with embedded defaults: the gateway sandbox \
-            (two PayFort accounts, a Citcon account and a Worldline Connect account), the merchant server (SQLite in a temporary \
+            (two PayFort accounts, a Citcon account, a Worldline Connect account and an iPayNow app), the merchant server (SQLite in a temporary \
             folder), and an app (AppCheckout with its return handler) whose customer types test cards \
             or pays in a wallet. Nothing else is needed.
             """)
@@ -49,7 +49,7 @@ struct DemoCommand: AsyncParsableCommand {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
 
-        // 1. The sandbox: two PayFort merchant accounts, a Citcon account and a Worldline Connect account.
+        // 1. The sandbox: two PayFort merchant accounts, a Citcon account, a Worldline Connect account and an iPayNow app.
         let accountsOfPayFort = (1...2).map { index in
             PayFortMerchant(accessCode: "DemoAccess\(index)", merchantIdentifier: "DemoMerchant\(index)",
                             requestPhrase: "payfort-\(index)-request-phrase", responsePhrase: "payfort-\(index)-response-phrase")
@@ -62,7 +62,10 @@ struct DemoCommand: AsyncParsableCommand {
                                                                  secretApiKey: "demo-worldline-secret", webhookKeyId: "demo-webhook-key",
                                                                  webhookSecretKey: "demo-webhook-secret")],
                                               webhookRetryInterval: .milliseconds(100), logger: logger)
-        let sandbox = try await Sandbox.start(emulators: [emulator, citcon, worldline], logger: logger)
+        // iPayNow posts its N001 notification to the notifyUrl of each order (the server's, signed into it).
+        let ipaynow = IPayNowEmulator(apps: [.init(appId: "1400000000000777", appKey: "demo-ipaynow-md5-key")],
+                                      notifyRetryInterval: .milliseconds(100), logger: logger)
+        let sandbox = try await Sandbox.start(emulators: [emulator, citcon, worldline, ipaynow], logger: logger)
 
         // 2. The merchant server, configured like a real one from the sandbox's accounts: one gateway per
         //    account, secrets from its environment, each module built by its own plugin.
@@ -84,8 +87,8 @@ struct DemoCommand: AsyncParsableCommand {
                 environment[variable] = value
                 credentials[name] = CredentialReference(env: variable)
             }
-            // Each account takes its own currency: SAR to PayFort, USD to Citcon, EUR to Worldline.
-            let currency = ["payfort": "SAR", "citcon": "USD", "worldline": "EUR"][account.module]
+            // Each account takes its own currency: SAR to PayFort, USD to Citcon, EUR to Worldline, NZD to iPayNow.
+            let currency = ["payfort": "SAR", "citcon": "USD", "worldline": "EUR", "ipaynow": "NZD"][account.module]
             gateways.append(GatewayConfiguration(id: id, module: account.module, credentials: credentials, settings: settings,
                                                  limits: currency.map { CapabilityLimits(currencies: [$0]) }))
             guard let plugin = Gateways.plugin(account.module) else { throw CheckoutError(.misconfigured, message: "no \(account.module) module") }
@@ -129,7 +132,7 @@ struct DemoCommand: AsyncParsableCommand {
         let merchantBackend = MerchantAPIClient(baseURL: serverURL, apiKey: environment["DEMO_API_KEY"]!, transport: URLSessionTransport())
         let backend = ClientSecretBackend(merchant: merchantBackend, transport: URLSessionTransport())
         say("▶ app          holds one client secret per payment (the merchant's backend creates the payment); no API key")
-        let total = 13
+        let total = 16
         let sar = try Currency(code: "SAR")
 
         func checkout(_ title: String, index: Int, card: String, amount: String, action: PaymentAction = .sale,
@@ -284,7 +287,37 @@ struct DemoCommand: AsyncParsableCommand {
         rows.append(try await worldlineCheckout("Worldline: 3-D Secure through the return URL", index: 12,
                                                 card: "4000000000003220", expect: .paid))
 
-        say("\n[13/\(total)] A forged return URL is ignored")
+        func ipaynowCheckout(_ title: String, index: Int, method: PaymentMethod, amount: String,
+                             choice: SandboxIPayNowCustomer.Choice = .complete, comesBack: SandboxIPayNowCustomer.Return = .atOnce,
+                             expect: PaymentStatus) async throws -> Row {
+            say("\n[\(index)/\(total)] \(title)")
+            let customer = SandboxIPayNowCustomer(baseURL: sandbox.baseURL(of: ipaynow), returns: returns, choice: choice,
+                                                  comesBack: comesBack) { say("  \($0)") }
+            let checkout = AppCheckout(backend: backend, gateways: appGateways, returns: returns, presenter: customer,
+                                       returnTimeout: .seconds(10), confirmationTimeout: .seconds(3), confirmationInterval: .milliseconds(50))
+            let intent = PaymentIntent(merchantReference: "demo-\(index)-\(UUID().uuidString.prefix(6).lowercased())",
+                                       amount: try Money(decimal: amount, currency: try Currency(code: "NZD")), method: method,
+                                       customer: Customer(email: "customer@example.com"), description: "Demo order \(index)")
+            say("  app     pays \(intent.amount) with \(method); the server signs the order, the app hands payData to iPayNow's plugin")
+            let result = try await checkout.pay(intent)
+            await ipaynow.waitForNotifications()
+            let delivered = await ipaynow.notifications.filter { $0.mhtOrderNo == result.preparation.attempt.rawValue }
+            say("  server  order \(result.preparation.attempt) signed; back on \(result.preparation.returnURL?.scheme ?? "-")://; "
+                + "the delegate said \(result.clientOutcome.kind.rawValue)" + (result.clientOutcome.gatewayCode.map { " (\($0))" } ?? "")
+                + "; N001 deliveries \(delivered.count) (acknowledged \(delivered.filter(\.acknowledged).count)); the server says \(result.status)")
+            let charged = await ipaynow.ledger.filter { $0.mhtOrderNo == result.preparation.attempt.rawValue }.count
+            return Row(scenario: title, expected: expect, status: result.status, client: result.clientOutcome.kind.rawValue,
+                       gateways: result.preparation.gateway.rawValue, attempts: result.attempts, charged: charged)
+        }
+        rows.append(try await ipaynowCheckout("iPayNow: Alipay through the plugin, back on the URL scheme", index: 13, method: .alipay,
+                                              amount: "23.50", expect: .paid))
+        // The customer cancels in WeChat Pay: the order stays unprocessed (A00I) at iPayNow until its timeout.
+        rows.append(try await ipaynowCheckout("iPayNow: WeChat Pay, the customer cancels", index: 14, method: .wechatPay,
+                                              amount: "9.90", choice: .cancel, expect: .pending))
+        rows.append(try await ipaynowCheckout("iPayNow: the N001 arrives before the customer is back", index: 15, method: .alipay,
+                                              amount: "41.00", comesBack: .afterNotification, expect: .paid))
+
+        say("\n[16/\(total)] A forged return URL is ignored")
         let expected = try returns.expectReturn()
         let forged = URL(string: "tilldemo://till/return?till_state=forged&status=14&response_code=14000")!
         let forgedAccepted = returns.handle(forged)
@@ -314,6 +347,8 @@ struct DemoCommand: AsyncParsableCommand {
         let citconLedger = await citcon.ledger
         let worldlineLedger = await worldline.ledger
         say("  Worldline ledger: \(worldlineLedger.count) operation(s) — \(worldlineLedger.map { "\($0.operation.rawValue) \($0.amount) \($0.currency)" }.joined(separator: ", "))")
+        let ipaynowLedger = await ipaynow.ledger
+        say("  iPayNow ledger: \(ipaynowLedger.count) charge(s) — \(ipaynowLedger.map { "\($0.mhtOrderAmt) \($0.mhtCurrencyType)" }.joined(separator: ", "))")
         say("  Citcon ledger:  \(citconLedger.count) charge(s) — \(citconLedger.map { "\($0.method) \($0.amountMinor) \($0.currency)" }.joined(separator: ", "))")
         server.cancel()
         _ = await server.result

@@ -38,6 +38,8 @@ enum Gateways {
                                                     webhookSecretKey: "till-sandbox-webhook-secret",
                                                     webhookURL: notificationURL.map { $0.deletingLastPathComponent().appendingPathComponent("worldline") })],
                                   webhookRetryInterval: retryInterval),
+            // iPayNow posts its N001 to the notifyUrl of each order.
+            IPayNowEmulator(apps: [.init(appId: "1400000000000001", appKey: "till-sandbox-ipaynow-md5-key")], notifyRetryInterval: retryInterval),
         ]
     }
 

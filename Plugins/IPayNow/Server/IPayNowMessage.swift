@@ -33,6 +33,8 @@ public struct IPayNowMessage: Sendable, Hashable {
         "transStatus": FieldRule(4, .alphanumeric, minLength: 4),
         "responseCode": FieldRule(4, .alphanumeric, minLength: 1),
         "version": FieldRule(10, .alphanumeric, special: "."),
+        "mhtOrderStartTime": FieldRule(14, .digits, minLength: 14),
+        "mhtOrderTimeOut": FieldRule(4, .digits, minLength: 1),
     ])
 
     /// Verifies and reads `body`.

@@ -214,6 +214,25 @@ public struct IPayNowServer: CheckoutServer {
         }
     }
 
+    /// How long after an order's own timeout an unprocessed order (`A00I`) is taken as expired.
+    public static let expiryGrace: TimeInterval = 600
+
+    /// When an order that is still `A00I` counts as expired: its `mhtOrderStartTime` (read at the
+    /// configured UTC offset) plus its `mhtOrderTimeOut` (3600 when absent, iPayNow's default) plus
+    /// ``expiryGrace``. iPayNow documents no state for an order that timed out unpaid; Till's choice.
+    func deadline(of message: IPayNowMessage) -> Date? {
+        guard let start = message.values["mhtOrderStartTime"], IPayNowOrder.isStartTime(start) else { return nil }
+        let digits = start.utf8.map { Int($0) - 48 }
+        func number(_ range: Range<Int>) -> Int { digits[range].reduce(0) { $0 * 10 + $1 } }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(secondsFromGMT: settings.utcOffsetSeconds) ?? .gmt
+        let components = DateComponents(year: number(0..<4), month: number(4..<6), day: number(6..<8), hour: number(8..<10),
+                                        minute: number(10..<12), second: number(12..<14))
+        guard let started = calendar.date(from: components) else { return nil }
+        let timeout = message.values["mhtOrderTimeOut"].flatMap(Int.init) ?? 3600
+        return started.addingTimeInterval(TimeInterval(timeout) + Self.expiryGrace)
+    }
+
     /// The report of a verified message: its order, its status, and for a payment the order's amount.
     func report(_ message: IPayNowMessage, field: String, event: String) throws(CheckoutError) -> StatusReport {
         guard let order = message.values["mhtOrderNo"] else {
@@ -223,7 +242,10 @@ public struct IPayNowServer: CheckoutServer {
             throw CheckoutError(.missingField, field: "\(field).tradeStatus", message: "the message carries no tradeStatus or transStatus",
                                 gateway: gateway)
         }
-        let status = IPayNowCodes.paymentStatus(raw)
+        var status = IPayNowCodes.paymentStatus(raw)
+        if event == "MQ001", raw == IPayNowCodes.TradeStatus.notProcessed.rawValue, let deadline = deadline(of: message), now() > deadline {
+            status = .expired
+        }
         let amount = message.orderAmount
         if status == .paid, amount == nil {
             throw CheckoutError(.missingField, field: "\(field).mhtOrderAmt", message: "a payment without its amount and currency", gateway: gateway)
@@ -232,6 +254,6 @@ public struct IPayNowServer: CheckoutServer {
         return StatusReport(gateway: gateway, attempt: AttemptReference(rawValue: order), gatewayReference: reference, status: status,
                             amount: amount, gatewayStatus: raw, gatewayCode: message.values["responseCode"],
                             gatewayMessage: message["responseMsg"].flatMap { GatewayText.safe($0) },
-                            eventID: "\(reference ?? order):\(raw)")
+                            eventID: "\(reference ?? order):\(raw)" + (status == .expired ? ":expired" : ""))
     }
 }
