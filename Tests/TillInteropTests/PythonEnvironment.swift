@@ -42,10 +42,14 @@ struct PythonEnvironment: Sendable {
     /// tool's output.
     static let shared: Task<PythonEnvironment, any Error> = Task { try await prepare() }
 
-    /// Finds or makes the virtualenv.
-    static func prepare() async throws -> PythonEnvironment {
+    /// iPayNow's Python SDK in a virtualenv of its own, from `Python/ipaynow-requirements.txt`: it pins
+    /// `cryptography` below 46, which `requirements.txt`'s jwcrypto does not accept.
+    static let ipaynow: Task<PythonEnvironment, any Error> = Task { try await prepare(requirementsFile: "ipaynow-requirements.txt") }
+
+    /// Finds or makes the virtualenv of `Python/<requirementsFile>`.
+    static func prepare(requirementsFile: String = "requirements.txt") async throws -> PythonEnvironment {
         guard let systemPython else { throw InteropError("python3 not found on PATH") }
-        let requirements = targetDirectory.appendingPathComponent("Python/requirements.txt")
+        let requirements = targetDirectory.appendingPathComponent("Python/\(requirementsFile)")
         let requirementsData = try Data(contentsOf: requirements)
         let hash = SHA256.hash(data: requirementsData).map { String(format: "%02x", $0) }.joined().prefix(16)
         let root = packageDirectory.appendingPathComponent(".build/interop-venv")
@@ -72,7 +76,7 @@ struct PythonEnvironment: Sendable {
                                                "-r", requirements.path],
                                               timeout: .seconds(600))
         guard pip.status == 0 else {
-            throw InteropError("pip install -r Tests/TillInteropTests/Python/requirements.txt failed (exit \(pip.status)):\n"
+            throw InteropError("pip install -r Tests/TillInteropTests/Python/\(requirementsFile) failed (exit \(pip.status)):\n"
                                + "\(pip.stdoutText)\n\(pip.stderrText)")
         }
         try Data(String(hash).utf8).write(to: marker)
