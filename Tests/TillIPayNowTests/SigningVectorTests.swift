@@ -168,7 +168,7 @@ struct SigningVectorTests {
         #expect(IPayNowSigning.rule(of: FormFields([("appId", "1")])) == nil)
     }
 
-    /// `Fixtures/signing-rules.json`: the exclusions of each cross-border message, as the research table gives them.
+    /// `Fixtures/signing-rules.json`: the exclusions of each cross-border message, as that table gives them, each with its vendor sources.
     @Test("each rule leaves out what the vendor sources say (signing-rules.json)")
     func rulesMatchTheTable() throws {
         struct Table: Decodable {
