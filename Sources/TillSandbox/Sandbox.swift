@@ -48,6 +48,7 @@ public enum SandboxError: Error, Sendable, Equatable, CustomStringConvertible {
 ///   (`path` optional), `GET /admin/citcon/ledger`, `GET /admin/citcon/notifications`,
 ///   `POST /admin/citcon/ipn/{id}/redeliver`, `POST /admin/citcon/ipn/{id}/send`, `POST /admin/citcon/tokens/expire`.
 /// - With a Worldline emulator: the Server API `/v1/{merchantId}/…` and the Client API `/client/v1/{customerId}/…` at the root, the 3-D Secure page `/worldline/3ds/{token}`, and `/admin/worldline/faults`, `…/ledger`, `…/webhooks`, `…/webhooks/{eventId}/redeliver`, `…/webhooks/send`, `…/merchants/{id}/webhook`, `…/payments/{id}/settle`.
+/// - With an iPayNow emulator: `POST /ipaynow/global` (WP001, MQ001), the iOS plugin stand-in `POST /ipaynow/sandbox-only/plugin/pay` (not an iPayNow API), the `tn` page `/ipaynow/sandbox-only/channel/{id}`, and `/admin/ipaynow/faults`, `…/ledger`, `…/orders`, `…/orders/status`, `…/notifications`, `…/notifications/{redeliver,send,hold,release,drop,delay}`.
 /// - `GET /healthz`.
 public struct Sandbox: Sendable {
     /// Only a namespace: start one with ``start(payFort:citcon:host:port:logger:)``.

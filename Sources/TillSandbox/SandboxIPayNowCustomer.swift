@@ -19,7 +19,12 @@ import Till
 public struct SandboxIPayNowCustomer: CheckoutPresenter {
     /// What the customer does in the wallet.
     public enum Choice: String, Sendable, Hashable, CaseIterable {
-        case complete, cancel, fail
+        /// Pays (the delegate gets `Success`).
+        case complete
+        /// Cancels in the wallet (`Cancel`, `支付被取消`).
+        case cancel
+        /// The channel refuses the payment (`Fail`, `PE004`).
+        case fail
     }
 
     /// When the customer comes back to the app from the wallet.

@@ -244,6 +244,28 @@ struct IPayNowGlobalTests {
         }
     }
 
+    @Test("an order past its mhtOrderTimeOut cannot be paid on its page; a cancel leaves it A00I")
+    func expiredOrder() async throws {
+        let clock = TestClock()
+        try await Harness.with(now: { clock.now }) { harness in
+            let order = Harness.wp001(extra: ["mhtOrderTimeOut": "60"])
+            let tn = try #require(try await harness.global(order)["tn"].flatMap(URL.init(string:)))
+            var post = URLRequest(url: tn)
+            post.httpMethod = "POST"
+            post.httpBody = Data("outcome=cancel".utf8)
+            #expect(try await exchange(post, on: harness.session).text.contains("A00I"))
+            clock.advance(by: 61)
+            post.httpBody = Data("outcome=pay".utf8)
+            #expect(try await exchange(post, on: harness.session).text.contains("A00I"))
+            post.httpBody = Data("outcome=later".utf8)
+            #expect(try await exchange(post, on: harness.session).status == 400)
+            #expect(await harness.emulator.ledger.isEmpty)
+            #expect(try await harness.global(Harness.mq001(mhtOrderNo: order["mhtOrderNo"] ?? ""))["tradeStatus"] == "A00I")
+            let unknown = harness.base.appendingPathComponent("sandbox-only/channel/nothing")
+            #expect(try await exchange(URLRequest(url: unknown), on: harness.session).status == 404)
+        }
+    }
+
     @Test("the tn page pays a WP001 order: charged once, N001 sent, N002 posted to frontNotifyUrl", .timeLimit(.minutes(1)))
     func channelPage() async throws {
         let endpoint = IPayNowMerchantEndpoint()

@@ -314,6 +314,9 @@ struct IPayNowPluginTests {
                 #expect(await harness.emulator.notifications.last?.dropped == true)
                 #expect(try await harness.global(Harness.mq001(mhtOrderNo: lost["mhtOrderNo"] ?? ""))["tradeStatus"] == "A001")
 
+                #expect(try await harness.admin("POST", "notifications/delay", json: #"{"milliseconds": 0}"#).status == 200)
+                #expect(try await harness.admin("POST", "notifications/delay", json: #"{"milliseconds": -1}"#).status == 400)
+
                 // Held, then released.
                 #expect(try await harness.admin("POST", "notifications/hold").status == 200)
                 let held = Harness.presignFields(notifyUrl: notifyURL.absoluteString)

@@ -37,6 +37,7 @@ extension IPayNowEmulator {
         /// of tries, so the merchant server hears before the app does. `false` by default.
         public var waitForNotification: Bool?
 
+        /// A call of the plugin with `payData` and `scheme`, the customer doing `outcome`.
         public init(payData: String, scheme: String, outcome: PluginOutcome, viewController: Bool? = nil,
                     waitForNotification: Bool? = nil) {
             self.payData = payData
@@ -69,6 +70,7 @@ extension IPayNowEmulator {
         /// Why iPayNow's server refused the order (`"<field>: <reason>"`).
         public var serverResponseMsg: String?
 
+        /// A result; everything but `result` is optional.
         public init(result: String, erroCode: String? = nil, erroInfo: String? = nil, returnURL: String? = nil,
                     mhtOrderNo: String? = nil, nowPayOrderNo: String? = nil, tradeStatus: String? = nil,
                     serverResponseCode: String? = nil, serverResponseMsg: String? = nil) {

@@ -103,18 +103,27 @@ public actor IPayNowEmulator {
 
     /// One order as the admin route lists it.
     public struct OrderSummary: Sendable, Hashable, Codable {
+        /// The app the order belongs to.
         public var appId: String
+        /// The merchant's order number.
         public var mhtOrderNo: String
+        /// iPayNow's order number.
         public var nowPayOrderNo: String
         /// `A00I` not processed, `A001` paid, `A002` failed, or what an admin set (`A003`…`A005`).
         public var tradeStatus: String
         /// `plugin` (the iOS plugin stand-in, `deviceType` `01`) or `WP001` (the server order).
         public var via: String
+        /// `90` Alipay, `80` WeChat.
         public var payChannelType: String
+        /// The order's currency, as sent.
         public var mhtCurrencyType: String
+        /// The order's amount as sent.
         public var mhtOrderAmt: Int64
+        /// `0` (the amount is CNY fen) or `1` (minor units of `mhtCurrencyType`).
         public var mhtAmtCurrFlag: String
+        /// What the customer pays, in CNY fen.
         public var cashAmont: Int64
+        /// Where the order's N001 goes.
         public var notifyUrl: String
     }
 
@@ -130,7 +139,9 @@ public actor IPayNowEmulator {
         public var answer: String?
         /// 1 for the first try of a delivery (and for a replay or a crafted one); 0 when dropped.
         public var attempt: Int
+        /// The app of the order it is about.
         public var appId: String
+        /// The order it is about.
         public var mhtOrderNo: String
         /// A replay made with ``IPayNowEmulator/redeliver(appId:mhtOrderNo:)``.
         public var replay: Bool
@@ -147,6 +158,7 @@ public actor IPayNowEmulator {
     public struct CraftedNotification: Sendable, Hashable, Codable {
         /// The order's app; may be left out when only one app has an order `mhtOrderNo`.
         public var appId: String?
+        /// The order the notification is about.
         public var mhtOrderNo: String
         /// The `tradeStatus` to announce (the order's own by default).
         public var tradeStatus: String?
@@ -163,6 +175,7 @@ public actor IPayNowEmulator {
         /// Send it here instead of the order's `notifyUrl`.
         public var url: String?
 
+        /// A crafted N001 about order `mhtOrderNo`; everything else is optional.
         public init(appId: String? = nil, mhtOrderNo: String, tradeStatus: String? = nil, set: [String: String]? = nil,
                     omit: [String]? = nil, tamper: [String: String]? = nil, appKey: String? = nil, signature: String? = nil,
                     url: String? = nil) {
@@ -181,11 +194,15 @@ public actor IPayNowEmulator {
     /// The sandbox's exchange rates, CNY per one unit of each 附录C / README 3.4 currency. *Emulator
     /// choice*: round, fixed, clearly not market rates; iPayNow's rates are not published.
     public static let sandboxExchangeRates: [String: Decimal] = [
-        "USD": 7, "EUR": 8, "GBP": 9, "CHF": 8, "HKD": Decimal(string: "0.9") ?? 1, "SGD": 5, "SEK": Decimal(string: "0.7") ?? 1,
-        "DKK": 1, "NOK": Decimal(string: "0.7") ?? 1, "JPY": Decimal(string: "0.05") ?? 1, "CAD": 5, "AUD": 5, "NZD": 4,
-        "RUB": Decimal(string: "0.08") ?? 1, "MOP": Decimal(string: "0.9") ?? 1, "KRW": Decimal(string: "0.005") ?? 1,
-        "THB": Decimal(string: "0.2") ?? 1, "TWD": Decimal(string: "0.2") ?? 1, "IDR": Decimal(string: "0.0005") ?? 1,
+        "USD": rate(7), "EUR": rate(8), "GBP": rate(9), "CHF": rate(8), "HKD": rate(9, -1), "SGD": rate(5), "SEK": rate(7, -1),
+        "DKK": rate(1), "NOK": rate(7, -1), "JPY": rate(5, -2), "CAD": rate(5), "AUD": rate(5), "NZD": rate(4),
+        "RUB": rate(8, -2), "MOP": rate(9, -1), "KRW": rate(5, -3), "THB": rate(2, -1), "TWD": rate(2, -1), "IDR": rate(5, -4),
     ]
+
+    /// `significand` × 10^`exponent` CNY.
+    private static func rate(_ significand: UInt64, _ exponent: Int = 0) -> Decimal {
+        Decimal(sign: .plus, exponent: exponent, significand: Decimal(significand))
+    }
 
     // MARK: Configuration
 
