@@ -167,6 +167,8 @@ extension IPayNowEmulator {
         guard orders[key] == nil else { return refused("mhtOrderNo: duplicate, this app already has order \(fields["mhtOrderNo"] ?? "")") }
         let order = record(fields, app: app, via: .plugin)
 
+        // The delegate's texts are the binary's (`IPNCrossBorderAlixPayClass.o`: `PE005#交易状态未知`,
+        // `PE004#交易处理失败`, `支付被取消`); the demo's delegate shows Cancel without a code.
         var result: PluginResult
         switch payment.outcome {
         case .pay:

@@ -230,7 +230,8 @@ public actor IPayNowEmulator {
         var fields: [String: String]
         var via: Via
         var nowPayOrderNo: String
-        /// `A00I`, `A001`, …
+        /// cbphp README 3.3: `A00I` not processed, `A001` paid, `A002` failed, `A003` unknown,
+        /// `A004` accepted, `A005` acceptance failed.
         var tradeStatus = "A00I"
         var channelOrderNo = ""
         var cashAmont: Int64
