@@ -229,7 +229,9 @@ enum IPayNowInterop {
                             channel: String = "90") -> [[String]] {
         var fields: [[String]] = [
             ["funcode", "N001"], ["appId", app.id], ["mhtOrderNo", order], ["mhtOrderName", "绿茶 green tea + 100%"], ["mhtOrderType", "01"],
-            ["mhtCurrencyType", currency], ["mhtOrderAmt", String(amount)], ["cashCurrencyType", "CNY"], ["cashAmont", String(amount * 4 + 7)],
+            ["mhtCurrencyType", currency], ["mhtOrderAmt", String(amount)], ["cashCurrencyType", "CNY"],
+            // With flag 0 the order is in RMB fen, so the customer pays that; with flag 1 a made-up conversion.
+            ["cashAmont", String(flag == "0" ? amount : amount * 4 + 7)],
             ["mhtAmtCurrFlag", flag], ["mhtOrderTimeOut", "3600"], ["mhtOrderStartTime", "20261122093000"], ["mhtCharset", "UTF-8"],
             ["deviceType", "01"], ["payChannelType", channel], ["nowPayOrderNo", "2008012026112209300\(order.count)"],
             ["channelOrderNo", "2026112221001004"], ["tradeStatus", status],

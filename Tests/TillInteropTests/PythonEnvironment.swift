@@ -6,13 +6,14 @@ import Glibc
 import Darwin
 #endif
 
-/// The vendors' Python code the interop tests run against: one virtualenv with
-/// `Python/requirements.txt` installed, made once (per test run and per requirements file) under the
-/// package's `.build/interop-venv/`, and a runner for the scripts in `Python/`.
+/// The vendors' Python code the interop tests run against: a virtualenv with a pinned requirements
+/// file of `Python/` installed (``shared``: `requirements.txt`; ``ipaynow``: `ipaynow-requirements.txt`),
+/// made once (per test run and per requirements file) under the package's `.build/interop-venv/`, and a
+/// runner for the scripts in `Python/`.
 ///
-/// The virtualenv is reused across runs: it lives in `.build/interop-venv/<SHA-256 of
-/// requirements.txt>/` and counts as complete only once its marker file exists, which is written
-/// last. Another test process making the same virtualenv at the same moment waits on a file lock.
+/// A virtualenv is reused across runs: it lives in `.build/interop-venv/<SHA-256 of its requirements
+/// file>/` and counts as complete only once its marker file exists, which is written last. Another
+/// test process making the same virtualenv at the same moment waits on a file lock.
 struct PythonEnvironment: Sendable {
     /// The virtualenv's interpreter.
     let python: URL
