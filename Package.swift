@@ -196,7 +196,8 @@ let package = Package(
         ),
         .testTarget(
             name: "TillIPayNowTests",
-            dependencies: ["Till", "TillGatewayKit", "TillIPayNow", "TillIPayNowServer", "TillTesting"],
+            dependencies: ["Till", "TillGatewayKit", "TillIPayNow", "TillIPayNowServer", "TillTesting",
+                           .product(name: "Crypto", package: "swift-crypto")],
             exclude: ["Fixtures"]
         ),
         // The vendors' own code as the other party: official Python SDKs in a virtualenv the tests make.

@@ -218,12 +218,13 @@ struct GatewayTests {
         #expect(!(outcome.message ?? "").contains("\u{1B}"))
     }
 
-    @Test("capabilities: Alipay and WeChat Pay, sale, the 15 appendix C currencies and CNY, inquiry and notifications")
+    @Test("capabilities: Alipay and WeChat Pay, sale, appendix C's currencies but JPY, and CNY, inquiry and notifications")
     func capabilities() {
         let capabilities = IPayNowGateway.capabilities
         #expect(capabilities.methods == [.alipay, .wechatPay])
         #expect(capabilities.actions == [.sale])
-        #expect(capabilities.currencies?.count == 16)
+        #expect(capabilities.currencies?.count == 15)
+        #expect(capabilities.currencies?.contains(Currency.lookup("JPY")!) == false)
         #expect(capabilities.currencies?.contains(Currency.lookup("CNY")!) == true)
         #expect(capabilities.currencies?.contains(Currency.lookup("KRW")!) == false)
         #expect(capabilities.supportsInquiry && capabilities.supportsNotifications)

@@ -93,8 +93,8 @@ struct OrderTests {
 
     // MARK: Appendix A
 
-    static let valid = IPayNowOrder(appId: "1480321334800229", mhtOrderNo: "att0000000000000000000001", mhtOrderName: "Green tea",
-                                    mhtCurrencyType: "NZD", mhtOrderAmt: 1050, mhtAmtCurrFlag: .settlement, mhtOrderDetail: "2 x green tea",
+    static let valid = IPayNowOrder(appId: "1480321334800229", mhtOrderNo: "att0000000000000000000001", mhtOrderName: "Green-tea",
+                                    mhtCurrencyType: "NZD", mhtOrderAmt: 1050, mhtAmtCurrFlag: .settlement, mhtOrderDetail: "2x-green-tea",
                                     mhtOrderTimeOut: 3600, mhtOrderStartTime: "20260101080000",
                                     notifyUrl: "https://shop.example.com/v1/notifications/ipaynow", payChannelType: .alipay)
 
@@ -133,6 +133,14 @@ struct OrderTests {
         #expect(Self.issues { $0.consumerId = String(repeating: "c", count: 41) } == ["consumerId: field_too_long"])
         #expect(Self.issues { $0.consumerName = String(repeating: "c", count: 41) } == ["consumerName: field_too_long"])
         #expect(Self.issues { $0.mhtOrderAmt = 1_000_000_000_000_000_000 }.isEmpty, "19 digits fit String(1,22)")
+    }
+
+    @Test("no value may hold a space: the plugin strips spaces before sending, so iPayNow would check another string")
+    func spaces() {
+        #expect(Self.issues { $0.mhtOrderName = "Green tea" } == ["mhtOrderName: invalid_field"])
+        #expect(Self.issues { $0.mhtOrderDetail = "2 x tea" } == ["mhtOrderDetail: invalid_field"])
+        #expect(Self.issues { $0.mhtReserved = "a b" } == ["mhtReserved: invalid_field"])
+        #expect(Self.issues { $0.mhtOrderName = "绿茶\u{3000}两杯" }.isEmpty, "only U+0020 is stripped by the plugin")
     }
 
     @Test("required fields: appId, mhtOrderNo, mhtOrderName, mhtOrderDetail, notifyUrl")

@@ -28,18 +28,23 @@ struct PluginTests {
         #expect(plugin.debugger != nil)
     }
 
-    @Test("settings: defaults (test host, no settlement currency, 3600 s, China time) and each one read")
+    @Test("settings: defaults (production host, no settlement currency, 3600 s, China time, Alipay only) and each one read")
     func settings() throws {
         let defaults = try Self.server(["app_id": Setup.appId])
-        #expect(defaults.environment == .test)
-        #expect(defaults.environment.gatewayURL.absoluteString == "http://dby.ipaynow.cn/global")
+        // Production by default: the iOS plugin sends every order there.
+        #expect(defaults.environment == .production)
+        #expect(defaults.environment.gatewayURL.absoluteString == "https://gapi.ipaynow.cn/global")
+        let test = try Self.server(["app_id": Setup.appId, "environment": "test"])
+        #expect(test.environment.gatewayURL.absoluteString == "https://dby.ipaynow.cn/global")
         #expect(defaults.settings == IPayNowSettings(appId: Setup.appId, settlementCurrency: nil, orderTimeout: 3600, utcOffsetSeconds: 8 * 3600))
         let production = try Self.server(["app_id": Setup.appId, "environment": "production"])
         #expect(production.environment.gatewayURL.absoluteString == "https://gapi.ipaynow.cn/global")
         let sandbox = try Self.server(["app_id": Setup.appId, "environment": "production", "base_url": "http://127.0.0.1:8080"])
         #expect(sandbox.environment.gatewayURL.absoluteString == "http://127.0.0.1:8080/global")
-        let all = try Self.server(["app_id": Setup.appId, "settlement_currency": "HKD", "order_timeout_seconds": "60", "utc_offset_minutes": "-300"])
-        #expect(all.settings == IPayNowSettings(appId: Setup.appId, settlementCurrency: "HKD", orderTimeout: 60, utcOffsetSeconds: -300 * 60))
+        let all = try Self.server(["app_id": Setup.appId, "settlement_currency": "HKD", "order_timeout_seconds": "60", "utc_offset_minutes": "-300",
+                                   "wechat_pay": "true"])
+        #expect(all.settings == IPayNowSettings(appId: Setup.appId, settlementCurrency: "HKD", orderTimeout: 60, utcOffsetSeconds: -300 * 60,
+                                                wechatPay: true))
     }
 
     @Test("settings errors name settings.<name> or credentials.<name>",
@@ -78,23 +83,17 @@ struct PluginTests {
             _ = try Self.server(["app_id": String(repeating: "1", count: 41)], credentials: ["app_key": "k"])
         }
         #expect(error?.field == "settings.app_id")
-        withKnownIssue("IPayNowPlugin.server throws Validators.length's field_too_long (invalid_input) for settings.app_id") {
-            #expect(error?.category == .configuration)
-        }
+        #expect(error?.category == .configuration)
     }
 
     /// An `app_id` holding `&` or `=` can never be signed into an order (``IPayNowOrder/validate(prefix:)``
     /// refuses it as `appId`); the settings accept it, and every prepare then fails naming `appId`.
     @Test("an app_id every order would refuse is a settings error at configuration time")
-    func appIdUnusable() async {
-        withKnownIssue("IPayNowPlugin.server accepts an app_id with & or =; the error comes at each prepare, naming appId") {
-            let error = #expect(throws: CheckoutError.self) { _ = try Self.server(["app_id": "1480321334800229&x=1"]) }
+    func appIdUnusable() {
+        for bad in ["1480321334800229&x=1", "1480321334800229=", "1480 321", "14803\u{0007}"] {
+            let error = #expect(throws: CheckoutError.self) { _ = try Self.server(["app_id": bad]) }
             #expect(error?.field == "settings.app_id")
-        }
-        // Until then, the error comes late and names the order's field.
-        if let server = try? Self.server(["app_id": "1480321334800229&x=1"]) {
-            let late = await #expect(throws: CheckoutError.self) { _ = try await server.prepare(Setup.context()) }
-            #expect(late?.field == "appId")
+            #expect(error?.category == .configuration)
         }
     }
 

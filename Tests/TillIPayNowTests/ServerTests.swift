@@ -39,9 +39,10 @@ struct ServerTests {
         #expect(preparation.returnURL == Setup.appReturn)
         #expect(preparation.expiresAt == Setup.clock.addingTimeInterval(3600))
         #expect(Array(preparation.parameters.keys) == ["payData"])
+        // The description "Green tea" is signed without its space: the plugin strips spaces before sending.
         try Self.expectSigned(try Self.payData(preparation), [
             ("appId", Setup.appId), ("mhtAmtCurrFlag", "1"), ("mhtCharset", "UTF-8"), ("mhtCurrencyType", "NZD"), ("mhtOrderAmt", "1050"),
-            ("mhtOrderDetail", "Green tea"), ("mhtOrderName", "Green tea"), ("mhtOrderNo", Setup.attempt.rawValue),
+            ("mhtOrderDetail", "Greentea"), ("mhtOrderName", "Greentea"), ("mhtOrderNo", Setup.attempt.rawValue),
             ("mhtOrderStartTime", "20260101080000"), ("mhtOrderTimeOut", "3600"), ("mhtOrderType", "01"),
             ("notifyUrl", Setup.notificationURL.absoluteString), ("payChannelType", "90"),
         ])
@@ -49,13 +50,29 @@ struct ServerTests {
         #expect(!(preparation.parameters["payData"] ?? "").contains(TestSigner.md5Hex(Setup.appKey)))
     }
 
-    @Test("prepare WeChat Pay in JPY: channel 80, the amount in yen, the settings' timeout and clock")
+    @Test("WeChat Pay only when enabled (the iOS plugin 1.0.1 opens Alipay only); JPY refused (no source says yen or hundredths)")
+    func prepareWeChatAndYen() async throws {
+        let off = await #expect(throws: CheckoutError.self) {
+            _ = try await Setup.server().prepare(Setup.context(Setup.intent(500, "HKD", method: .wechatPay)))
+        }
+        #expect(off?.code == .unsupportedMethod)
+        #expect(off?.field == "intent.method")
+        let yen = await #expect(throws: CheckoutError.self) { _ = try await Setup.server().prepare(Setup.context(Setup.intent(500, "JPY"))) }
+        #expect(yen?.code == .unsupportedCurrency)
+        #expect(yen?.field == "intent.amount.currency")
+        // JPY still settles CNY payments (flag 0, RMB fen).
+        let cny = try await Setup.server(settings: IPayNowSettings(appId: Setup.appId, settlementCurrency: "JPY"))
+            .prepare(Setup.context(Setup.intent(500, "CNY")))
+        #expect(cny.parameters["payData"]?.contains("mhtCurrencyType=JPY") == true)
+    }
+
+    @Test("prepare WeChat Pay in HKD (enabled): channel 80, the settings' timeout and clock")
     func prepareWeChat() async throws {
-        let settings = IPayNowSettings(appId: Setup.appId, orderTimeout: 600, utcOffsetSeconds: 0)
-        let preparation = try await Setup.server(settings: settings).prepare(Setup.context(Setup.intent(500, "JPY", method: .wechatPay)))
+        let settings = IPayNowSettings(appId: Setup.appId, orderTimeout: 600, utcOffsetSeconds: 0, wechatPay: true)
+        let preparation = try await Setup.server(settings: settings).prepare(Setup.context(Setup.intent(500, "HKD", method: .wechatPay)))
         try Self.expectSigned(try Self.payData(preparation), [
-            ("appId", Setup.appId), ("mhtAmtCurrFlag", "1"), ("mhtCharset", "UTF-8"), ("mhtCurrencyType", "JPY"), ("mhtOrderAmt", "500"),
-            ("mhtOrderDetail", "Green tea"), ("mhtOrderName", "Green tea"), ("mhtOrderNo", Setup.attempt.rawValue),
+            ("appId", Setup.appId), ("mhtAmtCurrFlag", "1"), ("mhtCharset", "UTF-8"), ("mhtCurrencyType", "HKD"), ("mhtOrderAmt", "500"),
+            ("mhtOrderDetail", "Greentea"), ("mhtOrderName", "Greentea"), ("mhtOrderNo", Setup.attempt.rawValue),
             ("mhtOrderStartTime", "20260101000000"), ("mhtOrderTimeOut", "600"), ("mhtOrderType", "01"),
             ("notifyUrl", Setup.notificationURL.absoluteString), ("payChannelType", "80"),
         ])
@@ -294,10 +311,11 @@ struct ServerTests {
         #expect(report.gatewayStatus == raw)
     }
 
-    @Test("inquire: an unsigned A002 answer is gateway_error (unknown outcome) with iPayNow's code and message")
+    @Test("inquire: an unsigned A002 answer, twice (both signing readings), is gateway_error (unknown outcome) with iPayNow's code and message")
     func inquireQueryFailed() async {
         let transport = RecordingTransport()
         let body = Data("responseCode=A002&responseMsg=%E8%AE%A2%E5%8D%95%E4%B8%8D%E5%AD%98%E5%9C%A8".utf8)
+        transport.expect(.post, path: "/global", respond: TransportResponse(statusCode: 200, body: body))
         transport.expect(.post, path: "/global", respond: TransportResponse(statusCode: 200, body: body))
         let error = await #expect(throws: CheckoutError.self) { _ = try await Setup.server(transport).inquire(InquiryQuery(attempt: Setup.attempt)) }
         #expect(error?.code == .gatewayError)
@@ -305,6 +323,18 @@ struct ServerTests {
         #expect(error?.gatewayCode == "A002")
         #expect(error?.gatewayMessage == "订单不存在")
         #expect(error?.field == "MQ001.responseCode")
+    }
+
+    @Test("inquire: refused under the PHP code's signing, asked again signed over every field (README 2.4, app demo), answered")
+    func inquireSecondReading() async throws {
+        let transport = RecordingTransport()
+        transport.expect(.post, path: "/global", respond: TransportResponse(statusCode: 200, body: Data("responseCode=A002&responseMsg=sign".utf8)))
+        transport.expect(.post, path: "/global", respond: Self.answer(Setup.mq001Answer(status: "A001")))
+        let report = try await Setup.server(transport).inquire(InquiryQuery(attempt: Setup.attempt))
+        #expect(report.status == .paid)
+        let second = try FormFields.decode(try #require(transport.requests.last?.body))
+        let signed = second.pairs.filter { $0.name != "mhtSignature" }.map { ($0.name, $0.value) }
+        #expect(second["mhtSignature"] == TestSigner.sign(signed, excluding: [], key: Setup.appKey))
     }
 
     @Test("inquire: a bad signature is signature_mismatch; a signed A001 with no responseCode is no answer")
@@ -364,9 +394,11 @@ struct ServerTests {
         let transport = RecordingTransport()
         transport.expect(.post, path: "/global", respond: TransportResponse(statusCode: 200, body: vector.body))
         let server = Setup.server(transport, settings: IPayNowSettings(appId: vector.app_id), key: vector.app_key)
-        // Its order number holds `_`, outside appendix A's letters and digits: refused by the documented-field check.
+        // Its order number holds `_` (appendix A says letters and digits; the real message is read all the same).
         let order = AttemptReference(rawValue: try #require(vector.fields_decoded["mhtOrderNo"]))
-        let error = await #expect(throws: CheckoutError.self) { _ = try await server.inquire(InquiryQuery(attempt: order)) }
-        #expect(error?.field == "MQ001.mhtOrderNo")
+        let report = try await server.inquire(InquiryQuery(attempt: order))
+        #expect(report.attempt == order)
+        #expect(report.status == .paid)
+        #expect(report.gatewayStatus == "A001")
     }
 }

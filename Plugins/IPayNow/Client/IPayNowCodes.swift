@@ -13,6 +13,12 @@ public enum IPayNowCodes {
         "GBP", "HKD", "USD", "CHF", "SGD", "SEK", "DKK", "NOK", "JPY", "CAD", "AUD", "EUR", "NZD", "RUB", "MOP",
     ]
 
+    /// The settlement currencies Till charges in (with `mhtAmtCurrFlag=1`): appendix C without JPY. Every
+    /// source gives `mhtOrderAmt` in "分" (hundredths) and none says what it means for a currency without
+    /// a minor unit, so a yen amount could be read as a hundredth of what was meant. JPY stays usable as
+    /// the settlement currency of CNY payments (flag `0`, the amount in RMB fen).
+    public static let chargeableCurrencies: [String] = settlementCurrencies.filter { $0 != "JPY" }
+
     /// The four currencies only the PHP SDK's README lists (appendix 3.4), for reference.
     public static let phpReadmeOnlyCurrencies: [String] = ["KRW", "THB", "TWD", "IDR"]
 
@@ -27,7 +33,9 @@ public enum IPayNowCodes {
     public enum Channel: String, Sendable, Hashable, CaseIterable {
         /// `90`: Alipay (appendix A; PHP README "90:支付宝").
         case alipay = "90"
-        /// `80`: WeChat Pay (PHP README "80:微信"; `TradeService` passes `80` for its WeChat products).
+        /// `80`: WeChat Pay (PHP README "80:微信"; `TradeService` passes `80` for its server-side WeChat
+        /// products). The iOS plugin 1.0.1 opens Alipay only (its README "目前只支持支付宝渠道", its podspec
+        /// links AlipaySDK alone), so Till sends `80` only when the merchant enables it (`wechat_pay`).
         case wechatPay = "80"
 
         /// The channel of a Till payment method, or `nil` when iPayNow cross-border has none.
@@ -51,7 +59,10 @@ public enum IPayNowCodes {
         case settlement = "1"
     }
 
-    /// `responseCode` of WP001 and MQ001 answers (PHP README 3.2 "交易响应码表").
+    /// `responseCode` of WP001 and MQ001 answers (PHP README 3.2 "交易响应码表", which labels them
+    /// 支付成功/支付失败/未知状态). In an MQ001 answer `A001` says the query succeeded: the real 2015 answer
+    /// carries `responseCode=A001` with `responseMsg=查询交易成功` ("query succeeded"); the order's own state
+    /// is `tradeStatus`/`transStatus`.
     public enum ResponseCode: String, Sendable, Hashable, CaseIterable {
         /// `A001`: the request succeeded.
         case success = "A001"

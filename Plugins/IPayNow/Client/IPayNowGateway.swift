@@ -21,12 +21,13 @@ public struct IPayNowGateway: Checkout {
         self.gateway = id
     }
 
-    /// Alipay and WeChat Pay, sale only, in the appendix C settlement currencies, or in CNY (charged in
-    /// RMB fen with `mhtAmtCurrFlag=0` against the merchant's settlement currency); MQ001 inquiry and
-    /// N001 notifications.
+    /// Alipay, and WeChat Pay where the merchant enables it (the iOS plugin 1.0.1 opens Alipay only);
+    /// sale only; in the appendix C settlement currencies but JPY (``IPayNowCodes/chargeableCurrencies``),
+    /// or in CNY (charged in RMB fen with `mhtAmtCurrFlag=0` against the merchant's settlement
+    /// currency); MQ001 inquiry and N001 notifications.
     public static let capabilities = GatewayCapabilities(
         methods: [.alipay, .wechatPay],
-        currencies: Set((IPayNowCodes.settlementCurrencies + ["CNY"]).compactMap { Currency.lookup($0) }),
+        currencies: Set((IPayNowCodes.chargeableCurrencies + ["CNY"]).compactMap { Currency.lookup($0) }),
         actions: [.sale], supportsInquiry: true, supportsNotifications: true)
 
     /// The same as the type's `capabilities`.

@@ -10,7 +10,7 @@ import TillGatewayKit
 /// ```swift
 /// let order = IPayNowOrder(appId: "1408709961320306", mhtOrderNo: "a1b2c3", mhtOrderName: "Tea",
 ///                          mhtCurrencyType: "NZD", mhtOrderAmt: 1050, mhtAmtCurrFlag: .settlement,
-///                          mhtOrderDetail: "2 × green tea", mhtOrderStartTime: "20261122093000",
+///                          mhtOrderDetail: "2×green-tea", mhtOrderStartTime: "20261122093000",
 ///                          notifyUrl: "https://shop.example/v1/notifications/ipaynow", payChannelType: .alipay)
 /// try order.validate()
 /// let presign = order.presignString   // appId=…&mhtAmtCurrFlag=1&…&payChannelType=90
@@ -49,11 +49,14 @@ public struct IPayNowOrder: Sendable, Hashable {
     public var consumerId: String?
     /// `consumerName`, optional (iOS guide v1.0.1, p.7; `IPNCrossBorderPreSignUtil.h`).
     public var consumerName: String?
+    /// `mhtSubAppId`, optional (declared by `IPNCrossBorderPreSignUtil.h`; no source documents it further).
+    public var mhtSubAppId: String?
 
     public init(appId: String, mhtOrderNo: String, mhtOrderName: String, mhtOrderType: String = IPayNowCodes.orderTypePurchase,
                 mhtCurrencyType: String, mhtOrderAmt: Int64, mhtAmtCurrFlag: IPayNowCodes.AmountCurrency, mhtOrderDetail: String,
                 mhtOrderTimeOut: Int? = nil, mhtOrderStartTime: String, notifyUrl: String, mhtCharset: String = IPayNowCodes.charset,
-                payChannelType: IPayNowCodes.Channel, mhtReserved: String? = nil, consumerId: String? = nil, consumerName: String? = nil) {
+                payChannelType: IPayNowCodes.Channel, mhtReserved: String? = nil, consumerId: String? = nil, consumerName: String? = nil,
+                mhtSubAppId: String? = nil) {
         self.appId = appId
         self.mhtOrderNo = mhtOrderNo
         self.mhtOrderName = mhtOrderName
@@ -70,6 +73,7 @@ public struct IPayNowOrder: Sendable, Hashable {
         self.mhtReserved = mhtReserved
         self.consumerId = consumerId
         self.consumerName = consumerName
+        self.mhtSubAppId = mhtSubAppId
     }
 
     /// Every field with a value, by its iPayNow name, in key order (empty optional fields are left out,
@@ -81,7 +85,7 @@ public struct IPayNowOrder: Sendable, Hashable {
             ("mhtOrderDetail", mhtOrderDetail), ("mhtOrderTimeOut", mhtOrderTimeOut.map(String.init)),
             ("mhtOrderStartTime", mhtOrderStartTime), ("notifyUrl", notifyUrl), ("mhtCharset", mhtCharset),
             ("payChannelType", payChannelType.rawValue), ("mhtReserved", mhtReserved), ("consumerId", consumerId),
-            ("consumerName", consumerName),
+            ("consumerName", consumerName), ("mhtSubAppId", mhtSubAppId),
         ]
         all.sort { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) }
         return all.compactMap { name, value in value.flatMap { $0.isEmpty ? nil : (name, $0) } }
@@ -119,7 +123,10 @@ public struct IPayNowOrder: Sendable, Hashable {
     /// Appendix A's rules, each problem naming its field (`<prefix>mhtOrderName`).
     ///
     /// Beyond the appendix: no value but `mhtReserved` may hold `&` or `=`, because the plugin splits
-    /// `payData` on them and the string to sign would no longer say which field a value belongs to.
+    /// `payData` on them and the string to sign would no longer say which field a value belongs to; and no
+    /// value may hold a space, because the plugin removes every space before it sends the order to iPayNow
+    /// (its `translateToJson:` strips `" "` and newlines from the whole order), so a signature over a value
+    /// with a space could never match at iPayNow.
     public func validate(prefix: String = "") -> [ValidationIssue] {
         var issues: [ValidationIssue] = []
         func issue(_ field: String, _ code: CheckoutError.Code, _ message: String) {
@@ -136,6 +143,9 @@ public struct IPayNowOrder: Sendable, Hashable {
             }
             if value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
                 issue(field, .invalidField, "must not contain control characters")
+            }
+            if value.contains(" ") {
+                issue(field, .invalidField, "must not contain spaces: the plugin removes them before sending, and the signature would not match")
             }
         }
         text("appId", appId, min: 1, max: 40)
@@ -171,6 +181,7 @@ public struct IPayNowOrder: Sendable, Hashable {
         text("mhtReserved", mhtReserved, min: 0, max: 100)
         text("consumerId", consumerId, min: 0, max: 40)
         text("consumerName", consumerName, min: 0, max: 40)
+        text("mhtSubAppId", mhtSubAppId, min: 0, max: 40)
         return issues
     }
 

@@ -16,19 +16,23 @@ public struct IPayNowMessage: Sendable, Hashable {
     public let values: DocumentedValues
 
     /// The fields Till reads from a message, with their rules (PHP README 2.2 and 2.4; the real
-    /// messages): letters and digits for identifiers, digits for amounts and times.
+    /// messages): letters and digits for identifiers (order numbers may also hold `-` and `_`), digits for
+    /// amounts and times.
     static let documented = DocumentedFields([
         "funcode": FieldRule(5, .alphanumeric, minLength: 4),
         "appId": FieldRule(40, .alphanumeric, minLength: 1),
-        "mhtOrderNo": FieldRule(40, .alphanumeric, minLength: 1),
+        // Appendix A says letters and digits; a real 2015 MQ001 answer carries `_`, so `-` and `_` are read
+        // too (never `&` or `=`). Till's own order numbers are letters and digits.
+        "mhtOrderNo": FieldRule(40, .alphanumeric, special: "-_", minLength: 1),
         "mhtCurrencyType": FieldRule(3, .alphanumeric, minLength: 3),
         "mhtOrderAmt": FieldRule(22, .digits, minLength: 1),
         "cashCurrencyType": FieldRule(3, .alphanumeric, minLength: 3),
         "cashAmont": FieldRule(22, .digits, minLength: 1),
         "mhtAmtCurrFlag": FieldRule(2, .digits, minLength: 1),
         "payChannelType": FieldRule(2, .digits, minLength: 1),
-        "nowPayOrderNo": FieldRule(64, .alphanumeric),
-        "channelOrderNo": FieldRule(64, .alphanumeric),
+        "nowPayOrderNo": FieldRule(64, .alphanumeric, special: "-_"),
+        "channelOrderNo": FieldRule(64, .alphanumeric, special: "-_"),
+        "responseTime": FieldRule(14, .digits, minLength: 14),
         "tradeStatus": FieldRule(4, .alphanumeric, minLength: 4),
         "transStatus": FieldRule(4, .alphanumeric, minLength: 4),
         "responseCode": FieldRule(4, .alphanumeric, minLength: 1),
@@ -63,10 +67,16 @@ public struct IPayNowMessage: Sendable, Hashable {
     /// 2015 MQ001 answer), whichever is present (sources disagree on the name; facts in the gateway page).
     public var tradeStatus: String? { values["tradeStatus"] ?? values["transStatus"] }
 
-    /// The amount the order was for, in minor units of its currency: `mhtCurrencyType` when
-    /// `mhtAmtCurrFlag` is `1`, CNY when it is `0` or the message carries the numeric `156` of
-    /// domestic messages. `nil` when the message does not say.
+    /// The amount the order was for, in minor units of its currency: `mhtOrderAmt` in `mhtCurrencyType`
+    /// when `mhtAmtCurrFlag` is `1`; in CNY when the message carries the numeric `156` of domestic
+    /// messages. With flag `0` (an order in RMB fen) it is what the customer paid in CNY: `cashAmont` when
+    /// `cashCurrencyType` is CNY (the PHP README labels N001's `mhtOrderAmt` "外币金额", the foreign amount,
+    /// which for such an order may be a conversion), else `mhtOrderAmt`. `nil` when the message does not say.
     public var orderAmount: Money? {
+        if values["mhtAmtCurrFlag"] == "0", ["CNY", "156"].contains(values["cashCurrencyType"] ?? ""),
+           let cash = values["cashAmont"].flatMap({ Int64($0) }), let cny = Currency.lookup("CNY") {
+            return Money(minorUnits: cash, currency: cny)
+        }
         guard let text = values["mhtOrderAmt"], let minor = Int64(text) else { return nil }
         let currency: Currency?
         switch (values["mhtAmtCurrFlag"], values["mhtCurrencyType"]) {

@@ -9,11 +9,12 @@ import TillGatewayKit
 /// | setting | values | default |
 /// |---|---|---|
 /// | `app_id` | the app's id from iPayNow (required) | — |
-/// | `environment` | `test` (`http://dby.ipaynow.cn`), `production` (`https://gapi.ipaynow.cn`) | `test` |
+/// | `environment` | `production` (`https://gapi.ipaynow.cn`, where the iOS plugin sends every order), `test` (`https://dby.ipaynow.cn`) | `production` |
 /// | `base_url` | an http(s) URL instead of the environment's (the local sandbox) | — |
 /// | `settlement_currency` | an appendix C currency: takes CNY payments in RMB fen (`mhtAmtCurrFlag=0`) | — (CNY refused) |
 /// | `order_timeout_seconds` | 60 … 3600 (`mhtOrderTimeOut`) | 3600 |
 /// | `utc_offset_minutes` | −720 … 840: the clock `mhtOrderStartTime` is written in | 480 (China time) |
+/// | `wechat_pay` | `true`: sign WeChat Pay orders (`80`); the iOS plugin 1.0.1 opens Alipay only | `false` |
 ///
 /// Errors name the setting or credential at fault (`settings.app_id`, `credentials.app_key`).
 public enum IPayNowPlugin {
@@ -30,22 +31,29 @@ public enum IPayNowPlugin {
     static func server(_ context: GatewayPluginContext) throws(CheckoutError) -> IPayNowServer {
         let settings = context.settings
         try settings.rejectUnknown(settings: ["app_id", "environment", "base_url", "settlement_currency", "order_timeout_seconds",
-                                              "utc_offset_minutes"],
+                                              "utc_offset_minutes", "wechat_pay"],
                                    credentials: ["app_key"])
         guard let appId = settings.string("app_id"), !appId.isEmpty else {
             throw CheckoutError(.misconfigured, field: "\(settings.path)settings.app_id", message: "the app's id from iPayNow is required")
         }
-        if let issue = Validators.length(appId, field: "\(settings.path)settings.app_id", maxLength: 40).first { throw issue.error }
+        // The app id is signed into every order: what appendix A (String(1,40)) or the presign could not carry
+        // is refused now, not at each payment.
+        if appId.count > 40 || appId.contains(where: { $0 == "&" || $0 == "=" || $0.isWhitespace })
+            || appId.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            throw CheckoutError(.misconfigured, field: "\(settings.path)settings.app_id",
+                                message: "at most 40 characters, without '&', '=', spaces or control characters (appendix A, the presign)")
+        }
         let environment: IPayNowEnvironment
         switch (try settings.choice("environment", ["test", "production"], default: nil), try settings.url("base_url")) {
         case (_, let url?): environment = IPayNowEnvironment(baseURL: url)
-        case ("production", nil): environment = .production
-        default: environment = .test
+        case ("test", nil): environment = .test
+        default: environment = .production
         }
         let settlement = try settings.choice("settlement_currency", IPayNowCodes.settlementCurrencies, default: nil)
         let timeout = try settings.integer("order_timeout_seconds", in: 60...3600, default: 3600) ?? 3600
         let offset = try settings.integer("utc_offset_minutes", in: -720...840, default: 480) ?? 480
-        let options = IPayNowSettings(appId: appId, settlementCurrency: settlement, orderTimeout: timeout, utcOffsetSeconds: offset * 60)
+        let options = IPayNowSettings(appId: appId, settlementCurrency: settlement, orderTimeout: timeout, utcOffsetSeconds: offset * 60,
+                                      wechatPay: try settings.bool("wechat_pay", default: false))
         return IPayNowServer(id: context.id, environment: environment, credentials: IPayNowCredentials(appKey: try settings.secret("app_key")),
                              settings: options, transport: context.transport)
     }
@@ -118,7 +126,7 @@ public enum IPayNowPlugin {
         let funcode = fields["funcode"].flatMap { $0.isEmpty ? nil : $0 }
         switch rule {
         case .order: return funcode.map { "\($0) request" } ?? "presign (payData)"
-        case .query: return "MQ001 query"
+        case .query, .queryAllFields: return "MQ001 query"
         case .legacyMessage: return "\(funcode ?? "answer") from iPayNow (no version)"
         case .versionedMessage: return "\(funcode ?? "answer") from iPayNow (version \(fields["version"] ?? ""))"
         }

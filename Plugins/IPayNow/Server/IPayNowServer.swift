@@ -9,10 +9,14 @@ public struct IPayNowEnvironment: Sendable, Hashable {
 
     public init(baseURL: URL) { self.baseURL = baseURL }
 
-    /// `https://gapi.ipaynow.cn` (PHP SDK; the iOS plugin's binary names the same host).
+    /// `https://gapi.ipaynow.cn` (PHP SDK). The iOS plugin 1.0.1 sends every order there: its binary
+    /// names `http://dby.ipaynow.cn/global/` too, but its `setEnvironment:` does nothing and is not in
+    /// the public header, so an app's orders are always production's.
     public static let production = IPayNowEnvironment(baseURL: URL(string: "https://gapi.ipaynow.cn")!)
-    /// `http://dby.ipaynow.cn` (PHP SDK and the iOS plugin's test host; plain HTTP, as published).
-    public static let test = IPayNowEnvironment(baseURL: URL(string: "http://dby.ipaynow.cn")!)
+    /// `https://dby.ipaynow.cn`: the test host of the PHP SDK (which names it over plain `http`; the
+    /// domestic Java SDK reaches the same host over `https`). For server-side tests only: orders the
+    /// iOS plugin creates are never there.
+    public static let test = IPayNowEnvironment(baseURL: URL(string: "https://dby.ipaynow.cn")!)
 
     /// `{base}/global`.
     public var gatewayURL: URL { baseURL.appendingPathComponent("global") }
@@ -37,12 +41,17 @@ public struct IPayNowSettings: Sendable, Hashable {
     public var orderTimeout: Int
     /// The UTC offset `mhtOrderStartTime` is written at (iPayNow states none; China time by default).
     public var utcOffsetSeconds: Int
+    /// Whether WeChat Pay orders (`payChannelType=80`) are signed. Off by default: the iOS plugin 1.0.1
+    /// opens Alipay only.
+    public var wechatPay: Bool
 
-    public init(appId: String, settlementCurrency: String? = nil, orderTimeout: Int = 3600, utcOffsetSeconds: Int = 8 * 3600) {
+    public init(appId: String, settlementCurrency: String? = nil, orderTimeout: Int = 3600, utcOffsetSeconds: Int = 8 * 3600,
+                wechatPay: Bool = false) {
         self.appId = appId
         self.settlementCurrency = settlementCurrency
         self.orderTimeout = orderTimeout
         self.utcOffsetSeconds = utcOffsetSeconds
+        self.wechatPay = wechatPay
     }
 }
 
@@ -104,6 +113,10 @@ public struct IPayNowServer: CheckoutServer {
             throw CheckoutError(.unsupportedMethod, field: "intent.method",
                                 message: "iPayNow cross-border takes alipay (90) and wechatpay (80)", gateway: gateway)
         }
+        guard channel != .wechatPay || settings.wechatPay else {
+            throw CheckoutError(.unsupportedMethod, field: "intent.method",
+                                message: "the iOS plugin opens Alipay only; set wechat_pay to send WeChat Pay orders (80)", gateway: gateway)
+        }
         let code = intent.amount.currency.code
         let (currency, flag): (String, IPayNowCodes.AmountCurrency)
         if code == "CNY" {
@@ -113,9 +126,10 @@ public struct IPayNowServer: CheckoutServer {
             }
             (currency, flag) = (settlement, .renminbi)
         } else {
-            guard IPayNowCodes.settlementCurrencies.contains(code) else {
-                throw CheckoutError(.unsupportedCurrency, field: "intent.amount.currency",
-                                    message: "\(code) is not an iPayNow settlement currency (appendix C)", gateway: gateway)
+            guard IPayNowCodes.chargeableCurrencies.contains(code) else {
+                let why = code == "JPY" ? "no iPayNow source says whether a JPY mhtOrderAmt is in yen or in hundredths"
+                    : "\(code) is not an iPayNow settlement currency (appendix C)"
+                throw CheckoutError(.unsupportedCurrency, field: "intent.amount.currency", message: why, gateway: gateway)
             }
             (currency, flag) = (code, .settlement)
         }
@@ -123,7 +137,9 @@ public struct IPayNowServer: CheckoutServer {
             throw CheckoutError(.misconfigured, field: "notificationURL", message: "iPayNow posts its N001 notification to notifyUrl; none is set",
                                 gateway: gateway)
         }
-        let label = intent.description.flatMap { $0.isEmpty ? nil : $0 } ?? intent.merchantReference
+        // The plugin removes every space from the order before sending it (IPayNowOrder.validate): the
+        // signed name is the one iPayNow receives.
+        let label = (intent.description.flatMap { $0.isEmpty ? nil : $0 } ?? intent.merchantReference).replacingOccurrences(of: " ", with: "")
         let order = IPayNowOrder(appId: settings.appId, mhtOrderNo: context.attempt.rawValue, mhtOrderName: label,
                                  mhtCurrencyType: currency, mhtOrderAmt: intent.amount.minorUnits, mhtAmtCurrFlag: flag,
                                  mhtOrderDetail: label, mhtOrderTimeOut: settings.orderTimeout,
@@ -167,33 +183,30 @@ public struct IPayNowServer: CheckoutServer {
         (try? FormFields.decode(notification.body))?["mhtOrderNo"].flatMap { $0.isEmpty ? nil : AttemptReference(rawValue: $0) }
     }
 
-    /// **Confirm**: MQ001 for the attempt (signed over `appId`, `mhtOrderNo`, `mhtCharset`); the answer
-    /// verified (its rule from its own fields) and read as a notification is.
+    /// **Confirm**: MQ001 for the attempt (signed over `appId`, `mhtOrderNo`, `mhtCharset`, as the PHP
+    /// SDK's code does; asked once more signed over every field but `mhtSignature` when iPayNow refuses
+    /// the first); the answer verified (its rule from its own fields), for this app, this order and a
+    /// query (`funcode` absent or `MQ001`), and read as a notification is.
     /// - Throws: ``CheckoutError`` `gateway_error` (unknown outcome) with iPayNow's `responseCode` and
     ///   `responseMsg` when the query itself failed; `signature_mismatch` when the answer's signature
     ///   does not match; the transport's classified error when it was not answered.
     public func inquire(_ query: InquiryQuery) async throws -> StatusReport {
-        var fields = FormFields([("funcode", "MQ001"), ("appId", settings.appId), ("mhtOrderNo", query.attempt.rawValue),
-                                 ("mhtCharset", IPayNowCodes.charset), ("mhtSignType", IPayNowCodes.signTypeMD5)])
-        fields.pairs.append(FormPair(name: "mhtSignature", value: IPayNowSigning.sign(fields, rule: .query, appKey: credentials.appKey)))
-        let request = TransportRequest(method: .post, url: environment.gatewayURL,
-                                       headers: ["Content-Type": "application/x-www-form-urlencoded;charset=UTF-8"],
-                                       body: Data(fields.encoded().utf8))
-        let response = try await client.send(request)
-        guard response.statusCode == 200 else {
-            throw CheckoutError(.gatewayError, category: .unknownOutcome, field: "MQ001",
-                                message: "iPayNow answered HTTP \(response.statusCode)", gateway: gateway)
+        var answer = try await exchangeQuery(query.attempt, rule: .query)
+        if answer.refused != nil {
+            // Sources disagree on what an MQ001 signs (the PHP code: appId, mhtOrderNo, mhtCharset; its
+            // README and the app demo: every field but the signature). Asked again once under the other
+            // reading; only our own request changes, nothing in the answer is trusted more.
+            let second = try await exchangeQuery(query.attempt, rule: .queryAllFields)
+            if second.refused == nil { answer = second }
         }
-        // An answer that is not a success may be unsigned: it is read for its code only, never trusted further.
-        let unverified = try? FormFields.decode(response.body, field: "MQ001")
-        if let code = unverified?["responseCode"], code != IPayNowCodes.ResponseCode.success.rawValue {
-            throw CheckoutError(.gatewayError, category: .unknownOutcome, field: "MQ001.responseCode",
-                                message: "iPayNow could not answer the query", gateway: gateway,
-                                gatewayCode: GatewayText.safe(code), gatewayMessage: unverified?["responseMsg"].flatMap { GatewayText.safe($0) })
-        }
-        let message = try IPayNowMessage(body: response.body, appKey: credentials.appKey, field: "MQ001", gateway: gateway)
+        if let refused = answer.refused { throw refused }
+        let message = try IPayNowMessage(body: answer.body, appKey: credentials.appKey, field: "MQ001", gateway: gateway)
         guard message.values["responseCode"] == IPayNowCodes.ResponseCode.success.rawValue else {
             throw CheckoutError(.missingField, category: .unknownOutcome, field: "MQ001.responseCode", message: "the answer has no A001",
+                                gateway: gateway)
+        }
+        guard message.values["funcode"] == nil || message.values["funcode"] == "MQ001" else {
+            throw CheckoutError(.invalidField, category: .unknownOutcome, field: "MQ001.funcode", message: "not an answer to a query",
                                 gateway: gateway)
         }
         try checkApp(message, field: "MQ001")
@@ -203,6 +216,30 @@ public struct IPayNowServer: CheckoutServer {
                                 gateway: gateway)
         }
         return report
+    }
+
+    /// One MQ001 exchange: the answer's body, or why iPayNow could not answer (read from an answer that
+    /// may be unsigned, for its code only).
+    private func exchangeQuery(_ attempt: AttemptReference, rule: IPayNowSigning.Rule) async throws -> (body: Data, refused: CheckoutError?) {
+        var fields = FormFields([("funcode", "MQ001"), ("appId", settings.appId), ("mhtOrderNo", attempt.rawValue),
+                                 ("mhtCharset", IPayNowCodes.charset), ("mhtSignType", IPayNowCodes.signTypeMD5)])
+        fields.pairs.append(FormPair(name: "mhtSignature", value: IPayNowSigning.sign(fields, rule: rule, appKey: credentials.appKey)))
+        let request = TransportRequest(method: .post, url: environment.gatewayURL,
+                                       headers: ["Content-Type": "application/x-www-form-urlencoded;charset=UTF-8"],
+                                       body: Data(fields.encoded().utf8))
+        let response = try await client.send(request)
+        guard response.statusCode == 200 else {
+            throw CheckoutError(.gatewayError, category: .unknownOutcome, field: "MQ001",
+                                message: "iPayNow answered HTTP \(response.statusCode)", gateway: gateway)
+        }
+        let unverified = try? FormFields.decode(response.body, field: "MQ001")
+        if let code = unverified?["responseCode"], code != IPayNowCodes.ResponseCode.success.rawValue {
+            return (response.body, CheckoutError(.gatewayError, category: .unknownOutcome, field: "MQ001.responseCode",
+                                                 message: "iPayNow could not answer the query", gateway: gateway,
+                                                 gatewayCode: GatewayText.safe(code),
+                                                 gatewayMessage: unverified?["responseMsg"].flatMap { GatewayText.safe($0) }))
+        }
+        return (response.body, nil)
     }
 
     // MARK: Reading
@@ -217,20 +254,26 @@ public struct IPayNowServer: CheckoutServer {
     /// How long after an order's own timeout an unprocessed order (`A00I`) is taken as expired.
     public static let expiryGrace: TimeInterval = 600
 
-    /// When an order that is still `A00I` counts as expired: its `mhtOrderStartTime` (read at the
-    /// configured UTC offset) plus its `mhtOrderTimeOut` (3600 when absent, iPayNow's default) plus
-    /// ``expiryGrace``. iPayNow documents no state for an order that timed out unpaid; Till's choice.
+    /// When an order that is still `A00I` counts as expired: its `mhtOrderStartTime` plus its
+    /// `mhtOrderTimeOut` (3600 when absent, iPayNow's default) plus ``expiryGrace``, compared with the
+    /// answer's own signed `responseTime` (so an old answer replayed later never expires an order).
+    /// iPayNow documents no state for an order that timed out unpaid; Till's choice.
     func deadline(of message: IPayNowMessage) -> Date? {
-        guard let start = message.values["mhtOrderStartTime"], IPayNowOrder.isStartTime(start) else { return nil }
-        let digits = start.utf8.map { Int($0) - 48 }
+        guard let started = message.values["mhtOrderStartTime"].flatMap(time) else { return nil }
+        let timeout = message.values["mhtOrderTimeOut"].flatMap(Int.init) ?? 3600
+        return started.addingTimeInterval(TimeInterval(timeout) + Self.expiryGrace)
+    }
+
+    /// `yyyyMMddHHmmss` at the configured UTC offset.
+    func time(_ text: String) -> Date? {
+        guard IPayNowOrder.isStartTime(text) else { return nil }
+        let digits = text.utf8.map { Int($0) - 48 }
         func number(_ range: Range<Int>) -> Int { digits[range].reduce(0) { $0 * 10 + $1 } }
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(secondsFromGMT: settings.utcOffsetSeconds) ?? .gmt
         let components = DateComponents(year: number(0..<4), month: number(4..<6), day: number(6..<8), hour: number(8..<10),
                                         minute: number(10..<12), second: number(12..<14))
-        guard let started = calendar.date(from: components) else { return nil }
-        let timeout = message.values["mhtOrderTimeOut"].flatMap(Int.init) ?? 3600
-        return started.addingTimeInterval(TimeInterval(timeout) + Self.expiryGrace)
+        return calendar.date(from: components)
     }
 
     /// The report of a verified message: its order, its status, and for a payment the order's amount.
@@ -243,7 +286,8 @@ public struct IPayNowServer: CheckoutServer {
                                 gateway: gateway)
         }
         var status = IPayNowCodes.paymentStatus(raw)
-        if event == "MQ001", raw == IPayNowCodes.TradeStatus.notProcessed.rawValue, let deadline = deadline(of: message), now() > deadline {
+        if event == "MQ001", raw == IPayNowCodes.TradeStatus.notProcessed.rawValue, let deadline = deadline(of: message),
+           let answered = message.values["responseTime"].flatMap(time), answered > deadline {
             status = .expired
         }
         let amount = message.orderAmount

@@ -21,6 +21,10 @@ public enum IPayNowSigning {
         /// `OrderQueryService`: `funcode` and `mhtSignType` are added after signing). Its README 2.4
         /// says every other field is signed; the code is followed.
         case query
+        /// A cross-border MQ001 query as the PHP README 2.4 ("其它字段都参与 MD5 签") and the app demo
+        /// (`iPaynow-app-java` `MchQuery`) sign it: every field but `mhtSignature`. Used once when iPayNow
+        /// refuses a ``query``.
+        case queryAllFields
         /// A message from iPayNow without `version`: the legacy and cross-border N001, the MQ001 answer,
         /// the WP001 answer and the refund family's answers. Leaves out `signType` and `signature` (PHP
         /// README 2.1–2.4; the official notification servlets of `iPaynow-app-java` and `iPaynow-wap-java`;
@@ -36,6 +40,7 @@ public enum IPayNowSigning {
             switch self {
             case .order: ["funcode", "deviceType", "mhtSignType", "mhtSignature", "detail", "version"]
             case .query: ["funcode", "mhtSignType", "mhtSignature"]
+            case .queryAllFields: ["mhtSignature"]
             case .legacyMessage: ["signType", "signature"]
             case .versionedMessage: ["signature"]
             }
@@ -44,7 +49,7 @@ public enum IPayNowSigning {
         /// The field that carries the signature.
         public var signatureField: String {
             switch self {
-            case .order, .query: "mhtSignature"
+            case .order, .query, .queryAllFields: "mhtSignature"
             case .legacyMessage, .versionedMessage: "signature"
             }
         }
@@ -52,7 +57,7 @@ public enum IPayNowSigning {
         /// The field that names the sign type.
         public var signTypeField: String {
             switch self {
-            case .order, .query: "mhtSignType"
+            case .order, .query, .queryAllFields: "mhtSignType"
             case .legacyMessage, .versionedMessage: "signType"
             }
         }
