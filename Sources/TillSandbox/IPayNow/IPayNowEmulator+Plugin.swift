@@ -117,10 +117,10 @@ extension IPayNowEmulator {
     ///    (`PE004` `scheme为空`), no view controller (`PE004` `viewController为空`): texts from the
     ///    binary's strings (`IPNCrossBorderPlugin.o`), code from the seed's 附录D.
     /// 2. What the plugin sends: `payData` split on `&`, each pair on its first `=`, the values as the
-    ///    app wrote them (the plugin percent-encodes each and iPayNow decodes it, which cancels out), and
-    ///    `deviceType=01` appended (`IPNCrossBorderAlixPayClass.o`: `&deviceType=01`). `mhtReserved` is
-    ///    decoded once more, because the app URL-encodes it after signing (seed 第一步 note; ios demo
-    ///    `payByType:`) and it was signed raw.
+    ///    app wrote them, and `deviceType=01` appended (`IPNCrossBorderAlixPayClass.o`: `&deviceType=01`).
+    ///    `mhtReserved` is decoded once more, because the app URL-encodes it after signing (seed 第一步 note;
+    ///    ios demo `payByType:`) and it was signed raw. Every space and newline is removed from the values
+    ///    (`translateToJson:` strips them from the JSON it sends).
     /// 3. A `payChannelType` other than `90` (Alipay) or `80` (WeChat): `PE001` `插件不支持该渠道交易` (附录D).
     /// 4. iPayNow's server checks: the app, 附录A's field rules, the signature (every field but
     ///    `mhtSignType`/`mhtSignature`, and `deviceType`, which the plugin added), a new `mhtOrderNo` for
@@ -153,6 +153,13 @@ extension IPayNowEmulator {
         if let reserved = fields["mhtReserved"] {
             guard let decoded = FormEncoding.unescape(reserved) else { return refused("mhtReserved: bad %-escape (URL-encode it once, after signing)") }
             fields["mhtReserved"] = decoded
+        }
+        // The plugin sends the order as JSON with every space and newline removed: its
+        // `-[IPNCrossBorderPayClass translateToJson:]` (libipaynowCrossBorderPlugin.a, arm64) decodes
+        // mhtReserved, serialises the fields, then replaces "\n" and " " with "" in the whole text. iPayNow's
+        // server therefore checks the signature over values without spaces.
+        for (name, value) in fields where value.contains(" ") || value.contains("\n") {
+            fields[name] = value.replacingOccurrences(of: " ", with: "").replacingOccurrences(of: "\n", with: "")
         }
         if let channel = fields["payChannelType"], !channel.isEmpty, channel != "90", channel != "80" {
             return PluginResult(result: "Fail", erroCode: "PE001", erroInfo: "插件不支持该渠道交易")
