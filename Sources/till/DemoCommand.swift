@@ -81,6 +81,8 @@ struct DemoCommand: AsyncParsableCommand {
             // The second PayFort account takes cards through the FORT mobile SDK; the first through the
             // custom merchant page (the card posted from the device to paymentPage).
             if account.module == "payfort", sameModule.firstIndex(of: account) == 1 { settings["integration"] = "mobile_sdk" }
+            // iPayNow's iOS plugin 1.0.1 opens Alipay only; the sandbox's stand-in also plays WeChat Pay (80).
+            if account.module == "ipaynow" { settings["wechat_pay"] = "true" }
             var credentials: [String: CredentialReference] = [:]
             for (name, value) in account.credentials {
                 let variable = "DEMO_\(id.rawValue)_\(name)".uppercased().replacingOccurrences(of: "-", with: "_")
