@@ -160,10 +160,19 @@ struct MessageTests {
         let agreeing = Setup.crossBorderN001() + [("transStatus", "A001")]
         #expect(try IPayNowMessage(body: TestSigner.message(agreeing, key: Setup.appKey), appKey: Setup.appKey).tradeStatus == "A001")
         // An undocumented field is kept, never checked.
-        let extra = Setup.crossBorderN001() + [("mhtReserved", "a=1&b=2")]
+        let extra = Setup.crossBorderN001() + [("mhtReserved", "a1-b2 备注 100%")]
         let message = try IPayNowMessage(body: TestSigner.message(extra, key: Setup.appKey), appKey: Setup.appKey)
-        #expect(message["mhtReserved"] == "a=1&b=2")
+        #expect(message["mhtReserved"] == "a1-b2 备注 100%")
         #expect(message.values["mhtReserved"] == nil)
+        // But no name or value may hold '&' or '=' once decoded, even a signed one: the signed string could be re-cut.
+        for (name, value) in [("mhtReserved", "a=1&b=2"), ("mhtNote", "tea&milk")] {
+            let pairs = Setup.crossBorderN001() + [(name, value)]
+            let refused = #expect(throws: CheckoutError.self) {
+                _ = try IPayNowMessage(body: TestSigner.message(pairs, key: Setup.appKey), appKey: Setup.appKey)
+            }
+            #expect(refused?.code == .invalidField)
+            #expect(refused?.field == "body.\(name)")
+        }
     }
 
     @Test("a 1.0.0 message signed by the tests' signer (signType signed) reads under the versioned rule")

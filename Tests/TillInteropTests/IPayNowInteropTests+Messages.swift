@@ -161,7 +161,8 @@ extension IPayNowInteropTests {
         let cases: [(name: String, body: String, code: CheckoutError.Code, field: String, sdkRefuses: Bool)] = [
             ("amount changed", try replacing("mhtOrderAmt", with: "1"), .signatureMismatch, "body.signature", true),
             ("status changed", try replacing("tradeStatus", with: "A002"), .signatureMismatch, "body.signature", true),
-            ("reserved value changed", try replacing("mhtReserved", with: "a=1&b=3"), .signatureMismatch, "body.signature", true),
+            ("reserved value changed", try replacing("mhtReserved", with: "a1-b3"), .signatureMismatch, "body.signature", true),
+            ("reserved value re-cut with & and =", try replacing("mhtReserved", with: "a=1&b=3"), .invalidField, "body.mhtReserved", true),
             ("version added (the 1.0.0 rule signs signType)", body + "&version=1.0.0", .signatureMismatch, "body.signature", true),
             ("signature removed", try replacing("signature", with: nil), .missingField, "body.signature", true),
             ("signType RSA", try replacing("signType", with: "RSA"), .invalidField, "body.signType", true),
@@ -262,7 +263,7 @@ enum IPayNowInterop {
             Sample(name: "1.0.0 failed", legacy: false, fields: versioned("v100failed", amount: 1, status: "A002"), status: .failed,
                    amount: money(1, "CNY")),
             Sample(name: "cross-border NZD, amount in NZD", legacy: true,
-                   fields: crossBorder("cbnzd1", currency: "NZD", amount: 1050, flag: "1", status: "A001", reserved: "a=1&b=2 备注 100%"),
+                   fields: crossBorder("cbnzd1", currency: "NZD", amount: 1050, flag: "1", status: "A001", reserved: "a1-b2 备注 100%"),
                    status: .paid, amount: money(1050, "NZD")),
             Sample(name: "cross-border HKD, amount in RMB fen", legacy: true,
                    fields: crossBorder("cbhkd2", currency: "HKD", amount: 8800, flag: "0", status: "A001", channel: "80"),

@@ -51,6 +51,16 @@ public struct IPayNowMessage: Sendable, Hashable {
     ///   `invalid_field` naming the documented field at fault.
     public init(body: Data, appKey: String, field: String = "body", gateway: GatewayID? = nil) throws(CheckoutError) {
         let fields = try FormFields.decode(body, field: field)
+        // The string to sign joins decoded names and values with `&` and `=` and no escaping: a name or value
+        // holding either could be the same signed text cut into other fields (a `tradeStatus` moved out of
+        // another value, a field hidden inside a name). Till's orders never carry them, nor does any real
+        // message; such a message is refused before anything in it is read.
+        if let bad = fields.pairs.first(where: { $0.name.contains(where: { $0 == "&" || $0 == "=" })
+                                                 || $0.value.contains(where: { $0 == "&" || $0 == "=" }) }) {
+            let name = bad.name.contains(where: { $0 == "&" || $0 == "=" }) ? "" : ".\(bad.name)"
+            throw CheckoutError(.invalidField, field: "\(field)\(name)",
+                                message: "a name or value holding '&' or '=' once decoded could re-cut the signed string", gateway: gateway)
+        }
         guard let rule = IPayNowSigning.rule(of: fields), rule == .legacyMessage || rule == .versionedMessage else {
             throw CheckoutError(.missingField, field: "\(field).signature", message: "not a signed message from iPayNow", gateway: gateway)
         }

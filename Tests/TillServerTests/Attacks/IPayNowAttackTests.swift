@@ -17,7 +17,7 @@ import TillIPayNowServer
 /// before it is posted.
 ///
 /// Where the product holds, the test asserts it; where it does not, the failing expectations sit in
-/// `withKnownIssue` with the flaw described.
+/// `withKnownIssue` with the flaw described (none left: the re-cuts were fixed by refusing `&` and `=` in decoded names and values).
 @Suite("Attacks: iPayNow N001 notifications on the real merchant server", .serialized)
 struct IPayNowAttackTests {
     typealias World = IPayNowAttackWorld
@@ -159,17 +159,9 @@ struct IPayNowAttackTests {
             #expect(try await w.notifications(s.attempt).applied == 0)
             #expect(try await w.attempt(s.attempt).status == .pending)
             let storedRecuts = try await w.notifications(s.attempt).all
-            withKnownIssue("""
-                A re-cut of a genuine N001 verifies and is stored whenever the field it drops is one an A00I does not need \
-                (mhtCurrencyType, mhtOrderAmt, mhtAmtCurrFlag, nowPayOrderNo, payChannelType and undocumented ones): \
-                IPayNowMessage.init reads decoded names and values holding '&' and '=' as they come, \
-                and the string to sign cannot tell them from separators. Fix: refuse any decoded name or value holding '&' \
-                or '=' before reading a message (Till's orders never carry them, IPayNowOrder.validate; no real iPayNow \
-                message does), and require the fields README 2.2 marks required.
-                """) {
-                #expect(accepted.isEmpty, "accepted re-cuts: \(accepted.joined(separator: "; "))")
-                #expect(storedRecuts == 0)
-            }
+            // Was a flaw (fixed: IPayNowMessage refuses '&' and '=' in decoded names and values).
+            #expect(accepted.isEmpty, "accepted re-cuts: \(accepted.joined(separator: "; "))")
+            #expect(storedRecuts == 0)
 
             // A space written + or %20: the same decoded value, the same message (stored once, A001 applied once).
             // Till's orders hold no space (the plugin strips them), so the name iPayNow echoes is given one here.
@@ -214,18 +206,11 @@ struct IPayNowAttackTests {
             let answer = try await w.notify(recut)
             await w.settle()
             let (status, stored) = (try await w.attempt(s.attempt).status, try await w.notifications(s.attempt).all)
-            withKnownIssue("""
-                A value iPayNow signed that holds "&tradeStatus=A001&…" can be re-cut into tradeStatus=A001: IPayNowMessage.init \
-                checks only the documented fields' characters, so an undocumented key sorting \
-                after tradeStatus ("zNote") swallows the genuine tail ("&nowPayOrderNo=…&tradeStatus=A002") and the failed \
-                payment reads as paid. Fix: refuse any decoded name or value holding '&' or '=' in a message (Till's own \
-                orders never carry them, IPayNowOrder.validate; no real iPayNow message does), before the signature is \
-                trusted.
-                """) {
-                #expect((400..<500).contains(answer.status), "\(text(answer))")
-                #expect(status == .pending)
-                #expect(stored == 0)
-            }
+            // Was a flaw (fixed: IPayNowMessage refuses '&' and '=' in decoded names and values).
+            #expect((400..<500).contains(answer.status), "\(text(answer))")
+            #expect(status == .pending)
+            #expect(stored == 0)
+            
         }
     }
 
@@ -245,17 +230,9 @@ struct IPayNowAttackTests {
             let replay = try await w.notify(withoutReference)
             #expect(try await w.attempt(s.attempt).status == .paid)
             let storedAfterReplay = try await w.notifications(s.attempt).all
-            withKnownIssue("""
-                A genuine N001 re-cut so that nowPayOrderNo is part of another name ("mhtOrderType=01&nowPayOrderNo", \
-                %3D and %26 on the wire) verifies and is stored a second time: IPayNowServer.report (its \
-                eventID "\\(reference ?? order):\\(raw)") takes the event id from nowPayOrderNo when present and from \
-                mhtOrderNo when not, so the re-cut is another event. Nothing moves (the attempt is already paid), but one \
-                payment notification is stored twice. Fix: refuse '&' and '=' in names and values, and require \
-                nowPayOrderNo in an N001 (README 2.2 marks it required).
-                """) {
-                #expect((400..<500).contains(replay.status), "\(text(replay))")
-                #expect(storedAfterReplay == 1)
-            }
+            // Was a flaw (fixed: IPayNowMessage refuses '&' and '=' in decoded names and values).
+            #expect((400..<500).contains(replay.status), "\(text(replay))")
+            #expect(storedAfterReplay == 1)
 
             // mhtAmtCurrFlag=0 says the amount is RMB fen; "mhtAmtCurrFlag=0&mhtCharset" as one name drops it, and the
             // amount reads in mhtCurrencyType (HKD) instead.
@@ -271,19 +248,10 @@ struct IPayNowAttackTests {
             let genuineAfter = try await w.notify(paid)
             #expect(genuineAfter.status == 200, "\(text(genuineAfter))")
             let cnyStatus = try await w.attempt(cny.attempt).status
-            withKnownIssue("""
-                A genuine CNY N001 (mhtAmtCurrFlag=0) re-cut so that mhtAmtCurrFlag is part of a name ("mhtAmtCurrFlag=0&mhtCharset") \
-                verifies and is read as 10.50 HKD: IPayNowMessage.orderAmount falls back to \
-                mhtCurrencyType when the flag is absent. It is stored as stale under the genuine message's event id \
-                ("<nowPayOrderNo>:A001", IPayNowServer.report), so when iPayNow's own N001 arrives the store calls it a \
-                duplicate (SQLitePaymentStore.ingest: same attempt, gateway and event id) and never applies it: whoever sees \
-                the N001 first (notifyUrl may be plain HTTP) keeps a paid CNY payment pending until the server's own inquiry. \
-                Fix: refuse '&' and '=' in names and values, and require mhtAmtCurrFlag in cross-border messages (README \
-                2.2/2.4 mark it required).
-                """) {
-                #expect((400..<500).contains(misread.status), "\(text(misread))")
-                #expect(cnyStatus == .paid)
-            }
+            // Was a flaw (fixed: IPayNowMessage refuses '&' and '=' in decoded names and values).
+            #expect((400..<500).contains(misread.status), "\(text(misread))")
+            #expect(cnyStatus == .paid)
+            
             // What bounds it: the server's own MQ001 inquiry (the reconciler's, the app's or the backend's) applies iPayNow's word.
             w.upstream.setStatus("A001", for: cny.attempt)
             #expect(try await w.inquire(cny).status == 200)
