@@ -22,6 +22,8 @@ let package = Package(
         .library(name: "TillWorldlineServer", targets: ["TillWorldlineServer"]),
         .library(name: "TillIPayNow", targets: ["TillIPayNow"]),
         .library(name: "TillIPayNowServer", targets: ["TillIPayNowServer"]),
+        .library(name: "TillEcommpay", targets: ["TillEcommpay"]),
+        .library(name: "TillEcommpayServer", targets: ["TillEcommpayServer"]),
         .library(name: "TillSandbox", targets: ["TillSandbox"]),
         .executable(name: "till", targets: ["till"]),
     ],
@@ -98,6 +100,17 @@ let package = Package(
             dependencies: ["Till", "TillGatewayKit", "TillIPayNow", .product(name: "Crypto", package: "swift-crypto")],
             path: "Plugins/IPayNow/Server"
         ),
+        // ecommpay's app half builds and checks the payment options; HMAC-SHA512 signing is the server's.
+        .target(
+            name: "TillEcommpay",
+            dependencies: ["Till", "TillGatewayKit"],
+            path: "Plugins/Ecommpay/Client"
+        ),
+        .target(
+            name: "TillEcommpayServer",
+            dependencies: ["Till", "TillGatewayKit", "TillEcommpay", .product(name: "Crypto", package: "swift-crypto")],
+            path: "Plugins/Ecommpay/Server"
+        ),
         // Local emulators of the gateways, written from their documentation, independent of the plugins.
         .target(
             name: "TillSandbox",
@@ -148,6 +161,8 @@ let package = Package(
                 "TillWorldlineServer",
                 "TillIPayNow",
                 "TillIPayNowServer",
+                "TillEcommpay",
+                "TillEcommpayServer",
                 "TillSandbox",
                 "TillChaos",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -200,11 +215,17 @@ let package = Package(
                            .product(name: "Crypto", package: "swift-crypto")],
             exclude: ["Fixtures"]
         ),
+        .testTarget(
+            name: "TillEcommpayTests",
+            dependencies: ["Till", "TillGatewayKit", "TillEcommpay", "TillEcommpayServer", "TillTesting",
+                           .product(name: "Crypto", package: "swift-crypto")],
+            exclude: ["Fixtures"]
+        ),
         // The vendors' own code as the other party: official Python SDKs in a virtualenv the tests make.
         .testTarget(
             name: "TillInteropTests",
             dependencies: ["Till", "TillGatewayKit", "TillWorldline", "TillWorldlineServer", "TillIPayNow", "TillIPayNowServer",
-                           "TillSandbox", "TillTesting",
+                           "TillEcommpay", "TillEcommpayServer", "TillSandbox", "TillTesting",
                            .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "_CryptoExtras", package: "swift-crypto")],
             exclude: ["Fixtures", "Python"]
@@ -217,7 +238,8 @@ let package = Package(
             name: "TillServerTests",
             dependencies: [
                 "Till", "TillGatewayKit", "TillTesting", "TillServer", "TillPayFort", "TillPayFortServer", "TillCitcon",
-                "TillCitconServer", "TillWorldline", "TillWorldlineServer", "TillIPayNow", "TillIPayNowServer", "TillSandbox",
+                "TillCitconServer", "TillWorldline", "TillWorldlineServer", "TillIPayNow", "TillIPayNowServer", "TillEcommpay", "TillEcommpayServer",
+                "TillSandbox",
                 // Built so the crash-safety test can run the real `till server` process.
                 "till",
                 .product(name: "Metrics", package: "swift-metrics"),

@@ -1,0 +1,113 @@
+import Foundation
+import TillGatewayKit
+
+/// ecommpay: the **app half**, a ``Checkout`` built without the project's secret.
+///
+/// | step | where | what |
+/// |---|---|---|
+/// | Prepare | merchant server | builds the ``EcommpayPaymentOptions`` from the stored payment, checks them, signs `paramsForSignature` (HMAC-SHA512); for other methods signs a Payment Page URL |
+/// | Present | app | cards and Apple Pay: `.launchWallet` (``sdkWallet``) with the signed parameters and the signature for the app's SDK adapter; other methods: `.openURL` of the Payment Page |
+/// | Return | app | the SDK's `PaymentResult` (`0` success, `100` decline, `200` cancelled, `500` error) or the Payment Page's redirect: informational only |
+/// | Confirm | merchant server | ecommpay's signed callback (authoritative), or Gate `/v2/payment/status` |
+public struct EcommpayGateway: Checkout {
+    /// The gateway's identifier (`"ecommpay"` unless a merchant runs several projects).
+    public let gateway: GatewayID
+
+    public init(id: GatewayID = "ecommpay") {
+        self.gateway = id
+    }
+
+    /// Cards and Apple Pay through the SDK; the methods of the Payment Page; sale, authorisation
+    /// (captured through Gate) and verify; Gate status and callbacks.
+    public static let capabilities = GatewayCapabilities(
+        methods: [.card, .applePay, .alipay, .wechatPay, .paypal],
+        actions: [.sale, .authorize, .verify], supportsInquiry: true, supportsNotifications: true)
+
+    /// The same as the type's `capabilities`.
+    public var capabilities: GatewayCapabilities { Self.capabilities }
+
+    /// The ``WalletLaunch/wallet`` of ecommpay's mobile SDK.
+    public static let sdkWallet = "ecommpay"
+    /// Preparation and launch parameters.
+    public enum Parameter {
+        /// The signed parameters, a JSON object as text.
+        public static let params = "params"
+        /// The Base64 HMAC-SHA512 signature of their `paramsForSignature`.
+        public static let signature = "signature"
+        /// `card` or `apple_pay`: which SDK form.
+        public static let method = "method"
+        /// The signed Payment Page URL, for the other methods.
+        public static let pageURL = "payment_page_url"
+    }
+
+    /// The SDK's result codes (`PaymentStatus`: `Success = 0, Decline = 100, Cancelled = 200, Error = 500`).
+    public enum ResultCode: String, Sendable, Hashable, CaseIterable {
+        case success = "0", decline = "100", cancelled = "200", error = "500"
+    }
+
+    // MARK: Present
+
+    /// **Present**: the SDK launch for cards and Apple Pay, the Payment Page for the rest.
+    /// - Throws: ``CheckoutError`` naming `preparation.parameters.<name>` when the server's preparation
+    ///   is not this attempt's or lacks what the channel needs, `input` for anything but `.start`.
+    public func present(_ preparation: Preparation, input: PresentInput) async throws -> NextStep {
+        guard case .start = input else {
+            throw CheckoutError(.unsupportedAction, field: "input", message: "ecommpay's SDK and page collect the details themselves", gateway: gateway)
+        }
+        let parameters = preparation.parameters
+        if let page = parameters[Parameter.pageURL] {
+            guard let url = URL(string: page), let scheme = url.scheme?.lowercased(), scheme == "https" || scheme == "http" else {
+                throw CheckoutError(.invalidField, field: "preparation.parameters.\(Parameter.pageURL)", message: "not a Payment Page URL", gateway: gateway)
+            }
+            return .openURL(url, handoff: .webPage)
+        }
+        let field = "preparation.parameters.\(Parameter.params)"
+        guard let text = parameters[Parameter.params], let signature = parameters[Parameter.signature], !signature.isEmpty else {
+            throw CheckoutError(.missingField, field: field, message: "the server signed no payment options", gateway: gateway)
+        }
+        let params = try OrderedJSON.parse(Data(text.utf8), field: field)
+        guard params["payment_id"]?.stringValue == preparation.attempt.rawValue else {
+            throw CheckoutError(.invalidField, field: "\(field).payment_id", message: "not this attempt's", gateway: gateway)
+        }
+        let expectedAmount = preparation.method == .card && params["operation_type"]?.stringValue == "verify" ? "0" : String(preparation.amount.minorUnits)
+        guard params["payment_amount"]?.numberText == expectedAmount else {
+            throw CheckoutError(.invalidField, field: "\(field).payment_amount", message: "not this attempt's amount", gateway: gateway)
+        }
+        guard params["payment_currency"]?.stringValue == preparation.amount.currency.code else {
+            throw CheckoutError(.invalidField, field: "\(field).payment_currency", message: "not this attempt's currency", gateway: gateway)
+        }
+        let method = parameters[Parameter.method] ?? "card"
+        return .launchWallet(WalletLaunch(wallet: Self.sdkWallet,
+                                          parameters: [Parameter.params: text, Parameter.signature: signature, Parameter.method: method],
+                                          returnURL: preparation.returnURL))
+    }
+
+    // MARK: Return
+
+    /// **Return**: the SDK's `PaymentResult` (its code, and the payment's `status` when it gave one), or the
+    /// Payment Page's redirect. Informational: ecommpay's callback decides.
+    public func interpretReturn(_ event: ReturnEvent, for preparation: Preparation) -> ClientOutcome {
+        switch event {
+        case .callback(let code, let parameters):
+            let status = parameters["status"].flatMap { GatewayText.safe($0) }
+            let errorCode = parameters["error_code"].flatMap { GatewayText.safe($0) }
+            let message = parameters["error_message"].flatMap { GatewayText.safe($0) } ?? status
+            switch ResultCode(rawValue: code) {
+            case .success:
+                return ClientOutcome(status == "awaiting capture" || status == "success" || status == nil ? .succeeded : .pending,
+                                     gatewayCode: code, message: message)
+            case .decline: return ClientOutcome(.failed, gatewayCode: code, message: message)
+            case .cancelled: return ClientOutcome(.cancelled, gatewayCode: code, message: message)
+            case .error:
+                // An error before the form opened moved nothing; one after it may have: the server decides.
+                return ClientOutcome(parameters["id"] == nil ? .failed : .unknown, gatewayCode: errorCode ?? code, message: message)
+            case nil:
+                return ClientOutcome(.unknown, gatewayCode: GatewayText.safe(code), message: "an SDK result Till does not know")
+            }
+        case .url:
+            return ClientOutcome(.pending, message: "back from ecommpay's Payment Page; the callback decides")
+        case .timedOut, .abandoned:
+            return ClientOutcome(.unknown, message: "the customer did not come back from ecommpay")
+        }
+    }
+}

@@ -1,0 +1,260 @@
+import Foundation
+import TillGatewayKit
+
+/// Where the merchant server reaches ecommpay.
+public struct EcommpayEnvironment: Sendable, Hashable {
+    /// The Payment Page's base; the page is `{base}/payment` (every SDK: `paymentpage.ecommpay.com/payment`).
+    public var paymentPage: URL
+    /// Gate's base; requests go to `{base}/v2/…` (the WooCommerce plugin's `EcpGatewayAPI`, the Gate docs).
+    public var gate: URL
+
+    public init(paymentPage: URL, gate: URL) {
+        self.paymentPage = paymentPage
+        self.gate = gate
+    }
+
+    /// `https://paymentpage.ecommpay.com` and `https://api.ecommpay.com`.
+    public static let production = EcommpayEnvironment(paymentPage: URL(string: "https://paymentpage.ecommpay.com")!,
+                                                       gate: URL(string: "https://api.ecommpay.com")!)
+}
+
+/// What a merchant sets for its ecommpay project.
+public struct EcommpaySettings: Sendable, Hashable {
+    /// The project's id, assigned by ecommpay.
+    public var projectId: Int
+    /// `mockModeType` handed to the SDK: `disabled` in production.
+    public var mockMode: EcommpayPaymentOptions.MockMode
+
+    public init(projectId: Int, mockMode: EcommpayPaymentOptions.MockMode = .disabled) {
+        self.projectId = projectId
+        self.mockMode = mockMode
+    }
+}
+
+/// ecommpay: the **server half**. It holds the project's secret key.
+///
+/// - **Prepare** builds the payment options from the stored payment (never from the app), checks them
+///   (errors name the `PaymentOptions` field), and signs them: for cards and Apple Pay the SDK's
+///   parameters, for other methods a Payment Page URL.
+/// - **Confirm**: the signed callback (authoritative), or Gate `/v2/payment/status`.
+/// - **Capture** of an authorisation through Gate `/v2/payment/card/capture` (``capture(_:amount:)``).
+///
+/// ecommpay may retry a declined payment on another provider itself (`cascading_with_redirect`): such a
+/// decline is not final. It stays one Till attempt, pending until the callback of ecommpay's last try.
+public struct EcommpayServer: CheckoutServer {
+    public let gateway: GatewayID
+    public let environment: EcommpayEnvironment
+    public let settings: EcommpaySettings
+    let secret: String
+    let client: GatewayClient
+
+    public init(id: GatewayID = "ecommpay", environment: EcommpayEnvironment = .production, secret: String, settings: EcommpaySettings,
+                transport: any HTTPTransport) {
+        self.gateway = id
+        self.environment = environment
+        self.secret = secret
+        self.settings = settings
+        self.client = GatewayClient(gateway: id, transport: transport)
+    }
+
+    public var capabilities: GatewayCapabilities { EcommpayGateway.capabilities }
+
+    /// A card or an Apple Pay payment goes through the SDK; everything else through the Payment Page.
+    static func usesSDK(_ method: PaymentMethod) -> Bool { method == .card || method == .applePay }
+
+    // MARK: Prepare
+
+    /// **Prepare**: the signed options (`params`, `signature`, `method`) or the signed Payment Page URL.
+    /// - Throws: ``CheckoutError`` naming the `PaymentOptions` field at fault, `returnURL` when a Payment
+    ///   Page payment has no return URL.
+    public func prepare(_ context: AttemptContext) async throws -> Preparation {
+        let options = try options(for: context)
+        let signature = EcommpaySigner.sign(string: options.paramsForSignature, secret: secret)
+        var parameters: [String: String]
+        if Self.usesSDK(context.intent.method) {
+            parameters = [EcommpayGateway.Parameter.params: String(decoding: options.signedParameters.serialized(), as: UTF8.self),
+                          EcommpayGateway.Parameter.signature: signature,
+                          EcommpayGateway.Parameter.method: context.intent.method == .applePay ? "apple_pay" : "card"]
+            if settings.mockMode != .disabled { parameters["mock_mode"] = settings.mockMode.rawValue }
+        } else {
+            parameters = [EcommpayGateway.Parameter.pageURL: try paymentPageURL(options, returnURL: context.returnURL).absoluteString]
+        }
+        return Preparation(gateway: gateway, attempt: context.attempt, method: context.intent.method, amount: context.intent.amount,
+                           parameters: parameters, returnURL: context.returnURL)
+    }
+
+    /// The options of an attempt, checked.
+    public func options(for context: AttemptContext) throws(CheckoutError) -> EcommpayPaymentOptions {
+        let intent = context.intent
+        let action: EcommpayPaymentOptions.Action = switch intent.action {
+        case .authorize: .auth
+        case .verify: .verify
+        default: .sale
+        }
+        var fields: [EcommpayPaymentOptions.AdditionalField] = []
+        let customer = intent.customer
+        for (name, value) in [("customer_email", customer.email), ("customer_phone", customer.phone),
+                              ("customer_first_name", customer.firstName), ("customer_last_name", customer.lastName)] {
+            if let value, !value.isEmpty { fields.append(.init(name, value)) }
+        }
+        let language = customer.locale.map { String($0.prefix(2)).lowercased() }.flatMap { EcommpayPaymentOptions.sdkLanguages.contains($0) ? $0 : nil }
+        let options = EcommpayPaymentOptions(
+            projectId: settings.projectId, paymentId: context.attempt.rawValue,
+            paymentAmount: action == .verify ? 0 : intent.amount.minorUnits, paymentCurrency: intent.amount.currency.code,
+            customerId: customer.reference, paymentDescription: intent.description.flatMap { $0.isEmpty ? nil : $0 }, action: action,
+            additionalFields: fields, languageCode: language, regionCode: intent.country?.code, mockMode: settings.mockMode)
+        if let issue = options.validate(needsContact: intent.method == .card).first {
+            throw CheckoutError(issue.code, field: issue.field, message: issue.message, gateway: gateway)
+        }
+        return options
+    }
+
+    /// `{paymentPage}/payment?<parameters>&signature=<signature>`: the parameters in order, form-encoded,
+    /// the signature last (the PHP SDK's pattern `%s/payment?%s&signature=%s`), with the return URL as
+    /// `merchant_success_url` and `merchant_fail_url`.
+    public func paymentPageURL(_ options: EcommpayPaymentOptions, returnURL: URL?) throws(CheckoutError) -> URL {
+        guard let returnURL else {
+            throw CheckoutError(.misconfigured, field: "returnURL", message: "the Payment Page sends the customer back to a return URL", gateway: gateway)
+        }
+        guard case .object(var members) = options.signedParameters else { throw CheckoutError(.invalidField, field: "params", message: "not an object") }
+        members.append(.init(key: "merchant_success_url", value: .string(returnURL.absoluteString)))
+        members.append(.init(key: "merchant_fail_url", value: .string(returnURL.absoluteString)))
+        let object = OrderedJSON.object(members)
+        let signature = EcommpaySigner.sign(object, secret: secret)
+        let pairs = members.compactMap { member -> (String, String)? in
+            switch member.value {
+            case .string(let text), .number(let text): (member.key, text)
+            case .bool(let flag): (member.key, flag ? "1" : "0")
+            default: nil   // nested objects are SDK-only (recurring, secure_info)
+            }
+        }
+        let query = FormFields.encode(pairs) + "&signature=" + FormFields.encode([("", signature)]).dropFirst()
+        guard let url = URL(string: environment.paymentPage.appendingPathComponent("payment").absoluteString + "?" + query) else {
+            throw CheckoutError(.invalidField, field: "paymentPage", message: "not a URL", gateway: gateway)
+        }
+        return url
+    }
+
+    // MARK: Confirm
+
+    /// **Confirm**: a callback, verified, for this project, read into a report.
+    public func verifyNotification(_ notification: IncomingNotification) throws -> VerifiedNotification {
+        let callback = try EcommpayCallback(notification.body, secret: secret, field: "body", gateway: gateway)
+        guard callback.projectId == String(settings.projectId) else {
+            throw CheckoutError(.invalidField, category: .verification, field: "body.project_id", message: "another project's callback", gateway: gateway)
+        }
+        return VerifiedNotification(report: try report(callback.body, field: "body"),
+                                    acknowledgement: NotificationAcknowledgement(statusCode: 200, contentType: "text/plain", body: Data("OK".utf8)))
+    }
+
+    /// The `payment.id` a callback claims, read without verifying it.
+    public func claimedAttempt(in notification: IncomingNotification) -> AttemptReference? {
+        guard let body = try? OrderedJSON.parse(notification.body) else { return nil }
+        return (body["payment"]?["id"]?.stringValue ?? body["general"]?["payment_id"]?.stringValue).map(AttemptReference.init(rawValue:))
+    }
+
+    /// **Confirm**: Gate `POST /v2/payment/status` for the attempt (signed; a signature in the answer, when
+    /// there is one, must match).
+    public func inquire(_ query: InquiryQuery) async throws -> StatusReport {
+        let body = try await gate("v2/payment/status", .object([generalBlock(query.attempt)]))
+        if body["payment"] == nil, let errors = body["errors"]?.arrayValue, !errors.isEmpty {
+            let message = errors.first?["message"]?.stringValue.flatMap { GatewayText.safe($0) }
+            throw CheckoutError(.attemptNotFound, field: "payment_id", message: message ?? "ecommpay has no such payment", gateway: gateway)
+        }
+        let report = try report(body, field: "status")
+        guard report.attempt == query.attempt else {
+            throw CheckoutError(.invalidField, category: .unknownOutcome, field: "status.payment.id", message: "the answer is about another payment",
+                                gateway: gateway)
+        }
+        return report
+    }
+
+    /// Gate's answer to a capture: the request's own status (`success` means accepted for processing; the
+    /// result comes in a callback whose `operation.type` is `capture`).
+    public struct CaptureAnswer: Sendable, Hashable {
+        public var status: String?
+        public var requestId: String?
+    }
+
+    /// Captures an authorisation (all of it, or `amount` of it): Gate `POST /v2/payment/card/capture`.
+    public func capture(_ attempt: AttemptReference, amount: Money) async throws -> CaptureAnswer {
+        let payment = OrderedJSON.object([.init(key: "amount", value: .number(String(amount.minorUnits))),
+                                          .init(key: "currency", value: .string(amount.currency.code))])
+        let body = try await gate("v2/payment/card/capture", .object([generalBlock(attempt), .init(key: "payment", value: payment)]))
+        if let status = body["status"]?.stringValue, status == "error" || status == "decline" {
+            throw CheckoutError(.declined, field: "capture", message: body["message"]?.stringValue.flatMap { GatewayText.safe($0) } ?? status,
+                                gateway: gateway, gatewayCode: body["code"]?.stringValue ?? body["code"]?.numberText)
+        }
+        return CaptureAnswer(status: body["status"]?.stringValue, requestId: body["request_id"]?.stringValue)
+    }
+
+    /// The `payment.sum` or the capture's own sum, read through a report.
+    func generalBlock(_ attempt: AttemptReference) -> OrderedJSON.Member {
+        .init(key: "general", value: .object([.init(key: "project_id", value: .number(String(settings.projectId))),
+                                              .init(key: "payment_id", value: .string(attempt.rawValue))]))
+    }
+
+    /// One signed Gate request; the answer parsed (and its signature checked when it carries one).
+    func gate(_ path: String, _ object: OrderedJSON) async throws -> OrderedJSON {
+        let signed = EcommpaySigner.signed(object, secret: secret)
+        let request = TransportRequest(method: .post, url: environment.gate.appendingPathComponent(path),
+                                       headers: ["Content-Type": "application/json", "Accept": "application/json"], body: signed.serialized())
+        let response = try await client.send(request)
+        guard response.statusCode == 200 else {
+            throw CheckoutError(.gatewayError, category: .unknownOutcome, field: path, message: "Gate answered HTTP \(response.statusCode)", gateway: gateway)
+        }
+        let body: OrderedJSON
+        do { body = try OrderedJSON.parse(response.body, field: path) } catch {
+            throw CheckoutError(.malformedBody, category: .unknownOutcome, field: path, message: error.message, gateway: gateway)
+        }
+        if let signature = body["signature"]?.stringValue ?? body["general"]?["signature"]?.stringValue,
+           !EcommpaySigner.isValid(signature, of: EcommpaySigner.removingSignatures(body), secret: secret) {
+            throw CheckoutError(.signatureMismatch, field: "\(path).signature", message: "Gate's answer is not signed with this project's key", gateway: gateway)
+        }
+        return body
+    }
+
+    // MARK: Reading
+
+    /// The Till status of an ecommpay payment status (the Python SDK's `callback.py` constants, the PHP
+    /// SDK's `canceled` and `partially reversed`, the WooCommerce plugin's longer list). A decline ecommpay
+    /// will retry on another provider (`cascading_with_redirect`) is pending, not failed.
+    public static func paymentStatus(_ raw: String, cascading: Bool = false) -> PaymentStatus {
+        switch raw {
+        case "success": .paid
+        case "awaiting capture", "partially reversed": .authorized
+        case "decline": cascading ? .pending : .failed
+        case "error", "internal error", "external error", "decline renewal": .failed
+        case "cancelled", "canceled", "reversed": .cancelled
+        case "refunded": .refunded
+        case "partially refunded": .partiallyRefunded
+        case "expired": .expired
+        case "processing", "awaiting 3ds result", "awaiting redirect result", "awaiting customer", "awaiting clarification",
+             "awaiting customer action", "awaiting approval", "awaiting retry", "external processing", "initial", "awaiting confirmation":
+            .pending
+        default: PaymentStatus(rawValue: "ecommpay_status_" + raw.replacingOccurrences(of: " ", with: "_"))
+        }
+    }
+
+    func report(_ body: OrderedJSON, field: String) throws(CheckoutError) -> StatusReport {
+        guard let payment = body["payment"], let id = payment["id"]?.stringValue, !id.isEmpty else {
+            throw CheckoutError(.missingField, field: "\(field).payment.id", message: "the message names no payment", gateway: gateway)
+        }
+        guard let raw = payment["status"]?.stringValue else {
+            throw CheckoutError(.missingField, field: "\(field).payment.status", message: "the message carries no status", gateway: gateway)
+        }
+        let cascading = payment["cascading_with_redirect"]?.boolValue ?? false
+        let status = Self.paymentStatus(raw, cascading: cascading)
+        let operation = body["operation"]
+        let sum = EcommpayCallback.money(payment["sum"])
+        if status == .paid || status == .authorized, sum == nil {
+            throw CheckoutError(.missingField, field: "\(field).payment.sum", message: "a payment without its amount", gateway: gateway)
+        }
+        let operationID = operation?["id"]?.numberText ?? operation?["id"]?.stringValue ?? ""
+        let code = operation?["code"]?.stringValue ?? operation?["code"]?.numberText
+        return StatusReport(gateway: gateway, attempt: AttemptReference(rawValue: id), gatewayReference: id, status: status, amount: sum,
+                            gatewayStatus: raw + (cascading ? " (cascading_with_redirect)" : ""), gatewayCode: code,
+                            gatewayMessage: operation?["message"]?.stringValue.flatMap { GatewayText.safe($0) },
+                            eventID: "\(id):\(operationID):\(operation?["type"]?.stringValue ?? ""):\(raw):\(cascading)")
+    }
+}
