@@ -47,6 +47,10 @@ struct PythonEnvironment: Sendable {
     /// `cryptography` below 46, which `requirements.txt`'s jwcrypto does not accept.
     static let ipaynow: Task<PythonEnvironment, any Error> = Task { try await prepare(requirementsFile: "ipaynow-requirements.txt") }
 
+    /// ecommpay's Python SDK (PyPI `ecommpay-sdk` 1.0.6, hash-pinned) in a virtualenv of its own, from
+    /// `Python/ecommpay-requirements.txt`.
+    static let ecommpay: Task<PythonEnvironment, any Error> = Task { try await prepare(requirementsFile: "ecommpay-requirements.txt") }
+
     /// Finds or makes the virtualenv of `Python/<requirementsFile>`.
     static func prepare(requirementsFile: String = "requirements.txt") async throws -> PythonEnvironment {
         guard let systemPython else { throw InteropError("python3 not found on PATH") }
