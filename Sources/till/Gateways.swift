@@ -1,6 +1,7 @@
 import Foundation
 import Till
 import TillCitconServer
+import TillEcommpayServer
 import TillGatewayKit
 import TillIPayNowServer
 import TillPayFortServer
@@ -18,6 +19,7 @@ enum Gateways {
         CitconPlugin.plugin,
         WorldlinePlugin.plugin,
         IPayNowPlugin.plugin,
+        EcommpayPlugin.plugin,
     ]
 
     /// Every gateway emulator `till sandbox` hosts, each with its built-in sandbox account.

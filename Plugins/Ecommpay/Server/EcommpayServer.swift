@@ -143,8 +143,11 @@ public struct EcommpayServer: CheckoutServer {
         guard callback.projectId == String(settings.projectId) else {
             throw CheckoutError(.invalidField, category: .verification, field: "body.project_id", message: "another project's callback", gateway: gateway)
         }
+        // A callback whose signed string could be cut into other fields (a ';' inside a key or value) is a
+        // trigger only: Gate's status decides.
         return VerifiedNotification(report: try report(callback.body, field: "body"),
-                                    acknowledgement: NotificationAcknowledgement(statusCode: 200, contentType: "text/plain", body: Data("OK".utf8)))
+                                    acknowledgement: NotificationAcknowledgement(statusCode: 200, contentType: "text/plain", body: Data("OK".utf8)),
+                                    confirmBeforeApplying: !callback.isUnambiguous)
     }
 
     /// The `payment.id` a callback claims, read without verifying it.
@@ -243,7 +246,7 @@ public struct EcommpayServer: CheckoutServer {
         guard let raw = payment["status"]?.stringValue else {
             throw CheckoutError(.missingField, field: "\(field).payment.status", message: "the message carries no status", gateway: gateway)
         }
-        let cascading = payment["cascading_with_redirect"]?.boolValue ?? false
+        let cascading = EcommpayCallback.flag(payment["cascading_with_redirect"])
         let status = Self.paymentStatus(raw, cascading: cascading)
         let operation = body["operation"]
         let sum = EcommpayCallback.money(payment["sum"])

@@ -90,7 +90,32 @@ public struct EcommpayCallback: Sendable, Hashable {
     /// `operation.id`.
     public var operationId: String? { body["operation"]?["id"]?.numberText ?? body["operation"]?["id"]?.stringValue }
     /// `payment.cascading_with_redirect`: ecommpay itself will try another provider for this payment.
-    public var cascadingWithRedirect: Bool { body["payment"]?["cascading_with_redirect"]?.boolValue ?? false }
+    public var cascadingWithRedirect: Bool { EcommpayCallback.flag(body["payment"]?["cascading_with_redirect"]) }
+
+    /// Whether the signed string says exactly one thing: no key and no value holds `;` (the string joins
+    /// leaves with `;` and escapes nothing in values, so a `;` inside a value could be the signed text of
+    /// other leaves cut differently). A callback that is not is only a trigger: the server asks Gate.
+    public var isUnambiguous: Bool { Self.unambiguous(body) }
+
+    static func unambiguous(_ value: OrderedJSON) -> Bool {
+        switch value {
+        case .object(let members): members.allSatisfy { !$0.key.contains(";") && unambiguous($0.value) }
+        case .array(let items): items.allSatisfy(unambiguous)
+        case .string(let text): !text.contains(";")
+        default: true
+        }
+    }
+
+    /// A flag as signed: `true`, and equally `1` or `"1"` or `"true"` (all sign as `1`, so a re-cut from
+    /// one to the other keeps the signature; all are read the same).
+    static func flag(_ value: OrderedJSON?) -> Bool {
+        switch value {
+        case .bool(let flag)?: flag
+        case .number(let text)?: text == "1"
+        case .string(let text)?: text == "1" || text == "true"
+        default: false
+        }
+    }
     /// `payment.sum` (`{amount, currency}`, minor units), when readable.
     public var paymentSum: Money? { EcommpayCallback.money(body["payment"]?["sum"]) }
 
