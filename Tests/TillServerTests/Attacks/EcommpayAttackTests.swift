@@ -17,9 +17,10 @@ import TillGatewayKit
 /// genuine string to sign (so it carries the genuine signature) before it is posted.
 ///
 /// Where the product holds, the test asserts it; where it does not, the failing expectations sit in
-/// `withKnownIssue` with the flaw described. Two flaws found here were fixed in the module (a `;` re-cut of a
-/// processing or declined callback into `success` paid the attempt; `cascading_with_redirect` signed as `1`
-/// read as a final decline): their tests are now plain expectations.
+/// `withKnownIssue` with the flaw described. Two flaws these attacks aim at were fixed in the module before these
+/// tests first ran against it (read from its earlier code: a `;` re-cut of a processing or declined callback into
+/// `success` verified and would have been applied as paid; `cascading_with_redirect` signed as `1` was read as a
+/// final decline): their tests are plain expectations.
 @Suite("Attacks: ecommpay callbacks on the real merchant server", .serialized)
 struct EcommpayAttackTests {
     typealias World = EcommpayAttackWorld
@@ -169,8 +170,8 @@ struct EcommpayAttackTests {
                 let asked = w.upstream.requests.count
                 let answer = try await w.notify(forged)
                 await w.settle()
-                // Was a flaw before the module's fix (a ';' in a key or value makes a callback a trigger only): the
-                // re-cut verified and paid. Now it is acknowledged, kept, not applied, and Gate is asked.
+                // The re-cut verifies (it carries the genuine signature); the module makes a callback with a ';' in a
+                // key or value a trigger only: acknowledged, kept, not applied, and Gate is asked.
                 #expect([200, 400, 401].contains(answer.status), "\(status): \(text(answer))")
                 #expect(try await w.attempt(s.attempt).status == .pending, "\(status)")
                 #expect(try await w.notifications(s.attempt).applied == 0, "\(status)")
@@ -206,7 +207,7 @@ struct EcommpayAttackTests {
                 let genuine = w.callback(s, status: "decline", cascading: true)
                 let respelled = genuine.setting(["payment", "cascading_with_redirect"], spelling)
                 #expect(isRecut(respelled, of: genuine))
-                // The module reads the flag as signed (was a flaw: only a JSON true counted, so 1 read as a final decline).
+                // The module reads the flag as signed (the module's earlier code counted only a JSON true, so 1 read as a final decline).
                 let callback = try EcommpayCallback(respelled.serialized(), secret: w.a.project.secret)
                 #expect(callback.cascadingWithRedirect, "\(spelling.text)")
                 let answer = try await w.notify(respelled)
