@@ -111,9 +111,9 @@ struct GatewayTests {
         let mine = try await Self.preparation(Setup.intent(method: .alipay), returnURL: Setup.webReturn)
         var other = mine
         other.attempt = AttemptReference(rawValue: "att0000000000000000000002")
-        await withKnownIssue("present opens any http(s) Payment Page URL without checking its payment_id, amount or currency") {
+        await // Was a known issue, fixed in the module.
             await #expect(throws: CheckoutError.self) { _ = try await app.present(other, input: .start) }
-        }
+        
     }
 
     // MARK: Return

@@ -176,9 +176,9 @@ struct PaymentOptionsTests {
     func articleLanguageExample() {
         var options = Self.valid()
         options.languageCode = "IT"
-        withKnownIssue("the module compares languageCode case-sensitively and refuses the article's example \"IT\"") {
-            #expect(options.validate().isEmpty)
-        }
+        // Was a known issue, fixed in the module.
+        #expect(options.validate().isEmpty)
+        
     }
 
     // MARK: recurrentInfo

@@ -161,9 +161,9 @@ struct ServerTests {
         let url = try Setup.server().paymentPageURL(options, returnURL: Setup.webReturn)
         let pairs = decodeQuery(url.query ?? "")
         let signed = OrderedJSON.object(pairs.dropLast().map { .init(key: $0.0, value: .string($0.1)) })
-        withKnownIssue("paymentPageURL signs recurring/secure_info but leaves them out of the URL") {
-            #expect(pairs.last?.1 == TestSigner.sign(signed, secret: Setup.secret))
-        }
+        // Was a known issue, fixed in the module.
+        #expect(pairs.last?.1 == TestSigner.sign(signed, secret: Setup.secret))
+        
         // Without nested members the URL verifies.
         let plain = try Setup.server().paymentPageURL(PaymentOptionsTests.valid(), returnURL: Setup.webReturn)
         let plainPairs = decodeQuery(plain.query ?? "")

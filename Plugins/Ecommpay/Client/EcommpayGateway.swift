@@ -56,8 +56,15 @@ public struct EcommpayGateway: Checkout {
         }
         let parameters = preparation.parameters
         if let page = parameters[Parameter.pageURL] {
-            guard let url = URL(string: page), let scheme = url.scheme?.lowercased(), scheme == "https" || scheme == "http" else {
-                throw CheckoutError(.invalidField, field: "preparation.parameters.\(Parameter.pageURL)", message: "not a Payment Page URL", gateway: gateway)
+            let field = "preparation.parameters.\(Parameter.pageURL)"
+            guard let url = URL(string: page), let scheme = url.scheme?.lowercased(), scheme == "https" || scheme == "http",
+                  let query = URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedQuery,
+                  let fields = try? FormFields.decode(Data(query.utf8), field: field) else {
+                throw CheckoutError(.invalidField, field: field, message: "not a Payment Page URL", gateway: gateway)
+            }
+            for (name, expected) in [("payment_id", preparation.attempt.rawValue), ("payment_amount", String(preparation.amount.minorUnits)),
+                                     ("payment_currency", preparation.amount.currency.code)] where fields[name] != expected {
+                throw CheckoutError(.invalidField, field: "\(field).\(name)", message: "not this attempt's", gateway: gateway)
             }
             return .openURL(url, handoff: .webPage)
         }
@@ -89,7 +96,9 @@ public struct EcommpayGateway: Checkout {
     public func interpretReturn(_ event: ReturnEvent, for preparation: Preparation) -> ClientOutcome {
         switch event {
         case .callback(let code, let parameters):
-            let status = parameters["status"].flatMap { GatewayText.safe($0) }
+            // The platform writes `awaiting capture`; the SDK's closed core may hand its enum's name
+            // (`AWAITING_CAPTURE`): both read the same.
+            let status = parameters["status"].flatMap { GatewayText.safe($0) }.map { $0.lowercased().replacingOccurrences(of: "_", with: " ") }
             let errorCode = parameters["error_code"].flatMap { GatewayText.safe($0) }
             let message = parameters["error_message"].flatMap { GatewayText.safe($0) } ?? status
             switch ResultCode(rawValue: code) {

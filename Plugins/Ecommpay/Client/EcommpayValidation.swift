@@ -6,6 +6,13 @@ extension EcommpayPaymentOptions {
     /// them keeps the form from opening.
     public static let sdkLanguages: Set<String> = ["en", "de", "hu", "it", "es", "fr"]
 
+    /// The names ``signedParameters`` uses for the options' own parameters: an additional field may not take one.
+    public static let reservedNames: Set<String> = [
+        "project_id", "payment_id", "payment_amount", "payment_currency", "customer_id", "payment_description", "operation_type",
+        "receipt_data", "hide_saved_wallets", "force_payment_method", "language_code", "region_code", "account_token", "recurring",
+        "secure_info", "signature", "frame_mode", "merchant_success_url", "merchant_fail_url",
+    ]
+
     /// The article's rules for the 3-D Secure 2 fields: allowed codes, lengths, formats.
     enum SecureRule {
         case codes([String])
@@ -82,6 +89,9 @@ extension EcommpayPaymentOptions {
                 issue("\(path).name", .invalidField, "a field name without ':', ';' or spaces")
             }
             if !seen.insert(field.name).inserted { issue("\(path).name", .duplicateField, "\(field.name) is given twice") }
+            if Self.reservedNames.contains(field.name) {
+                issue("\(path).name", .invalidField, "\(field.name) is a parameter of its own, not an additional field")
+            }
             if field.value.isEmpty { issue("\(path).value", .missingField, "is empty") }
             plain("\(path).value", field.value, max: 255)
             if field.name == "customer_email", !Validators.email(field.value, field: "").isEmpty {
@@ -102,7 +112,7 @@ extension EcommpayPaymentOptions {
            !method.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_" || $0 == "-") }) {
             issue("forcePaymentMethod", .invalidField, "a payment method id (letters, digits, '_', '-')")
         }
-        if let language = languageCode, !language.isEmpty, !Self.sdkLanguages.contains(language) {
+        if let language = languageCode, !language.isEmpty, !Self.sdkLanguages.contains(language.lowercased()) {
             issue("languageCode", .invalidField, "the SDK opens only in \(Self.sdkLanguages.sorted().joined(separator: ", "))")
         }
         if let region = regionCode, !region.isEmpty, (try? CountryCode(region)) == nil {

@@ -116,7 +116,11 @@ public struct EcommpayServer: CheckoutServer {
         guard let returnURL else {
             throw CheckoutError(.misconfigured, field: "returnURL", message: "the Payment Page sends the customer back to a return URL", gateway: gateway)
         }
-        guard case .object(var members) = options.signedParameters else { throw CheckoutError(.invalidField, field: "params", message: "not an object") }
+        guard case .object(let all) = options.signedParameters else { throw CheckoutError(.invalidField, field: "params", message: "not an object") }
+        // Only flat parameters travel in the URL (nested objects are the SDK's), so only they are signed.
+        var members = all.filter { member in
+            switch member.value { case .object, .array: false; default: true }
+        }
         members.append(.init(key: "merchant_success_url", value: .string(returnURL.absoluteString)))
         members.append(.init(key: "merchant_fail_url", value: .string(returnURL.absoluteString)))
         let object = OrderedJSON.object(members)
@@ -125,7 +129,7 @@ public struct EcommpayServer: CheckoutServer {
             switch member.value {
             case .string(let text), .number(let text): (member.key, text)
             case .bool(let flag): (member.key, flag ? "1" : "0")
-            default: nil   // nested objects are SDK-only (recurring, secure_info)
+            default: nil
             }
         }
         let query = FormFields.encode(pairs) + "&signature=" + FormFields.encode([("", signature)]).dropFirst()
