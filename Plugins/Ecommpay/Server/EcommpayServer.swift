@@ -214,11 +214,27 @@ public struct EcommpayServer: CheckoutServer {
         do { body = try OrderedJSON.parse(response.body, field: path) } catch {
             throw CheckoutError(.malformedBody, category: .unknownOutcome, field: path, message: error.message, gateway: gateway)
         }
-        if let signature = body["signature"]?.stringValue ?? body["general"]?["signature"]?.stringValue,
-           !EcommpaySigner.isValid(signature, of: EcommpaySigner.removingSignatures(body), secret: secret) {
-            throw CheckoutError(.signatureMismatch, field: "\(path).signature", message: "Gate's answer is not signed with this project's key", gateway: gateway)
+        if let signature = body["signature"]?.stringValue ?? body["general"]?["signature"]?.stringValue {
+            guard EcommpaySigner.isValid(signature, of: EcommpaySigner.removingSignatures(body), secret: secret) else {
+                throw CheckoutError(.signatureMismatch, field: "\(path).signature", message: "Gate's answer is not signed with this project's key",
+                                    gateway: gateway)
+            }
+        } else if !Self.isTrustedChannel(environment.gate) {
+            // No source shows whether Gate signs its answers (the WooCommerce plugin checks none): an unsigned
+            // answer is believed only over TLS, or from the local sandbox, never over plain HTTP elsewhere.
+            throw CheckoutError(.signatureMismatch, category: .unknownOutcome, field: "\(path).signature",
+                                message: "an unsigned Gate answer over plain HTTP is not believed", gateway: gateway)
         }
         return body
+    }
+
+    /// `https`, or plain `http` to a loopback host (the local sandbox).
+    static func isTrustedChannel(_ url: URL) -> Bool {
+        switch url.scheme?.lowercased() {
+        case "https": true
+        case "http": ["127.0.0.1", "localhost", "::1"].contains(url.host?.lowercased() ?? "")
+        default: false
+        }
     }
 
     // MARK: Reading
