@@ -5,6 +5,7 @@ import FoundationNetworking
 #endif
 import Logging
 import Till
+import TillEcommpayServer
 import TillGatewayKit
 import TillSandbox
 import TillServer
@@ -16,7 +17,7 @@ struct DemoCommand: AsyncParsableCommand {
         abstract: "Run checkouts end to end on loopback: app → merchant server → gateway sandbox → notification → server.",
         discussion: """
             Everything starts in this process on 127.0.0.1 with embedded defaults: the gateway sandbox \
-            (two PayFort accounts, a Citcon account, a Worldline Connect account and an iPayNow app), the merchant server (SQLite in a temporary \
+            (two PayFort accounts, a Citcon account, a Worldline Connect account, an iPayNow app and an ecommpay project), the merchant server (SQLite in a temporary \
             folder), and an app (AppCheckout with its return handler) whose customer types test cards \
             or pays in a wallet. Nothing else is needed.
             """)
@@ -65,7 +66,10 @@ struct DemoCommand: AsyncParsableCommand {
         // iPayNow posts its N001 notification to the notifyUrl of each order (the server's, signed into it).
         let ipaynow = IPayNowEmulator(apps: [.init(appId: "1400000000000777", appKey: "demo-ipaynow-md5-key")],
                                       notifyRetryInterval: .milliseconds(100), logger: logger)
-        let sandbox = try await Sandbox.start(emulators: [emulator, citcon, worldline, ipaynow], logger: logger)
+        // ecommpay posts its callbacks to the URL configured for the project: set once the server listens.
+        let ecommpay = EcommpayEmulator(projects: [.init(projectId: 4242, secretKey: "demo-ecommpay-secret")],
+                                        callbackRetryInterval: .milliseconds(100), logger: logger)
+        let sandbox = try await Sandbox.start(emulators: [emulator, citcon, worldline, ipaynow, ecommpay], logger: logger)
 
         // 2. The merchant server, configured like a real one from the sandbox's accounts: one gateway per
         //    account, secrets from its environment, each module built by its own plugin.
@@ -90,7 +94,7 @@ struct DemoCommand: AsyncParsableCommand {
                 credentials[name] = CredentialReference(env: variable)
             }
             // Each account takes its own currency: SAR to PayFort, USD to Citcon, EUR to Worldline, NZD to iPayNow.
-            let currency = ["payfort": "SAR", "citcon": "USD", "worldline": "EUR", "ipaynow": "NZD"][account.module]
+            let currency = ["payfort": "SAR", "citcon": "USD", "worldline": "EUR", "ipaynow": "NZD", "ecommpay": "GBP"][account.module]
             gateways.append(GatewayConfiguration(id: id, module: account.module, credentials: credentials, settings: settings,
                                                  limits: currency.map { CapabilityLimits(currencies: [$0]) }))
             guard let plugin = Gateways.plugin(account.module) else { throw CheckoutError(.misconfigured, message: "no \(account.module) module") }
@@ -124,6 +128,8 @@ struct DemoCommand: AsyncParsableCommand {
         }
         let worldlineID = gateways.first { $0.module == "worldline" }?.id.rawValue ?? "worldline"
         _ = await worldline.setWebhookURL(serverURL.appendingPathComponent("v1/notifications/\(worldlineID)"), for: "demo-worldline")
+        let ecommpayID = gateways.first { $0.module == "ecommpay" }?.id.rawValue ?? "ecommpay"
+        _ = await ecommpay.setCallbackURL(serverURL.appendingPathComponent("v1/notifications/\(ecommpayID)"), for: 4242)
         say("▶ server       \(serverURL)  (SQLite in \(folder.lastPathComponent); notifications at /v1/notifications/<gateway>)")
 
         // 3. The app: one return handler (a URL scheme and a universal link), one checkout; the customer
@@ -134,7 +140,7 @@ struct DemoCommand: AsyncParsableCommand {
         let merchantBackend = MerchantAPIClient(baseURL: serverURL, apiKey: environment["DEMO_API_KEY"]!, transport: URLSessionTransport())
         let backend = ClientSecretBackend(merchant: merchantBackend, transport: URLSessionTransport())
         say("▶ app          holds one client secret per payment (the merchant's backend creates the payment); no API key")
-        let total = 16
+        let total = 21
         let sar = try Currency(code: "SAR")
 
         func checkout(_ title: String, index: Int, card: String, amount: String, action: PaymentAction = .sale,
@@ -319,7 +325,50 @@ struct DemoCommand: AsyncParsableCommand {
         rows.append(try await ipaynowCheckout("iPayNow: the N001 arrives before the customer is back", index: 15, method: .alipay,
                                               amount: "41.00", comesBack: .afterNotification, expect: .paid))
 
-        say("\n[16/\(total)] A forged return URL is ignored")
+        func ecommpayCheckout(_ title: String, index: Int, method: PaymentMethod, amount: String, action: PaymentAction = .sale,
+                              choice: SandboxEcommpayCustomer.Choice = .complete, expect: PaymentStatus,
+                              after: ((CheckoutResult) async throws -> PaymentStatus)? = nil) async throws -> Row {
+            say("\n[\(index)/\(total)] \(title)")
+            let customer = SandboxEcommpayCustomer(baseURL: sandbox.baseURL(of: ecommpay), returns: returns, choice: choice) { say("  \($0)") }
+            let checkout = AppCheckout(backend: backend, gateways: appGateways, returns: returns, presenter: customer,
+                                       returnTimeout: .seconds(10), confirmationTimeout: .seconds(5), confirmationInterval: .milliseconds(50))
+            let intent = PaymentIntent(merchantReference: "demo-\(index)-\(UUID().uuidString.prefix(6).lowercased())",
+                                       amount: try Money(decimal: amount, currency: try Currency(code: "GBP")), method: method, action: action,
+                                       customer: Customer(email: "customer@example.com"), description: "Demo order \(index)")
+            say("  app     pays \(intent.amount) (\(action.rawValue)) with \(method); the server signs the payment options")
+            let result = try await checkout.pay(intent)
+            await ecommpay.waitForCallbacks()
+            var status = try await backend.status(of: result.preparation.attempt)?.status ?? result.status
+            if let after { status = try await after(result) }
+            let callbacks = await ecommpay.callbacks.filter { $0.paymentId == result.preparation.attempt.rawValue }
+            say("  server  ecommpay callbacks: \(callbacks.count); the app saw \(result.clientOutcome.kind.rawValue)"
+                + (result.clientOutcome.gatewayCode.map { " (\($0))" } ?? "") + "; the server says \(status)")
+            let charged = await ecommpay.ledger.filter { $0.paymentId == result.preparation.attempt.rawValue }.count
+            return Row(scenario: title, expected: expect, status: status, client: result.clientOutcome.kind.rawValue,
+                       gateways: result.preparation.gateway.rawValue, attempts: result.attempts, charged: charged)
+        }
+        rows.append(try await ecommpayCheckout("ecommpay: card Sale through the SDK", index: 16, method: .card, amount: "19.99", expect: .paid))
+        rows.append(try await ecommpayCheckout("ecommpay: Auth, then capture through Gate", index: 17, method: .card, amount: "42.00",
+                                               action: .authorize, expect: .paid) { result in
+            let module = try EcommpayPlugin.plugin.makeServer(GatewayPluginContext(
+                id: GatewayID(rawValue: ecommpayID), settings: ModuleSettings(
+                    module: "ecommpay", settings: gateways.first { $0.module == "ecommpay" }?.settings ?? [:],
+                    credentials: ["secret_key": "demo-ecommpay-secret"]),
+                transport: URLSessionTransport()))
+            guard let server = module as? EcommpayServer else { return .failed }
+            say("  server  authorized; the merchant captures \(result.preparation.amount) (Gate /v2/payment/card/capture)")
+            let answer = try await server.capture(result.preparation.attempt, amount: result.preparation.amount)
+            say("  gate    capture request \(answer.status ?? "-")")
+            await ecommpay.waitForCallbacks()
+            return try await backend.status(of: result.preparation.attempt)?.status ?? .pending
+        })
+        rows.append(try await ecommpayCheckout("ecommpay: Verify (a zero amount)", index: 18, method: .card, amount: "0.00", action: .verify,
+                                               expect: .paid))
+        rows.append(try await ecommpayCheckout("ecommpay: PayPal on the Payment Page", index: 19, method: .paypal, amount: "12.50", expect: .paid))
+        rows.append(try await ecommpayCheckout("ecommpay: a decline cascaded inside ecommpay, one attempt", index: 20, method: .card,
+                                               amount: "30.00", choice: .cascade, expect: .paid))
+
+        say("\n[21/\(total)] A forged return URL is ignored")
         let expected = try returns.expectReturn()
         let forged = URL(string: "tilldemo://till/return?till_state=forged&status=14&response_code=14000")!
         let forgedAccepted = returns.handle(forged)
@@ -349,6 +398,8 @@ struct DemoCommand: AsyncParsableCommand {
         let citconLedger = await citcon.ledger
         let worldlineLedger = await worldline.ledger
         say("  Worldline ledger: \(worldlineLedger.count) operation(s) — \(worldlineLedger.map { "\($0.operation.rawValue) \($0.amount) \($0.currency)" }.joined(separator: ", "))")
+        let ecommpayLedger = await ecommpay.ledger
+        say("  ecommpay ledger: \(ecommpayLedger.count) operation(s) — \(ecommpayLedger.map { $0.operation }.joined(separator: ", "))")
         let ipaynowLedger = await ipaynow.ledger
         say("  iPayNow ledger: \(ipaynowLedger.count) charge(s) — \(ipaynowLedger.map { "\($0.mhtOrderAmt) \($0.mhtCurrencyType)" }.joined(separator: ", "))")
         say("  Citcon ledger:  \(citconLedger.count) charge(s) — \(citconLedger.map { "\($0.method) \($0.amountMinor) \($0.currency)" }.joined(separator: ", "))")
