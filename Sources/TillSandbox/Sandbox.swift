@@ -49,6 +49,7 @@ public enum SandboxError: Error, Sendable, Equatable, CustomStringConvertible {
 ///   `POST /admin/citcon/ipn/{id}/redeliver`, `POST /admin/citcon/ipn/{id}/send`, `POST /admin/citcon/tokens/expire`.
 /// - With a Worldline emulator: the Server API `/v1/{merchantId}/…` and the Client API `/client/v1/{customerId}/…` at the root, the 3-D Secure page `/worldline/3ds/{token}`, and `/admin/worldline/faults`, `…/ledger`, `…/webhooks`, `…/webhooks/{eventId}/redeliver`, `…/webhooks/send`, `…/merchants/{id}/webhook`, `…/payments/{id}/settle`.
 /// - With an iPayNow emulator: `POST /ipaynow/global` (WP001, MQ001), the iOS plugin stand-in `POST /ipaynow/sandbox-only/plugin/pay` (not an iPayNow API), the `tn` page `/ipaynow/sandbox-only/channel/{id}`, and `/admin/ipaynow/faults`, `…/ledger`, `…/orders`, `…/orders/status`, `…/notifications`, `…/notifications/{redeliver,send,hold,release,drop,delay}`.
+/// - With an ecommpay emulator: the SDK stand-in `POST /ecommpay/sandbox-only/sdk/pay` (not an ecommpay API), the Payment Page `GET /ecommpay/payment`, Gate `POST /ecommpay/v2/payment/status`, `…/card/capture`, `…/card/cancel`, and `/admin/ecommpay/faults`, `…/ledger`, `…/payments`, `…/callbacks`, `…/projects/{id}/callback`, `…/callbacks/{redeliver,send,hold,release,drop}`.
 /// - `GET /healthz`.
 public struct Sandbox: Sendable {
     /// Only a namespace: start one with ``start(payFort:citcon:host:port:logger:)``.
