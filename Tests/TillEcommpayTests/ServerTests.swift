@@ -221,7 +221,7 @@ struct ServerTests {
           arguments: [
             ("success", false, PaymentStatus.paid), ("awaiting capture", false, .authorized), ("decline", false, .failed),
             ("decline", true, .pending), ("cancelled", false, .cancelled), ("canceled", false, .cancelled), ("refunded", false, .refunded),
-            ("partially refunded", false, .partiallyRefunded), ("reversed", false, .cancelled), ("processing", false, .pending),
+            ("partially refunded", false, .partiallyRefunded), ("reversed", false, .refunded), ("processing", false, .pending),
             ("awaiting 3ds result", false, .pending), ("error", false, .failed), ("expired", false, .expired),
             ("awaiting magic", false, PaymentStatus(rawValue: "ecommpay_status_awaiting_magic")),
           ] as [(String, Bool, PaymentStatus)])
@@ -303,7 +303,7 @@ struct ServerTests {
             ("success", .paid), ("decline", .failed), ("awaiting 3ds result", .pending), ("awaiting redirect result", .pending),
             ("awaiting customer", .pending), ("awaiting clarification", .pending), ("awaiting capture", .authorized), ("cancelled", .cancelled),
             ("canceled", .cancelled), ("refunded", .refunded), ("partially refunded", .partiallyRefunded), ("processing", .pending),
-            ("error", .failed), ("reversed", .cancelled), ("partially reversed", .authorized), ("internal error", .failed),
+            ("error", .failed), ("reversed", .refunded), ("partially reversed", .partiallyRefunded), ("internal error", .failed),
             ("external error", .failed), ("expired", .expired), ("awaiting retry", .pending), ("initial", .pending),
         ]
         for (raw, status) in table { #expect(EcommpayServer.paymentStatus(raw) == status, "\(raw)") }

@@ -183,11 +183,14 @@ public struct EcommpayServer: CheckoutServer {
         public var requestId: String?
     }
 
-    /// Captures an authorisation (all of it, or `amount` of it): Gate `POST /v2/payment/card/capture`.
-    public func capture(_ attempt: AttemptReference, amount: Money) async throws -> CaptureAnswer {
+    /// Captures an authorisation (all of it, or `amount` of it): Gate `POST /v2/payment/card/capture`, or
+    /// `/v2/payment/applepay/capture` for an Apple Pay payment.
+    public func capture(_ attempt: AttemptReference, amount: Money, method: PaymentMethod = .card) async throws -> CaptureAnswer {
         let payment = OrderedJSON.object([.init(key: "amount", value: .number(String(amount.minorUnits))),
                                           .init(key: "currency", value: .string(amount.currency.code))])
-        let body = try await gate("v2/payment/card/capture", .object([generalBlock(attempt), .init(key: "payment", value: payment)]))
+        // Apple Pay has its own capture endpoint (the WooCommerce plugin: `payment/applepay/capture`).
+        let path = method == .applePay ? "v2/payment/applepay/capture" : "v2/payment/card/capture"
+        let body = try await gate(path, .object([generalBlock(attempt), .init(key: "payment", value: payment)]))
         if let status = body["status"]?.stringValue, status == "error" || status == "decline" {
             throw CheckoutError(.declined, field: "capture", message: body["message"]?.stringValue.flatMap { GatewayText.safe($0) } ?? status,
                                 gateway: gateway, gatewayCode: body["code"]?.stringValue ?? body["code"]?.numberText)
@@ -195,7 +198,7 @@ public struct EcommpayServer: CheckoutServer {
         return CaptureAnswer(status: body["status"]?.stringValue, requestId: body["request_id"]?.stringValue)
     }
 
-    /// The `payment.sum` or the capture's own sum, read through a report.
+    /// `general{project_id, payment_id}` of a Gate request (signed at `general.signature`).
     func generalBlock(_ attempt: AttemptReference) -> OrderedJSON.Member {
         .init(key: "general", value: .object([.init(key: "project_id", value: .number(String(settings.projectId))),
                                               .init(key: "payment_id", value: .string(attempt.rawValue))]))
@@ -245,10 +248,14 @@ public struct EcommpayServer: CheckoutServer {
     public static func paymentStatus(_ raw: String, cascading: Bool = false) -> PaymentStatus {
         switch raw {
         case "success": .paid
-        case "awaiting capture", "partially reversed": .authorized
+        case "awaiting capture": .authorized
+        // The PHP SDK (Callback.php, 2025): "reversed" is a refund after a successful payment before the
+        // business day closes, "partially reversed" a partial one.
+        case "reversed": .refunded
+        case "partially reversed": .partiallyRefunded
         case "decline": cascading ? .pending : .failed
         case "error", "internal error", "external error", "decline renewal": .failed
-        case "cancelled", "canceled", "reversed": .cancelled
+        case "cancelled", "canceled": .cancelled
         case "refunded": .refunded
         case "partially refunded": .partiallyRefunded
         case "expired": .expired
