@@ -42,6 +42,10 @@ enum Gateways {
                                   webhookRetryInterval: retryInterval),
             // iPayNow posts its N001 to the notifyUrl of each order.
             IPayNowEmulator(apps: [.init(appId: "1400000000000001", appKey: "till-sandbox-ipaynow-md5-key")], notifyRetryInterval: retryInterval),
+            // ecommpay posts its callbacks to the URL configured for the project (not per payment).
+            EcommpayEmulator(projects: [.init(projectId: 4242, secretKey: "till-sandbox-ecommpay-secret",
+                                              callbackURL: notificationURL.map { $0.deletingLastPathComponent().appendingPathComponent("ecommpay") })],
+                             callbackRetryInterval: retryInterval),
         ]
     }
 
