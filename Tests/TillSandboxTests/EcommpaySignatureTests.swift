@@ -134,9 +134,9 @@ struct EcommpaySignatureTests {
         #expect(EcommpaySignature.checkMessage(signedGeneral, secret: "s") == .valid)
     }
 
-    @Test("the Gate example bodies computed from the WooCommerce plugin's shapes sign as the research computed")
+    @Test("the Gate example bodies computed from the WooCommerce plugin's shapes sign as computed independently")
     func gateExamples() throws {
-        // research fixtures/gate-status-capture.shapes.json (computed, not official), secret "secret".
+        // computed from the WooCommerce plugin's Gate shapes (not official), secret "secret".
         let status = try JSONValue.parse(#"{"general":{"payment_id":"EP-1001","project_id":123,"merchant_callback_url":"https://merchant.example/ecp/callback"},"interface_type":{"id":18}}"#)
         #expect(EcommpaySignature.stringToSign(status)
             == "general:merchant_callback_url:https://merchant.example/ecp/callback;general:payment_id:EP-1001;general:project_id:123;interface_type:id:18")

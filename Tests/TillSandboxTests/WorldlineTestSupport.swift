@@ -26,7 +26,7 @@ enum WorldlineFixtures {
     struct FixtureMissing: Error {}
 }
 
-// MARK: - An independent v1HMAC signer (written from facts.md §2.2, not from the emulator)
+// MARK: - An independent v1HMAC signer (written from the Python SDK's v1HMAC rule, not from the emulator)
 
 enum TestSigner {
     /// RFC 1123 date, as the python SDK writes it.
@@ -55,7 +55,7 @@ enum TestSigner {
     }
 }
 
-// MARK: - A tiny JWE encryptor (written from facts.md §1.8, not from the emulator)
+// MARK: - A tiny JWE encryptor (written from RFC 7516/7518, not from the emulator)
 
 enum TestJWE {
     static func base64URL(_ bytes: some Sequence<UInt8>) -> String {

@@ -12,7 +12,7 @@ extension EcommpayEmulator {
     /// provider{id,payment_id,auth_code,endpoint_id,date}}`) and php `tests/data/callbackFormats.php`
     /// format 6 (`payment.cascading_with_redirect`, `is_new_attempts_available`, `attempts_timeout`,
     /// `split_with_redirect`; booleans and numbers as in js sample 161). No member is ever `null`
-    /// (PyPI `ecommpay-sdk` 1.0.6 would sign it `None` and reject the callback, research python-sdk.md).
+    /// (PyPI `ecommpay-sdk` 1.0.6 would sign it `None` and reject the callback).
     func callbackValue(_ payment: Payment) -> JSONValue {
         typealias M = JSONValue.Member
         func sum(_ amount: Int64, _ currency: String) -> JSONValue {

@@ -19,7 +19,7 @@ extension EcommpayEmulator {
         var state: State = .form
     }
 
-    /// Query values the emulator reads as booleans when re-signing a Payment Page URL (research D8):
+    /// Query values the emulator reads as booleans when re-signing a Payment Page URL (the SDKs write a boolean as `True`/`true` in the URL but sign it as `1`):
     /// the SDKs sign a boolean as `1`/`0` but write it into the URL as `True`/`False` (py `urlencode`),
     /// `true`/`false` (go, java, js) or `1`/`0` (php).
     static let booleanTexts: [String: Bool] = ["true": true, "True": true, "false": false, "False": false]

@@ -229,7 +229,7 @@ extension EcommpayEmulator {
     /// - `payment_currency` three capital letters (ISO 4217 alpha-3);
     /// - `operation_type`, when given, `sale`, `auth`, `verify` or `tokenize` (ios `ActionType`);
     /// - `customer_id`, when given, a string (the seed lists it as required, ios has `customerID: String?`:
-    ///   *emulator choice*, optional, research D12);
+    ///   *emulator choice*, optional: the article lists it as required, the iOS SDK as optional);
     /// - `payment_description`, when given, 1–255 characters (seed Table 1);
     /// - `language_code`, when given, one of the project's languages (seed: "If the language is not
     ///   supported for the project, the payment form is not opened");

@@ -20,7 +20,7 @@ import Foundation
 ///
 /// Where the other SDKs differ (PHP natural sort, Go/Java sorting whole `path:value` strings, JS not
 /// escaping `:`, Java failing on `null`) the emulator follows master, as the module does
-/// (research disagreements D1–D4); none of the 27 official vectors reaches those differences.
+/// (docs/gateways/ecommpay.md, where the SDKs disagree); none of the 27 official vectors reaches those differences.
 enum EcommpaySignature {
     /// Keys never signed, at any level (`IGNORE_KEYS = ['frame_mode']`).
     static let ignoredKeys: Set<String> = ["frame_mode"]
@@ -79,7 +79,7 @@ enum EcommpaySignature {
     /// A leaf's text: booleans `1`/`0`, `null` empty, strings as they are, numbers as written in the
     /// JSON. Python master prints an `int` as its digits (the same text) and a `float` with `repr`
     /// (`1.5`, `1.0`); a number written `1e3` would print `1000.0` there and `1e3` here: the emulator
-    /// never sends such numbers (every amount is an integer of minor units, research D4).
+    /// never sends such numbers (every amount is an integer of minor units, the gateway page).
     static func leafText(_ value: JSONValue) -> String {
         switch value {
         case .bool(let flag): flag ? "1" : "0"

@@ -345,7 +345,7 @@ final class IPayNowAttackWorld: @unchecked Sendable {
 /// iPayNow's wire, written for these tests from the vendor's documents and independent of the module
 /// (`IPayNowSigning`, `FormFields`), so a forgery the module accepts is one these rules say iPayNow signed.
 ///
-/// Appendix B of the cross-border iOS guide (附录B, `shared/seeds/ipaynow-crossborder-ios-sdk.txt`):
+/// Appendix B of the cross-border iOS guide (附录B):
 /// leave out the fields that do not take part and every empty value, sort by name, join `name=value`
 /// with `&` (values as decoded, never percent-encoded), append `&` and the MD5 of the app key, and take
 /// the lower-case hex MD5 of the UTF-8 bytes. The same in the vendor's code: PHP

@@ -17,7 +17,7 @@ public enum WorldlineIINStatus: String, Sendable, Hashable, Codable {
 
 /// How to read an IIN answer that names a product but has no `isAllowedInContext`.
 ///
-/// The vendor SDKs disagree (research disagreements #6): the Swift SDK defaults the flag to `false`
+/// The vendor SDKs disagree (docs/gateways/worldline.md): the Swift SDK defaults the flag to `false`
 /// (EXISTING_BUT_NOT_ALLOWED), the Android SDK treats the answer as SUPPORTED, and the JavaScript SDK
 /// (`getPaymentProductIdByCreditCardNumber`) fetches the product for the payment context: SUPPORTED
 /// when that works, UNKNOWN when it fails.
