@@ -288,7 +288,7 @@ struct WorldlinePaymentTests {
     @Test("a repeated idempotence key answers the first answer with its timestamp; in progress it is 409 / 1409")
     func idempotence() async throws {
         let duplicate = try WorldlineFixtures.load("server-error-duplicate-request-409.json")
-        try await WorldlineHarness.with(timeoutHold: .milliseconds(800)) { harness in
+        try await WorldlineHarness.with(timeoutHold: .seconds(3)) { harness in
             let session = try await harness.createSession()
             let body = WorldlineHarness.createBody(input: try harness.encryptedInput(card: "4111111111111111", session: session))
             let first = try await harness.server("POST", "/v1/1234/payments", json: body, idempotenceKey: "k-1")
@@ -305,7 +305,12 @@ struct WorldlinePaymentTests {
             await harness.emulator.inject(.timeout, path: "/payments")
             let heldBody = WorldlineHarness.createBody(input: try harness.encryptedInput(card: "4111111111111111", session: session))
             let held = Task { try await harness.server("POST", "/v1/1234/payments", json: heldBody, idempotenceKey: "k-2") }
-            try await Task.sleep(for: .milliseconds(300))
+            // Wait until the held request is in progress at the emulator (a fixed sleep was too short on a
+            // loaded machine), then retry while it is held.
+            for _ in 0..<200 {
+                if case .inProgress? = await harness.emulator.idempotence["1234\u{0}k-2"] { break }
+                try await Task.sleep(for: .milliseconds(25))
+            }
             let during = try await harness.server("POST", "/v1/1234/payments", json: heldBody, idempotenceKey: "k-2")
             #expect(during.status == 409)
             #expect(during.string("errors.0.code") == duplicate["body"]?["errors"].flatMap { value -> String? in
