@@ -191,16 +191,28 @@ public struct IPayNowOrder: Sendable, Hashable {
     }
 
     /// Whether `text` is `yyyyMMddHHmmss` naming a real moment.
-    public static func isStartTime(_ text: String) -> Bool {
-        guard text.utf8.count == 14, text.utf8.allSatisfy({ (48...57).contains($0) }) else { return false }
+    public static func isStartTime(_ text: String) -> Bool { startTimeParts(text) != nil }
+
+    /// The moment `yyyyMMddHHmmss` names at a fixed offset from UTC (the inverse of
+    /// ``startTime(_:utcOffsetSeconds:)``), or `nil` when it names none.
+    public static func date(fromStartTime text: String, utcOffsetSeconds: Int = 8 * 3600) -> Date? {
+        guard let parts = startTimeParts(text) else { return nil }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(secondsFromGMT: utcOffsetSeconds) ?? .gmt
+        return calendar.date(from: parts)
+    }
+
+    /// The fields of `yyyyMMddHHmmss` when it names a real moment.
+    static func startTimeParts(_ text: String) -> DateComponents? {
+        guard text.utf8.count == 14, text.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
         let digits = text.utf8.map { Int($0 - UInt8(ascii: "0")) }
         func number(_ range: Range<Int>) -> Int { digits[range].reduce(0) { $0 * 10 + $1 } }
         let (year, month, day) = (number(0..<4), number(4..<6), number(6..<8))
         let (hour, minute, second) = (number(8..<10), number(10..<12), number(12..<14))
-        guard year >= 2000, (1...12).contains(month), hour < 24, minute < 60, second < 60, day >= 1 else { return false }
+        guard year >= 2000, (1...12).contains(month), hour < 24, minute < 60, second < 60, day >= 1 else { return nil }
         let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
-        let days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]
-        return day <= days
+        guard day <= [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1] else { return nil }
+        return DateComponents(year: year, month: month, day: day, hour: hour, minute: minute, second: second)
     }
 
     /// `date` as `yyyyMMddHHmmss` at a fixed offset from UTC (iPayNow states no time zone; its demos

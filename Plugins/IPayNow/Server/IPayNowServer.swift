@@ -266,14 +266,7 @@ public struct IPayNowServer: CheckoutServer {
 
     /// `yyyyMMddHHmmss` at the configured UTC offset.
     func time(_ text: String) -> Date? {
-        guard IPayNowOrder.isStartTime(text) else { return nil }
-        let digits = text.utf8.map { Int($0) - 48 }
-        func number(_ range: Range<Int>) -> Int { digits[range].reduce(0) { $0 * 10 + $1 } }
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(secondsFromGMT: settings.utcOffsetSeconds) ?? .gmt
-        let components = DateComponents(year: number(0..<4), month: number(4..<6), day: number(6..<8), hour: number(8..<10),
-                                        minute: number(10..<12), second: number(12..<14))
-        return calendar.date(from: components)
+        IPayNowOrder.date(fromStartTime: text, utcOffsetSeconds: settings.utcOffsetSeconds)
     }
 
     /// The report of a verified message: its order, its status, and for a payment the order's amount.
