@@ -240,8 +240,8 @@ public struct FakeGateway: CheckoutGateway {
                 FormField(id: "expiry", labelKey: "till.field.expiry", kind: .expiryDate, maxLength: 5),
                 FormField(id: "cvv", labelKey: "till.field.cvv", kind: .securityCode, maxLength: 4, sensitive: true),
             ]))
-        case (_, .returned):
-            throw CheckoutError(.unsupportedAction, field: "input", message: "the fake gateway posts no forms", gateway: gateway)
+        case (_, .returned), (_, .sdkPrepared):
+            throw CheckoutError(.unsupportedAction, field: "input", message: "the fake gateway posts no forms and signs for no SDK", gateway: gateway)
         case (_, .submit):
             let report = try await charge(preparation.attempt)
             switch report.status {

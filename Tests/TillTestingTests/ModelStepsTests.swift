@@ -223,6 +223,8 @@ struct ModelStepsTests {
             case .returned(let url):
                 let token = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == "token_name" }?.value
                 return .completed(ClientOutcome(token == "tok_1" ? .succeeded : .failed, gatewayCode: token))
+            case .sdkPrepared:
+                throw CheckoutError(.unsupportedAction, field: "input", message: "not this step")
             }
         }
         func interpretReturn(_ event: ReturnEvent, for preparation: Preparation) -> ClientOutcome { ClientOutcome(.unknown) }
@@ -282,6 +284,79 @@ struct ModelStepsTests {
         #expect(step.customerMayAuthenticate)
     }
 
+    // MARK: An SDK that asks for a signature before it launches (ecommpay's paramsForSignature)
+
+    /// The app half: `.start` asks the SDK for its string, `.sdkPrepared` sends it to the server.
+    struct SignsForSDK: Checkout {
+        let fake: FakeGateway
+        var gateway: GatewayID { fake.gateway }
+        var capabilities: GatewayCapabilities { fake.capabilities }
+        func present(_ preparation: Preparation, input: PresentInput) async throws -> NextStep {
+            switch input {
+            case .start:
+                return .prepareSDK(WalletLaunch(wallet: "vendor", parameters: ["amount": String(preparation.amount.minorUnits)]))
+            case .sdkPrepared(let values):
+                return .submit(Submission(kind: "sign", fields: ["string": values["string"] ?? ""]))
+            default:
+                throw CheckoutError(.unsupportedAction, field: "input", message: "not this step")
+            }
+        }
+        func interpretReturn(_ event: ReturnEvent, for preparation: Preparation) -> ClientOutcome {
+            guard case .callback(let code, _) = event else { return ClientOutcome(.unknown) }
+            return ClientOutcome(code == "0" ? .succeeded : .failed, gatewayCode: code)
+        }
+    }
+
+    /// The server half: signs what the SDK produced (here, a stand-in "signature") and answers the launch.
+    struct SigningServer: CheckoutServer {
+        let fake: FakeGateway
+        var gateway: GatewayID { fake.gateway }
+        var capabilities: GatewayCapabilities { fake.capabilities }
+        func prepare(_ context: AttemptContext) async throws -> Preparation { try await fake.prepare(context) }
+        func submit(_ submission: Submission, context: SubmitContext) async throws -> SubmitResult {
+            let string = submission.fields["string"] ?? ""
+            return SubmitResult(next: .launchWallet(WalletLaunch(wallet: "vendor", parameters: ["signature": "signed(\(string))"])))
+        }
+        func verifyNotification(_ notification: IncomingNotification) throws -> VerifiedNotification { try fake.verifyNotification(notification) }
+        func inquire(_ query: InquiryQuery) async throws -> StatusReport { try await fake.inquire(query) }
+    }
+
+    /// The app's SDK adapter: builds the string from the launch, then presents with the signature.
+    struct SDKAdapter: CheckoutPresenter {
+        let calls: Locked<[String]>
+        func open(_ url: URL, handoff: Handoff) async throws {}
+        func collect(_ form: FormSpec) async throws -> FormValues? { nil }
+        func prepareSDK(_ wallet: WalletLaunch) async throws -> [String: String] {
+            calls.withLock { $0.append("prepare \(wallet.parameters["amount"] ?? "")") }
+            return ["string": "amount:\(wallet.parameters["amount"] ?? "")"]
+        }
+        func launch(_ wallet: WalletLaunch) async throws -> SDKResult? {
+            calls.withLock { $0.append("launch \(wallet.parameters["signature"] ?? "")") }
+            return SDKResult(code: "0")
+        }
+    }
+
+    @Test("prepare SDK: the SDK's string goes to the server before anything is shown, and the launch carries the server's signature")
+    func prepareSDKFlow() async throws {
+        let fake = FakeGateway(script: [.approve])
+        let backend = InMemoryMerchantBackend(gateway: SigningServer(fake: fake))
+        let returns = try ReturnURLHandler(routes: [.customScheme("shop")])
+        let calls = Locked<[String]>([])
+        let app = AppCheckout(backend: backend, gateways: [SignsForSDK(fake: fake)], returns: returns, presenter: SDKAdapter(calls: calls),
+                              returnTimeout: .seconds(2), confirmationTimeout: .milliseconds(50), confirmationInterval: .milliseconds(10))
+        let result = try await app.pay(Harness.intent())
+        #expect(calls.withLock { $0 } == ["prepare 2500", "launch signed(amount:2500)"])
+        #expect(result.clientOutcome == ClientOutcome(.succeeded, gatewayCode: "0"))
+        #expect(result.customerMayHaveAuthenticated)
+        #expect(!NextStep.prepareSDK(WalletLaunch(wallet: "vendor", parameters: [:])).customerMayAuthenticate)
+
+        // A presenter that cannot prepare an SDK says so before anything is launched or charged.
+        let silent = AppCheckout(backend: backend, gateways: [SignsForSDK(fake: fake)], returns: returns,
+                                 presenter: SimulatedCustomer(gateway: fake, returns: returns), returnTimeout: .milliseconds(100))
+        await #expect(throws: CheckoutError.self) { try await silent.pay(Harness.intent()) }
+        #expect(await fake.ledger.charges.isEmpty)
+    }
+
     // MARK: Wire shape of the new steps
 
     @Test("NextStep round-trips through JSON, and an unknown step type decodes as unsupported, never success")
@@ -289,6 +364,7 @@ struct ModelStepsTests {
         let steps: [NextStep] = [
             .openURL(URL(string: "https://bank.example/3ds")!, handoff: .threeDSecure),
             .launchWallet(WalletLaunch(wallet: "ipaynow", parameters: ["payData": "x"], returnScheme: "shop")),
+            .prepareSDK(WalletLaunch(wallet: "ecommpay", parameters: ["params": "{}", "method": "card"])),
             .collect(FormSpec(fields: [FormField(id: "cardNumber", labelKey: "k", kind: .cardNumber, mask: "{{9999}} {{9999}}",
                                                  validators: [FieldValidator("luhn")], displayOrder: 1)])),
             .submit(Submission(kind: "encrypted_customer_input", fields: ["encryptedCustomerInput": "eyJ…"])),

@@ -85,6 +85,8 @@ public struct PayFortGateway: Checkout {
             return tokenizationStep(url, preparation)
         case (.mobileSDK, _):
             throw CheckoutError(.unsupportedAction, field: "input", message: "the FORT mobile SDK collects the card itself", gateway: gateway)
+        case (.merchantPage, .sdkPrepared):
+            throw CheckoutError(.unsupportedAction, field: "input", message: "the merchant page prepares no SDK", gateway: gateway)
         }
     }
 

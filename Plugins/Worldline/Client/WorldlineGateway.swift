@@ -91,7 +91,7 @@ public struct WorldlineGateway: Checkout {
             let productId = try await productId(forCard: cardNumber, api: api, context: context)
             let product = try await api.paymentProduct(id: productId, for: context)
             return .submit(try await submission(for: api, product: product, values: values.values, clientSessionId: prepared.clientSessionId))
-        case .returned:
+        case .returned, .sdkPrepared:
             throw CheckoutError(.unsupportedAction, field: "input", message: "Worldline's card flow returns only from 3-D Secure", gateway: gateway)
         }
     }

@@ -55,6 +55,12 @@ public protocol CheckoutPresenter: Sendable {
     /// when it reports only through the return URL. Till races this against the return URL: the
     /// first to arrive is used, the other is dropped. No fake return URLs are needed.
     func launch(_ wallet: WalletLaunch) async throws -> SDKResult?
+    /// Build the vendor SDK's options from `wallet` without showing anything, and return what the SDK
+    /// asks to have signed (ecommpay: `["params_for_signature": paymentOptions.paramsForSignature]`).
+    /// Till sends it to the merchant server, which checks and signs it; the signature comes back in
+    /// the ``launch(_:)`` that follows. The default throws `unsupported_action`: a presenter for such
+    /// an SDK implements it.
+    func prepareSDK(_ wallet: WalletLaunch) async throws -> [String: String]
     /// Show a form and return what the customer entered, or `nil` when they cancelled.
     func collect(_ form: FormSpec) async throws -> FormValues?
     /// Post a form from the device straight to the gateway, as a browser would (a web view loading
@@ -65,6 +71,10 @@ public protocol CheckoutPresenter: Sendable {
 }
 
 extension CheckoutPresenter {
+    public func prepareSDK(_ wallet: WalletLaunch) async throws -> [String: String] {
+        throw CheckoutError(.unsupportedAction, message: "this app's presenter cannot prepare the \(wallet.wallet) SDK")
+    }
+
     public func post(_ form: FormPost) async throws {
         throw CheckoutError(.unsupportedAction, message: "this app's presenter cannot post a form to the gateway")
     }
@@ -239,6 +249,9 @@ public struct AppCheckout: Sendable {
                 // The gateway may send the customer back once more (after 3-D Secure) on the same URL.
                 returns.expectAgain(expected)
                 input = .returned(url)
+            case .prepareSDK(var launch):
+                launch.returnURL = launch.returnURL ?? preparation.returnURL ?? expected.url
+                input = .sdkPrepared(try await presenter.prepareSDK(launch))
             case .launchWallet(var launch):
                 launch.returnURL = launch.returnURL ?? preparation.returnURL ?? expected.url
                 return try await launchAndAwait(launch, preparation: preparation, gateway: gateway, expected: expected)

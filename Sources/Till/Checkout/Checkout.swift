@@ -228,12 +228,15 @@ public enum PresentInput: Sendable, Hashable {
     /// The customer came back through the return URL after a ``NextStep/postForm(_:)``: the gateway
     /// reads what its page put on the URL (a token name) and says what comes next (usually a submit).
     case returned(URL)
+    /// What the app's SDK adapter produced for a previous ``NextStep/prepareSDK(_:)`` (ecommpay's
+    /// `paramsForSignature`), verbatim.
+    case sdkPrepared([String: String])
 }
 
 /// What the app must do next: the output of **Present** (and of a server's **Submit**).
 ///
-/// Codable with a `type` discriminator (`open_url`, `launch_wallet`, `collect`, `submit`,
-/// `completed`), because a submit's answer travels from the merchant server to the app. A `type` this
+/// Codable with a `type` discriminator (`open_url`, `launch_wallet`, `prepare_sdk`, `collect`,
+/// `post_form`, `submit`, `completed`), because a submit's answer travels from the merchant server to the app. A `type` this
 /// version does not know is decoded as ``unsupported(type:)``, which the app treats as an unknown
 /// outcome for the server to confirm: never as success, never as a crash.
 public enum NextStep: Sendable, Hashable {
@@ -245,6 +248,11 @@ public enum NextStep: Sendable, Hashable {
     /// SDK reports back in-process (the presenter returns its ``SDKResult``), through the return URL,
     /// or both; the first to arrive is used.
     case launchWallet(WalletLaunch)
+    /// Ask the vendor SDK embedded in the app for what it needs signed before it can be launched
+    /// (ecommpay's SDK builds its own `paramsForSignature` from the options the app sets):
+    /// ``CheckoutPresenter/prepareSDK(_:)`` returns it, and Present is called again with
+    /// ``PresentInput/sdkPrepared(_:)``. Nothing is shown to the customer yet.
+    case prepareSDK(WalletLaunch)
     /// Show a form described by fields, then call Present again with `.submit`.
     case collect(FormSpec)
     /// Post a form from the customer's device straight to the gateway, as a browser posts an HTML form
@@ -265,7 +273,7 @@ public enum NextStep: Sendable, Hashable {
     public var customerMayAuthenticate: Bool {
         switch self {
         case .openURL, .launchWallet, .postForm: true
-        case .collect, .submit, .completed, .unsupported: false
+        case .prepareSDK, .collect, .submit, .completed, .unsupported: false
         }
     }
 }
@@ -279,6 +287,7 @@ extension NextStep: Codable {
         switch type {
         case "open_url": self = .openURL(try c.decode(URL.self, forKey: .url), handoff: try c.decode(Handoff.self, forKey: .handoff))
         case "launch_wallet": self = .launchWallet(try c.decode(WalletLaunch.self, forKey: .wallet))
+        case "prepare_sdk": self = .prepareSDK(try c.decode(WalletLaunch.self, forKey: .wallet))
         case "collect": self = .collect(try c.decode(FormSpec.self, forKey: .form))
         case "post_form": self = .postForm(try c.decode(FormPost.self, forKey: .post))
         case "submit": self = .submit(try c.decode(Submission.self, forKey: .submission))
@@ -296,6 +305,9 @@ extension NextStep: Codable {
             try c.encode(handoff, forKey: .handoff)
         case .launchWallet(let launch):
             try c.encode("launch_wallet", forKey: .type)
+            try c.encode(launch, forKey: .wallet)
+        case .prepareSDK(let launch):
+            try c.encode("prepare_sdk", forKey: .type)
             try c.encode(launch, forKey: .wallet)
         case .collect(let form):
             try c.encode("collect", forKey: .type)
