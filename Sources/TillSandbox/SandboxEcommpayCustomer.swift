@@ -4,8 +4,10 @@ import Till
 /// A customer paying with ecommpay in the sandbox, for demos and tests: through the mobile SDK (played by
 /// the emulator's stand-in) or on the Payment Page.
 ///
+/// ``prepareSDK(_:)`` returns the SDK's `paramsForSignature` for the options of an `"ecommpay"` hand-off.
 /// ``launch(_:)`` handles a ``WalletLaunch`` whose `wallet` is `"ecommpay"`: `parameters["params"]` is the
-/// signed parameters object as JSON text, `parameters["signature"]` its signature and
+/// options object as JSON text, `parameters["signature"]` the merchant server's signature of the SDK's
+/// string and
 /// `parameters["method"]` `card` (default) or `apple_pay`. It calls the stand-in with the customer's
 /// card (a sandbox test card chosen by ``choice``) and returns the SDK's `PaymentResult` in-process:
 /// ``SDKResult`` with code `"0"` (Success), `"100"` (Decline), `"200"` (Cancelled) or `"500"` (Error)
@@ -91,13 +93,27 @@ public struct SandboxEcommpayCustomer: CheckoutPresenter {
         trace("app     return \(back.absoluteString) matched: \(accepted)")
     }
 
+    /// Plays the SDK's `paramsForSignature` for an `"ecommpay"` hand-off: the options in
+    /// `parameters["params"]` (JSON text) set on the SDK, and its string returned as
+    /// `["params_for_signature": …]` for the merchant server to sign.
+    /// - Throws: ``EcommpayDevice/Failure`` when `params` is not a JSON object or the wallet is not ecommpay.
+    public func prepareSDK(_ wallet: WalletLaunch) async throws -> [String: String] {
+        guard wallet.wallet == "ecommpay", let params = try? JSONValue.parse(Array((wallet.parameters["params"] ?? "").utf8)),
+              case .object = params else {
+            throw EcommpayDevice.Failure(description: "prepareSDK: expected an ecommpay launch whose params is a JSON object")
+        }
+        let string = EcommpaySignature.sdkParamsForSignature(params)
+        trace("sdk     paramsForSignature \(string.split(separator: ";").count) pairs, sent to the merchant server for signing")
+        return ["params_for_signature": string]
+    }
+
     /// Plays the SDK for an `"ecommpay"` launch; other wallets report nothing (`nil`).
     /// - Throws: ``EcommpayDevice/Failure`` when the stand-in refuses the call (parameters that are not
     ///   JSON, a body not of its shape).
     public func launch(_ wallet: WalletLaunch) async throws -> SDKResult? {
         guard wallet.wallet == "ecommpay" else { return nil }
         let method = wallet.parameters["method"] ?? "card"
-        trace("app     presents the ecommpay SDK (\(method)) with the signed parameters")
+        trace("app     presents the ecommpay SDK (\(method)) with the server's signature of its string")
         let result = try await EcommpayDevice.pay(
             baseURL: baseURL, paramsJSON: wallet.parameters["params"] ?? "", signature: wallet.parameters["signature"] ?? "",
             method: method, card: method == "card" ? .test(choice.card) : nil, outcome: choice == .cancel ? "cancel" : "pay",

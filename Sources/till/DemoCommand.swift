@@ -335,7 +335,9 @@ struct DemoCommand: AsyncParsableCommand {
             let intent = PaymentIntent(merchantReference: "demo-\(index)-\(UUID().uuidString.prefix(6).lowercased())",
                                        amount: try Money(decimal: amount, currency: try Currency(code: "GBP")), method: method, action: action,
                                        customer: Customer(email: "customer@example.com"), description: "Demo order \(index)")
-            say("  app     pays \(intent.amount) (\(action.rawValue)) with \(method); the server signs the payment options")
+            let signing = method == .card || method == .applePay
+                ? "the server builds the payment options, then signs the SDK's own string" : "the server signs a Payment Page URL"
+            say("  app     pays \(intent.amount) (\(action.rawValue)) with \(method); \(signing)")
             let result = try await checkout.pay(intent)
             await ecommpay.waitForCallbacks()
             var status = try await backend.status(of: result.preparation.attempt)?.status ?? result.status

@@ -4,8 +4,8 @@ import TillGatewayKit
 @testable import TillEcommpay
 @testable import TillEcommpayServer
 
-/// ``EcommpayGateway``, the app half: Present hands the signed options to the SDK (or opens the Payment
-/// Page) after checking they are this attempt's; Return reads the SDK's `PaymentResult`, informational only.
+/// ``EcommpayGateway``, the app half: Present hands the options to the SDK adapter and its string to the
+/// server for signing (or opens the Payment Page) after checking they are this attempt's; Return reads the SDK's `PaymentResult`, informational only.
 @Suite("ecommpay gateway (app)")
 struct GatewayTests {
     let app = EcommpayGateway()
@@ -32,25 +32,60 @@ struct GatewayTests {
 
     // MARK: Present
 
-    @Test("present a card: launchWallet ecommpay with the params, signature and method as prepared, and the return URL")
+    @Test("present a card: prepareSDK ecommpay with the params and method as prepared, unsigned, and the return URL")
     func presentCard() async throws {
         let preparation = try await Self.preparation()
         let step = try await app.present(preparation, input: .start)
         let parameters = preparation.parameters
-        #expect(step == .launchWallet(WalletLaunch(wallet: "ecommpay", parameters: [
-            "params": try #require(parameters["params"]), "signature": try #require(parameters["signature"]), "method": "card",
+        #expect(parameters[EcommpayGateway.Parameter.signature] == nil)
+        #expect(step == .prepareSDK(WalletLaunch(wallet: "ecommpay", parameters: [
+            "params": try #require(parameters["params"]), "method": "card",
         ], returnURL: Setup.appReturn)))
         #expect(EcommpayGateway.sdkWallet == "ecommpay")
     }
 
-    @Test("present Apple Pay and a verify (amount 0) launch the SDK too")
+    @Test("present Apple Pay and a verify (amount 0) hand off to the SDK too; the mock mode goes with them")
     func presentApplePayAndVerify() async throws {
         let apple = try await Self.preparation(Setup.intent(method: .applePay))
-        guard case .launchWallet(let launch) = try await app.present(apple, input: .start) else { Issue.record("not a launch"); return }
+        guard case .prepareSDK(let launch) = try await app.present(apple, input: .start) else { Issue.record("not an SDK hand-off"); return }
         #expect(launch.parameters["method"] == "apple_pay")
         let verify = try await Self.preparation(Setup.intent(0, action: .verify))
-        guard case .launchWallet(let verifyLaunch) = try await app.present(verify, input: .start) else { Issue.record("not a launch"); return }
+        guard case .prepareSDK(let verifyLaunch) = try await app.present(verify, input: .start) else { Issue.record("not an SDK hand-off"); return }
         #expect(verifyLaunch.parameters["params"] == verify.parameters["params"])
+        let mock = try await Setup.server(mock: .success).prepare(Setup.context())
+        guard case .prepareSDK(let mockLaunch) = try await app.present(mock, input: .start) else { Issue.record("not an SDK hand-off"); return }
+        #expect(mockLaunch.parameters["mock_mode"] == "success")
+    }
+
+    /// The SDK's string for ``Setup``'s card sale, as a snake-case core would write it.
+    static func sdkString(amount: String = "1999", paymentId: String = Setup.attempt.rawValue, extra: String = "") -> String {
+        "customer_id:cust-7;language_code:de;payment_amount:\(amount);payment_currency:EUR;payment_description:Green tea;"
+            + "payment_id:\(paymentId);project_id:\(Setup.projectId);region_code:DE" + extra
+    }
+
+    @Test("the SDK's string comes back: a submit of it, exactly as the SDK wrote it, for the server to sign")
+    func presentSDKPrepared() async throws {
+        let preparation = try await Self.preparation()
+        let text = Self.sdkString()
+        let step = try await app.present(preparation, input: .sdkPrepared(["params_for_signature": text]))
+        #expect(step == .submit(Submission(kind: EcommpayGateway.signingKind, fields: ["params_for_signature": text])))
+        // Another attempt's or amount's string is refused in the app already, naming the key.
+        for (bad, key) in [(Self.sdkString(amount: "1"), "paymentAmount"), (Self.sdkString(paymentId: "other"), "paymentId"),
+                           (Self.sdkString().replacingOccurrences(of: "EUR", with: "USD"), "paymentCurrency")] {
+            let error = await #expect(throws: CheckoutError.self) {
+                _ = try await app.present(preparation, input: .sdkPrepared(["params_for_signature": bad]))
+            }
+            #expect(error?.field == "params_for_signature.\(key)")
+        }
+        let missing = await #expect(throws: CheckoutError.self) { _ = try await app.present(preparation, input: .sdkPrepared([:])) }
+        #expect(missing?.field == "params_for_signature")
+        #expect(missing?.code == .missingField)
+        // A Payment Page preparation has no SDK to prepare.
+        let page = try await Self.preparation(Setup.intent(method: .paypal), returnURL: Setup.webReturn)
+        let wrong = await #expect(throws: CheckoutError.self) {
+            _ = try await app.present(page, input: .sdkPrepared(["params_for_signature": text]))
+        }
+        #expect(wrong?.field == "input")
     }
 
     @Test("present a Payment Page method: openURL of the signed page")
@@ -74,7 +109,7 @@ struct GatewayTests {
         #expect(error?.gateway == "ecommpay")
     }
 
-    @Test("params missing a key, no params, no signature, not JSON, other input: refused by name")
+    @Test("params missing a key, no params, not JSON, other input: refused by name")
     func presentRefusesBroken() async throws {
         let preparation = try await Self.preparation()
         for key in ["payment_id", "payment_amount", "payment_currency"] {
@@ -82,16 +117,11 @@ struct GatewayTests {
             let error = await #expect(throws: CheckoutError.self) { _ = try await app.present(removed, input: .start) }
             #expect(error?.field == "preparation.parameters.params.\(key)")
         }
-        for name in ["params", "signature"] {
-            var copy = preparation
-            copy.parameters[name] = nil
-            let error = await #expect(throws: CheckoutError.self) { _ = try await app.present(copy, input: .start) }
-            #expect(error?.field == "preparation.parameters.params")
-            #expect(error?.code == .missingField)
-        }
-        var empty = preparation
-        empty.parameters["signature"] = ""
-        await #expect(throws: CheckoutError.self) { _ = try await app.present(empty, input: .start) }
+        var copy = preparation
+        copy.parameters["params"] = nil
+        let error = await #expect(throws: CheckoutError.self) { _ = try await app.present(copy, input: .start) }
+        #expect(error?.field == "preparation.parameters.params")
+        #expect(error?.code == .missingField)
         var garbled = preparation
         garbled.parameters["params"] = "{not json"
         let parse = await #expect(throws: CheckoutError.self) { _ = try await app.present(garbled, input: .start) }

@@ -5,7 +5,7 @@ import TillGatewayKit
 
 /// ``EcommpayPaymentOptions``: every rule of the iOS article ("SDK UI & Core for iOS", Table 1, Table 2, the
 /// 3-D Secure tables, Apple Pay, the language list), each problem naming its field; and the shape of what is
-/// signed (``EcommpayPaymentOptions/signedParameters``, ``EcommpayPaymentOptions/paramsForSignature``).
+/// handed over (``EcommpayPaymentOptions/parameters`` and the server SDKs' string of them).
 @Suite("ecommpay payment options")
 struct PaymentOptionsTests {
     typealias Options = EcommpayPaymentOptions
@@ -345,7 +345,7 @@ struct PaymentOptionsTests {
         }
     }
 
-    @Test("signedParameters: the Payment Page's names, nesting for recurring and secure_info, empty values left out")
+    @Test("parameters: the Payment Page's names, nesting for recurring and secure_info, empty values left out")
     func signedShape() {
         var options = Self.valid()
         options.action = .auth
@@ -379,9 +379,9 @@ struct PaymentOptionsTests {
                 ("payment", J.object(("challenge_indicator", .string("01")), ("gift_card", J.object(("amount", J.int(1000)), ("currency", .string("EUR")))))),
                 ("customer", J.object(("address_match", .string("Y")), ("account", J.object(("age_indicator", .string("02")))),
                                       ("shipping", J.object(("city", .string("Berlin")))), ("mpi_result", J.object(("acs_operation_id", .string("acs-1")))))))))
-        #expect(Self.sorted(options.signedParameters) == Self.sorted(expected))
+        #expect(Self.sorted(options.parameters) == Self.sorted(expected))
         // Appearance, the mock mode and Apple Pay's own options are never signed.
-        let string = options.paramsForSignature
+        let string = EcommpaySignatureString.string(of: options.parameters)
         for absent in ["00A1FF", "mock", "merchant.com.example", "customer_city", "apple"] {
             #expect(!string.contains(absent), "\(absent)")
         }
@@ -390,17 +390,17 @@ struct PaymentOptionsTests {
         #expect(string.contains("recurring:schedule:0:amount:500"))
     }
 
-    @Test("paramsForSignature of plain options, written out")
+    @Test("The string of plain options' parameters, written out")
     func plainString() {
-        #expect(Self.valid().paramsForSignature
+        #expect(EcommpaySignatureString.string(of: Self.valid().parameters)
             == "customer_email:ada@example.com;customer_id:cust-7;operation_type:sale;payment_amount:1999;payment_currency:EUR;"
             + "payment_description:Green tea;payment_id:att-1;project_id:12345")
         var bare = Options(projectId: 1, paymentId: "p", paymentAmount: 0, paymentCurrency: "JPY", customerId: "", paymentDescription: "",
                            action: .verify, receiptData: "", forcePaymentMethod: "", languageCode: "", regionCode: "", token: "",
                            recurrentInfo: nil, threeDSecureInfo: .init())
-        #expect(bare.paramsForSignature == "operation_type:verify;payment_amount:0;payment_currency:JPY;payment_id:p;project_id:1")
+        #expect(EcommpaySignatureString.string(of: bare.parameters) == "operation_type:verify;payment_amount:0;payment_currency:JPY;payment_id:p;project_id:1")
         bare.recurrentInfo = .init(kind: .oneClick, amount: 0)
-        #expect(bare.signedParameters["recurring"] == J.object(("type", .string("C"))))
+        #expect(bare.parameters["recurring"] == J.object(("type", .string("C"))))
         #expect(Options.Action.allCases.map(\.rawValue) == ["sale", "auth", "tokenize", "verify"])
         #expect(Options.MockMode.allCases.map(\.rawValue) == ["disabled", "success", "decline"])
     }

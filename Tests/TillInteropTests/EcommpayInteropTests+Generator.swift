@@ -121,7 +121,7 @@ struct EcommpayGenerator {
 
     mutating func date() -> String { String(format: "%02d-%02d-%04d", int(1...28), int(1...12), int(2026...2035)) }
 
-    /// Options Till's checks accept, touching every parameter kind of `signedParameters`.
+    /// Options Till's checks accept, touching every parameter kind of `parameters`.
     mutating func paymentOptions() -> EcommpayPaymentOptions {
         typealias Options = EcommpayPaymentOptions
         let action = pick(Options.Action.allCases)

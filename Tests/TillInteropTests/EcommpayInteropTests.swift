@@ -82,18 +82,18 @@ struct EcommpayInteropTests {
         #expect(objects.contains { EcommpayGenerator.longestList($0) > 10 })
     }
 
-    @Test("EcommpayPaymentOptions Till checks as valid: the SDK signs signedParameters to the signature of paramsForSignature")
+    @Test("EcommpayPaymentOptions Till checks as valid: the SDK signs parameters to the signature of paramsForSignature")
     func generatedPaymentOptions() async throws {
         var random = EcommpayGenerator(seed: 99)
         let options = (0..<160).map { _ in random.paymentOptions() }
         for option in options { #expect(option.validate().isEmpty, "\(option.validate())") }
         let secret = "ecommpay-project-secret"
         let answers = try await EcommpaySDK.sign(options.map {
-            .init(secret: secret, json: String(decoding: $0.signedParameters.serialized(), as: UTF8.self))
+            .init(secret: secret, json: String(decoding: $0.parameters.serialized(), as: UTF8.self))
         })
         for (option, sdk) in zip(options, answers) {
-            #expect(sdk.string == option.paramsForSignature)
-            #expect(sdk.signature == EcommpaySigner.sign(string: option.paramsForSignature, secret: secret))
+            #expect(sdk.string == EcommpaySignatureString.string(of: option.parameters))
+            #expect(sdk.signature == EcommpaySigner.sign(string: EcommpaySignatureString.string(of: option.parameters), secret: secret))
         }
         #expect(options.contains { $0.recurrentInfo != nil } && options.contains { $0.threeDSecureInfo != nil })
         #expect(options.contains { $0.hideSavedWallets } && options.contains { $0.recurrentInfo?.schedule.isEmpty == false })

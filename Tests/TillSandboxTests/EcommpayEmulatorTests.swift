@@ -146,12 +146,15 @@ struct EcommpaySDKTests {
             #expect(try await error(Harness.sdkParams(extra: [("customer_email", .null)]))?.message.hasPrefix("customer_email or customer_phone") == true)
             #expect(try await error(Harness.sdkParams(extra: [("hide_saved_wallets", "yes")]))?.message.hasPrefix("hide_saved_wallets") == true)
             #expect(try await error(Harness.sdkParams(extra: [("payment_description", "")]))?.message.hasPrefix("payment_description") == true)
-            // A parameter added after signing is caught by the signature.
+            // A signed parameter changed after signing is caught by the signature; so is a signature over the
+            // whole object (the server SDKs' string) rather than the SDK's own string.
             let params = Harness.sdkParams()
-            let signature = EcommpaySignature.sign(params, secret: Harness.project.secretKey)
-            guard case .object(var members) = params else { return }
-            members.append(.init(key: "payment_amount_extra", value: .number("1")))
-            #expect(try await error(.object(members), signature: signature)?.codeString == "SERVER_UNAUTHORIZED")
+            let signature = EcommpaySignature.sdkSign(params, secret: Harness.project.secretKey)
+            guard case .object(let members) = params else { return }
+            let cheaper = members.map { $0.key == "payment_amount" ? JSONValue.Member(key: $0.key, value: .number("1")) : $0 }
+            #expect(try await error(.object(cheaper), signature: signature)?.codeString == "SERVER_UNAUTHORIZED")
+            #expect(try await error(params, signature: EcommpaySignature.sign(params, secret: Harness.project.secretKey))?.codeString
+                == "SERVER_UNAUTHORIZED")
             // Accepted: booleans and the seed's languages.
             let fine = try await harness.sdkPay(Harness.sdkParams(extra: [("hide_saved_wallets", .bool(true)), ("language_code", "de"),
                                                                           ("region_code", "DE"), ("force_payment_method", "card")]))
@@ -185,17 +188,17 @@ struct EcommpaySDKTests {
             let params = Harness.sdkParams()
             await #expect(throws: EcommpayDevice.Failure.self) {
                 _ = try await EcommpayDevice.pay(baseURL: harness.base, paramsJSON: params.serialized,
-                                                 signature: EcommpaySignature.sign(params, secret: Harness.project.secretKey),
+                                                 signature: EcommpaySignature.sdkSign(params, secret: Harness.project.secretKey),
                                                  card: .init(number: "4000000000000011", expiryMonth: "12", expiryYear: "2030", cvv: "123"))
             }
             await #expect(throws: EcommpayDevice.Failure.self) {
                 _ = try await EcommpayDevice.pay(baseURL: harness.base, paramsJSON: params.serialized,
-                                                 signature: EcommpaySignature.sign(params, secret: Harness.project.secretKey),
+                                                 signature: EcommpaySignature.sdkSign(params, secret: Harness.project.secretKey),
                                                  card: .init(number: EcommpayTestCard.success.rawValue, expiryMonth: "1", expiryYear: "2001", cvv: "123"))
             }
             await #expect(throws: EcommpayDevice.Failure.self) {
                 _ = try await EcommpayDevice.pay(baseURL: harness.base, paramsJSON: params.serialized,
-                                                 signature: EcommpaySignature.sign(params, secret: Harness.project.secretKey), card: nil)
+                                                 signature: EcommpaySignature.sdkSign(params, secret: Harness.project.secretKey), card: nil)
             }
         }
     }
@@ -544,7 +547,7 @@ struct EcommpayCustomerTests {
                         secret: String = Harness.project.secretKey) async throws -> SDKResult? {
                 let customer = SandboxEcommpayCustomer(baseURL: harness.base, returns: returns, choice: choice, callbacksFirst: true)
                 return try await customer.launch(WalletLaunch(wallet: "ecommpay", parameters: [
-                    "params": params.serialized, "signature": EcommpaySignature.sign(params, secret: secret), "method": "card"]))
+                    "params": params.serialized, "signature": EcommpaySignature.sdkSign(params, secret: secret), "method": "card"]))
             }
             let paid = try #require(try await launch(.complete))
             #expect(paid.code == "0")
@@ -566,6 +569,14 @@ struct EcommpayCustomerTests {
             #expect(error.parameters["error_message"]?.hasPrefix("signature") == true)
             let customer = SandboxEcommpayCustomer(baseURL: harness.base, returns: returns)
             #expect(try await customer.launch(WalletLaunch(wallet: "alipay", parameters: [:])) == nil)
+            // The SDK's string for the hand-off, as the stand-in's SDK builds it.
+            let params = Harness.sdkParams(paymentId: "p-9")
+            let prepared = try await customer.prepareSDK(WalletLaunch(wallet: "ecommpay", parameters: ["params": params.serialized]))
+            #expect(prepared == ["params_for_signature": "customer_id:customer-1;payment_amount:1999;payment_currency:USD;"
+                + "payment_description:T-shirt with dog print;payment_id:p-9;project_id:1234"])
+            await #expect(throws: EcommpayDevice.Failure.self) {
+                try await customer.prepareSDK(WalletLaunch(wallet: "ecommpay", parameters: ["params": "[1]"]))
+            }
         }
     }
 

@@ -143,4 +143,23 @@ struct EcommpaySignatureTests {
         #expect(EcommpaySignature.sign(status, secret: "secret")
             == "xGd90cY0AXw28dUguxA6C9wlQRLvfAeeBPqbysVt10xHvJMkqDRoRHv4LpsDZR/ZVJpLmWNFasCI5/bNrISgNQ==")
     }
+
+    @Test("the SDK's paramsForSignature: SignatureParam's parameters only, sorted, booleans true/false, empties out, secure_info appended")
+    func sdkString() {
+        let params = JSONValue.object([
+            .init(key: "project_id", value: .number("1234")), .init(key: "payment_id", value: .string("p-1")),
+            .init(key: "payment_amount", value: .number("1999")), .init(key: "payment_currency", value: .string("USD")),
+            .init(key: "customer_id", value: .string("c-1")), .init(key: "customer_email", value: .string("buyer@example.com")),
+            .init(key: "operation_type", value: .string("sale")), .init(key: "payment_description", value: .string("")),
+            .init(key: "hide_saved_wallets", value: .bool(true)), .init(key: "language_code", value: .null),
+            .init(key: "recurring", value: .object([.init(key: "type", value: .string("C"))])),
+            .init(key: "secure_info", value: .object([.init(key: "customer", value: .object([
+                .init(key: "email", value: .string("a@b.c")), .init(key: "address_match", value: .string("Y"))]))])),
+        ])
+        // Not signed by the SDK: operation_type, the additional fields, recurring (MsdkCore.h's SignatureParam list).
+        #expect(EcommpaySignature.sdkParamsForSignature(params) == "customer_id:c-1;hide_saved_wallets:true;payment_amount:1999;"
+            + "payment_currency:USD;payment_id:p-1;project_id:1234;secure_info:customer:address_match:Y;secure_info:customer:email:a@b.c")
+        #expect(EcommpaySignature.sdkSign(params, secret: "k") == EcommpaySignature.mac(EcommpaySignature.sdkParamsForSignature(params), secret: "k"))
+        #expect(EcommpaySignature.sdkParamsForSignature(.object([])) == "")
+    }
 }

@@ -66,12 +66,12 @@ struct EcommpayHarness {
         return .object(members.filter { member in !extra.contains { $0.0 == member.key && $0.1 == .null } })
     }
 
-    /// Calls the SDK stand-in with `params` signed by `secret` (the project's by default).
+    /// Calls the SDK stand-in with the SDK's string of `params` signed by `secret` (the project's by default).
     func sdkPay(_ params: JSONValue, secret: String = project.secretKey, signature: String? = nil, method: String = "card",
                 card: EcommpayTestCard? = .success, outcome: String = "pay", mockMode: String? = nil,
                 waitForCallbacks: Bool = true) async throws -> EcommpayEmulator.SDKPaymentResult {
         try await EcommpayDevice.pay(baseURL: base, paramsJSON: params.serialized,
-                                     signature: signature ?? EcommpaySignature.sign(params, secret: secret), method: method,
+                                     signature: signature ?? EcommpaySignature.sdkSign(params, secret: secret), method: method,
                                      card: card.map { .test($0) }, outcome: outcome, mockMode: mockMode, waitForCallbacks: waitForCallbacks)
     }
 

@@ -5,8 +5,10 @@ import TillGatewayKit
 ///
 /// | step | where | what |
 /// |---|---|---|
-/// | Prepare | merchant server | builds the ``EcommpayPaymentOptions`` from the stored payment, checks them, signs `paramsForSignature` (HMAC-SHA512); for other methods signs a Payment Page URL |
-/// | Present | app | cards and Apple Pay: `.launchWallet` (``sdkWallet``) with the signed parameters and the signature for the app's SDK adapter; other methods: `.openURL` of the Payment Page |
+/// | Prepare | merchant server | builds the ``EcommpayPaymentOptions`` from the stored payment and checks them; for other methods signs a Payment Page URL |
+/// | Present | app | cards and Apple Pay: `.prepareSDK` (the adapter returns the SDK's `paramsForSignature`), `.submit` of that string |
+/// | Submit | merchant server | checks the string against the stored payment and signs it exactly (HMAC-SHA512): `.launchWallet` (``sdkWallet``) with the options and the signature |
+/// | Present | app | other methods: `.openURL` of the Payment Page |
 /// | Return | app | the SDK's `PaymentResult` (`0` success, `100` decline, `200` cancelled, `500` error) or the Payment Page's redirect: informational only |
 /// | Confirm | merchant server | ecommpay's signed callback (authoritative), or Gate `/v2/payment/status` |
 public struct EcommpayGateway: Checkout {
@@ -28,12 +30,20 @@ public struct EcommpayGateway: Checkout {
 
     /// The ``WalletLaunch/wallet`` of ecommpay's mobile SDK.
     public static let sdkWallet = "ecommpay"
-    /// Preparation and launch parameters.
+    /// The ``Submission/kind`` of the SDK's string sent for signing.
+    public static let signingKind = "ecommpay_params_for_signature"
+
+    /// Preparation, hand-off and launch parameters.
     public enum Parameter {
-        /// The signed parameters, a JSON object as text.
+        /// The payment options the server built, a JSON object as text (the Payment Page's names).
         public static let params = "params"
-        /// The Base64 HMAC-SHA512 signature of their `paramsForSignature`.
+        /// The Base64 HMAC-SHA512 signature of the SDK's `paramsForSignature` (in the launch only).
         public static let signature = "signature"
+        /// The SDK's `paramsForSignature`: returned by the app's adapter, sent for signing, and echoed in
+        /// the launch (the exact text that was signed).
+        public static let paramsForSignature = "params_for_signature"
+        /// The SDK's `mockModeType` when the project runs in a mock mode.
+        public static let mockMode = "mock_mode"
         /// `card` or `apple_pay`: which SDK form.
         public static let method = "method"
         /// The signed Payment Page URL, for the other methods.
@@ -47,14 +57,38 @@ public struct EcommpayGateway: Checkout {
 
     // MARK: Present
 
-    /// **Present**: the SDK launch for cards and Apple Pay, the Payment Page for the rest.
+    /// **Present**: the SDK hand-off for cards and Apple Pay, the Payment Page for the rest.
+    ///
+    /// The SDK hand-off has three steps, as the article has them:
+    /// 1. `.start` gives `.prepareSDK` with the options the server built (`params`, `method`): the app's
+    ///    adapter sets them on the SDK's `PaymentOptions` and returns its `paramsForSignature`;
+    /// 2. `.sdkPrepared` reads that string (``EcommpayParamsForSignature``), checks it names this attempt,
+    ///    and gives `.submit` for the merchant server, which checks it against the stored payment and
+    ///    signs it;
+    /// 3. the server answers `.launchWallet` with the same options and the signature, and the adapter
+    ///    presents the SDK.
     /// - Throws: ``CheckoutError`` naming `preparation.parameters.<name>` when the server's preparation
-    ///   is not this attempt's or lacks what the channel needs, `input` for anything but `.start`.
+    ///   is not this attempt's or lacks what the channel needs, `params_for_signature.<key>` when the
+    ///   SDK's string is not this attempt's, `input` for any other input.
     public func present(_ preparation: Preparation, input: PresentInput) async throws -> NextStep {
-        guard case .start = input else {
+        let parameters = preparation.parameters
+        switch input {
+        case .start:
+            break
+        case .sdkPrepared(let values) where parameters[Parameter.pageURL] == nil:
+            let text = values[Parameter.paramsForSignature] ?? ""
+            let string = try EcommpayParamsForSignature(text, gateway: gateway)
+            let expected: [(EcommpayParamsForSignature.Key, String)] = [
+                (.paymentId, preparation.attempt.rawValue), (.paymentAmount, try launchAmount(preparation)),
+                (.paymentCurrency, preparation.amount.currency.code)]
+            for (key, value) in expected where string.values[key] != value {
+                throw CheckoutError(.invalidField, field: "\(EcommpayParamsForSignature.field).\(key.rawValue)",
+                                    message: "not this attempt's", gateway: gateway)
+            }
+            return .submit(Submission(kind: Self.signingKind, fields: [Parameter.paramsForSignature: text]))
+        default:
             throw CheckoutError(.unsupportedAction, field: "input", message: "ecommpay's SDK and page collect the details themselves", gateway: gateway)
         }
-        let parameters = preparation.parameters
         if let page = parameters[Parameter.pageURL] {
             let field = "preparation.parameters.\(Parameter.pageURL)"
             guard let url = URL(string: page), let scheme = url.scheme?.lowercased(), scheme == "https" || scheme == "http",
@@ -68,25 +102,36 @@ public struct EcommpayGateway: Checkout {
             }
             return .openURL(url, handoff: .webPage)
         }
+        let text = try checkedParams(preparation)
+        var launch = [Parameter.params: text, Parameter.method: parameters[Parameter.method] ?? "card"]
+        launch[Parameter.mockMode] = parameters[Parameter.mockMode]
+        return .prepareSDK(WalletLaunch(wallet: Self.sdkWallet, parameters: launch, returnURL: preparation.returnURL))
+    }
+
+    /// The preparation's `params`, checked to be this attempt's (payment id, amount, currency).
+    func checkedParams(_ preparation: Preparation) throws -> String {
         let field = "preparation.parameters.\(Parameter.params)"
-        guard let text = parameters[Parameter.params], let signature = parameters[Parameter.signature], !signature.isEmpty else {
-            throw CheckoutError(.missingField, field: field, message: "the server signed no payment options", gateway: gateway)
+        guard let text = preparation.parameters[Parameter.params] else {
+            throw CheckoutError(.missingField, field: field, message: "the server built no payment options", gateway: gateway)
         }
         let params = try OrderedJSON.parse(Data(text.utf8), field: field)
         guard params["payment_id"]?.stringValue == preparation.attempt.rawValue else {
             throw CheckoutError(.invalidField, field: "\(field).payment_id", message: "not this attempt's", gateway: gateway)
         }
-        let expectedAmount = preparation.method == .card && params["operation_type"]?.stringValue == "verify" ? "0" : String(preparation.amount.minorUnits)
-        guard params["payment_amount"]?.numberText == expectedAmount else {
+        guard params["payment_amount"]?.numberText == (try launchAmount(preparation)) else {
             throw CheckoutError(.invalidField, field: "\(field).payment_amount", message: "not this attempt's amount", gateway: gateway)
         }
         guard params["payment_currency"]?.stringValue == preparation.amount.currency.code else {
             throw CheckoutError(.invalidField, field: "\(field).payment_currency", message: "not this attempt's currency", gateway: gateway)
         }
-        let method = parameters[Parameter.method] ?? "card"
-        return .launchWallet(WalletLaunch(wallet: Self.sdkWallet,
-                                          parameters: [Parameter.params: text, Parameter.signature: signature, Parameter.method: method],
-                                          returnURL: preparation.returnURL))
+        return text
+    }
+
+    /// The amount the SDK is launched with: zero for a verify (its `operation_type`), else the attempt's.
+    func launchAmount(_ preparation: Preparation) throws -> String {
+        let field = "preparation.parameters.\(Parameter.params)"
+        let params = try OrderedJSON.parse(Data((preparation.parameters[Parameter.params] ?? "{}").utf8), field: field)
+        return preparation.method == .card && params["operation_type"]?.stringValue == "verify" ? "0" : String(preparation.amount.minorUnits)
     }
 
     // MARK: Return

@@ -6,9 +6,11 @@ import TillGatewayKit
 /// (`ITECOMMPAY/mobile-sdk-ios-ui` `PaymentOptions.swift`, `AdditionalField*.swift`, `RecurreInfo.swift`,
 /// `ThreeDSecureInfo.swift`).
 ///
-/// The merchant server builds it from the stored payment, checks it (``validate(prefix:)``, every problem
-/// naming its field) and signs ``signedParameters``; the app hands the same parameters and the signature
-/// to the SDK. Money is in minor units (`paymentAmount` 1999 is 19.99).
+/// The merchant server builds it from the stored payment and checks it (``validate(prefix:)``, every problem
+/// naming its field). The app's adapter sets ``parameters`` on the SDK's `PaymentOptions`; the server signs
+/// the SDK's own `paramsForSignature` (``EcommpayParamsForSignature``), never a string of its own making.
+/// For the Payment Page the server signs the flat ``parameters`` into the URL. Money is in minor units
+/// (`paymentAmount` 1999 is 19.99).
 public struct EcommpayPaymentOptions: Sendable, Hashable {
     /// `projectId`: the project's id, assigned by ecommpay. Required.
     public var projectId: Int
@@ -195,13 +197,12 @@ public struct EcommpayPaymentOptions: Sendable, Hashable {
         }
     }
 
-    // MARK: Signing
+    // MARK: Parameters
 
-    /// The parameters signed and handed to the SDK, by the Payment Page's names (the iOS core that builds
-    /// `paramsForSignature` is closed; its header says only "non-null parameters … sorted alphabetically by
-    /// key names", "key1:value1;key2:value2", 3-D Secure under `secure_info:`; the spellings are Till's,
-    /// shared with the sandbox). Empty values are left out.
-    public var signedParameters: OrderedJSON {
+    /// The options by the Payment Page's names (the SDK's own names live in its closed core): handed to the
+    /// app's SDK adapter, which sets each on the SDK's `PaymentOptions`, and, the flat ones, signed into a
+    /// Payment Page URL (the server SDKs' rule, ``EcommpaySignatureString``). Empty values are left out.
+    public var parameters: OrderedJSON {
         var members: [OrderedJSON.Member] = []
         func add(_ key: String, _ value: OrderedJSON?) { if let value { members.append(.init(key: key, value: value)) }
         }
@@ -262,9 +263,6 @@ public struct EcommpayPaymentOptions: Sendable, Hashable {
         }
         return .object(members)
     }
-
-    /// `paramsForSignature`: the string the merchant server signs (``EcommpaySignatureString``).
-    public var paramsForSignature: String { EcommpaySignatureString.string(of: signedParameters) }
 
     /// `challengeIndicator` → `challenge_indicator`.
     static func snake(_ name: String) -> String {

@@ -6,7 +6,7 @@ extension EcommpayPaymentOptions {
     /// them keeps the form from opening.
     public static let sdkLanguages: Set<String> = ["en", "de", "hu", "it", "es", "fr"]
 
-    /// The names ``signedParameters`` uses for the options' own parameters: an additional field may not take one.
+    /// The names ``parameters`` uses for the options' own parameters: an additional field may not take one.
     public static let reservedNames: Set<String> = [
         "project_id", "payment_id", "payment_amount", "payment_currency", "customer_id", "payment_description", "operation_type",
         "receipt_data", "hide_saved_wallets", "force_payment_method", "language_code", "region_code", "account_token", "recurring",

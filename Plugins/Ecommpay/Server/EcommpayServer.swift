@@ -33,9 +33,10 @@ public struct EcommpaySettings: Sendable, Hashable {
 
 /// ecommpay: the **server half**. It holds the project's secret key.
 ///
-/// - **Prepare** builds the payment options from the stored payment (never from the app), checks them
-///   (errors name the `PaymentOptions` field), and signs them: for cards and Apple Pay the SDK's
-///   parameters, for other methods a Payment Page URL.
+/// - **Prepare** builds the payment options from the stored payment (never from the app) and checks them
+///   (errors name the `PaymentOptions` field); for other methods than cards and Apple Pay it signs a
+///   Payment Page URL.
+/// - **Submit** signs the SDK's own `paramsForSignature` once it matches the stored payment.
 /// - **Confirm**: the signed callback (authoritative), or Gate `/v2/payment/status`.
 /// - **Capture** of an authorisation through Gate `/v2/payment/card/capture` (``capture(_:amount:)``).
 ///
@@ -64,23 +65,56 @@ public struct EcommpayServer: CheckoutServer {
 
     // MARK: Prepare
 
-    /// **Prepare**: the signed options (`params`, `signature`, `method`) or the signed Payment Page URL.
+    /// **Prepare**: the options for the app's SDK adapter (`params`, `method`, `mock_mode`), unsigned (the
+    /// SDK's own string is signed at Submit), or the signed Payment Page URL.
     /// - Throws: ``CheckoutError`` naming the `PaymentOptions` field at fault, `returnURL` when a Payment
     ///   Page payment has no return URL.
     public func prepare(_ context: AttemptContext) async throws -> Preparation {
         let options = try options(for: context)
-        let signature = EcommpaySigner.sign(string: options.paramsForSignature, secret: secret)
         var parameters: [String: String]
         if Self.usesSDK(context.intent.method) {
-            parameters = [EcommpayGateway.Parameter.params: String(decoding: options.signedParameters.serialized(), as: UTF8.self),
-                          EcommpayGateway.Parameter.signature: signature,
-                          EcommpayGateway.Parameter.method: context.intent.method == .applePay ? "apple_pay" : "card"]
-            if settings.mockMode != .disabled { parameters["mock_mode"] = settings.mockMode.rawValue }
+            parameters = sdkParameters(options, method: context.intent.method)
         } else {
             parameters = [EcommpayGateway.Parameter.pageURL: try paymentPageURL(options, returnURL: context.returnURL).absoluteString]
         }
         return Preparation(gateway: gateway, attempt: context.attempt, method: context.intent.method, amount: context.intent.amount,
                            parameters: parameters, returnURL: context.returnURL)
+    }
+
+    /// The SDK adapter's parameters: the options as JSON, the form (`card` or `apple_pay`), the mock mode.
+    func sdkParameters(_ options: EcommpayPaymentOptions, method: PaymentMethod) -> [String: String] {
+        var parameters = [EcommpayGateway.Parameter.params: String(decoding: options.parameters.serialized(), as: UTF8.self),
+                          EcommpayGateway.Parameter.method: Self.sdkMethod(method)]
+        if settings.mockMode != .disabled { parameters[EcommpayGateway.Parameter.mockMode] = settings.mockMode.rawValue }
+        return parameters
+    }
+
+    /// `card` or `apple_pay`: the SDK form, and the one method a signed string may force.
+    static func sdkMethod(_ method: PaymentMethod) -> String { method == .applePay ? "apple_pay" : "card" }
+
+    // MARK: Submit
+
+    /// **Submit**: signs the SDK's `paramsForSignature` for an SDK attempt, once (the service marks the
+    /// attempt submitted first), after checking it names this payment (``EcommpayParamsForSignature``: the
+    /// project, payment id, amount and currency required and the stored payment's, nothing unknown,
+    /// repeated or ambiguous). The text is signed exactly as it came. Nothing is sent to ecommpay here.
+    /// - Returns: `.launchWallet` (``EcommpayGateway/sdkWallet``) with the options, the signature and the
+    ///   signed text.
+    /// - Throws: ``CheckoutError`` naming `submission.kind`, or `params_for_signature[.<key>]` (category
+    ///   invalid input: the attempt closes and nothing was charged).
+    public func submit(_ submission: Submission, context: SubmitContext) async throws -> SubmitResult {
+        guard submission.kind == EcommpayGateway.signingKind, Self.usesSDK(context.intent.method) else {
+            throw CheckoutError(.invalidField, field: "submission.kind",
+                                message: "ecommpay signs only the SDK's \(EcommpayGateway.Parameter.paramsForSignature) of an SDK payment", gateway: gateway)
+        }
+        let options = try options(for: AttemptContext(intent: context.intent, attempt: context.attempt, returnURL: context.returnURL))
+        let string = try EcommpayParamsForSignature(submission.fields[EcommpayGateway.Parameter.paramsForSignature] ?? "", gateway: gateway)
+        try string.check(.init(options, forcedMethods: [Self.sdkMethod(context.intent.method)]), gateway: gateway)
+        var parameters = sdkParameters(options, method: context.intent.method)
+        parameters[EcommpayGateway.Parameter.signature] = EcommpaySigner.sign(string: string.text, secret: secret)
+        parameters[EcommpayGateway.Parameter.paramsForSignature] = string.text
+        return SubmitResult(next: .launchWallet(WalletLaunch(wallet: EcommpayGateway.sdkWallet, parameters: parameters,
+                                                             returnURL: context.returnURL)))
     }
 
     /// The options of an attempt, checked.
@@ -106,6 +140,14 @@ public struct EcommpayServer: CheckoutServer {
         if let issue = options.validate(needsContact: intent.method == .card).first {
             throw CheckoutError(issue.code, field: issue.field, message: issue.message, gateway: gateway)
         }
+        // The SDK joins its signed parameters with ';': one inside a value could not be read back, so such
+        // a string is never signed. Refused here, before the customer sees the form.
+        if Self.usesSDK(intent.method) {
+            for (field, value) in [("paymentDescription", options.paymentDescription), ("customerId", options.customerId)]
+            where value?.contains(";") == true {
+                throw CheckoutError(.invalidField, field: field, message: "';' cannot travel in the SDK's signed string", gateway: gateway)
+            }
+        }
         return options
     }
 
@@ -116,7 +158,7 @@ public struct EcommpayServer: CheckoutServer {
         guard let returnURL else {
             throw CheckoutError(.misconfigured, field: "returnURL", message: "the Payment Page sends the customer back to a return URL", gateway: gateway)
         }
-        guard case .object(let all) = options.signedParameters else { throw CheckoutError(.invalidField, field: "params", message: "not an object") }
+        guard case .object(let all) = options.parameters else { throw CheckoutError(.invalidField, field: "params", message: "not an object") }
         // Only flat parameters travel in the URL (nested objects are the SDK's), so only they are signed.
         var members = all.filter { member in
             switch member.value { case .object, .array: false; default: true }

@@ -175,11 +175,12 @@ extension EcommpayEmulator {
         guard let project = project(projectId) else {
             return .success(Self.sdkError(.serverUnauthorized, "project_id: unknown project"))
         }
-        // The object is verified exactly as sent (the module's and the emulator's shared choice: the SDK's
-        // own `paramsForSignature` is built inside the closed MsdkCore, facts §5.1).
-        guard EcommpaySignature.verify(signature, of: params, secret: project.secretKey) else {
-            return .success(Self.sdkError(.serverUnauthorized, "signature: does not match the parameters (expected the HMAC-SHA512 of \""
-                + EcommpaySignature.stringToSign(params) + "\")"))
+        // The SDK presents with the signature of its own `paramsForSignature` (MsdkCore.h): only the
+        // `SignatureParam` parameters, so `operation_type` and the additional fields are not covered.
+        let signed = EcommpaySignature.sdkParamsForSignature(params)
+        guard EcommpaySignature.constantTimeEqual(Array(EcommpaySignature.mac(signed, secret: project.secretKey).utf8), Array(signature.utf8)) else {
+            return .success(Self.sdkError(.serverUnauthorized, "signature: does not match the parameters (expected the HMAC-SHA512 of the SDK's "
+                + "paramsForSignature \"" + signed + "\")"))
         }
         let paymentId = params["payment_id"]?.stringValue ?? ""
         let operationType = params["operation_type"]?.stringValue ?? "sale"

@@ -33,6 +33,57 @@ enum EcommpaySignature {
         return leaves.map { $0.path + ":" + $0.text }.joined(separator: ";")
     }
 
+    /// The mobile SDK's `paramsForSignature` for the options `params` (an object by the Payment Page's
+    /// names): the string the SDK hands the app to have signed, and the one the emulator rebuilds to check
+    /// the signature the SDK presents with.
+    ///
+    /// What the vendor says (iOS 4.0.8 `MsdkCore.h`, `getParamsForSignature` and `SignatureParam`): only
+    /// the parameters `projectId, paymentId, paymentAmount, paymentDescription, paymentCurrency,
+    /// customerId, regionCode, token, languageCode, forcePaymentMethod, hideSavedWallets`; null and empty
+    /// values left out; `key:value` pairs sorted by key, joined with `;`, no trailing `;`; the 3-D Secure
+    /// parameters appended with the prefix `secure_info:`. So `operation_type`, the additional fields,
+    /// `receipt_data` and `recurring` are not signed.
+    ///
+    /// *Emulator choices* (the core is a closed binary): the keys are spelt as the Payment Page spells
+    /// them (`payment_amount`, `account_token`); a boolean is written `true`/`false` (Kotlin's
+    /// `toString`); the `secure_info` object's leaves are written as the server SDKs write nested keys
+    /// (`secure_info:customer:email:…`), sorted by path, after the other pairs.
+    static func sdkParamsForSignature(_ params: JSONValue) -> String {
+        var pairs: [(key: String, text: String)] = []
+        for key in sdkSignedKeys {
+            guard let value = params[key] else { continue }
+            let text: String
+            switch value {
+            case .string(let string): text = string
+            case .number(let number): text = number
+            case .bool(let flag): text = flag ? "true" : "false"
+            case .null, .array, .object: continue
+            }
+            if !text.isEmpty { pairs.append((key, text)) }
+        }
+        pairs.sort { codePointsPrecede($0.key, $1.key) }
+        var text = pairs.map { $0.key + ":" + $0.text }.joined(separator: ";")
+        if let secure = params["secure_info"], case .object = secure {
+            var leaves: [(path: String, text: String)] = []
+            collect(secure, prefix: "secure_info", into: &leaves)
+            leaves.sort { codePointsPrecede($0.path, $1.path) }
+            let tail = leaves.filter { !$0.text.isEmpty }.map { $0.path + ":" + $0.text }.joined(separator: ";")
+            if !tail.isEmpty { text += (text.isEmpty ? "" : ";") + tail }
+        }
+        return text
+    }
+
+    /// Base64 HMAC-SHA512 of ``sdkParamsForSignature(_:)`` with `secret`: what the merchant server
+    /// answers the SDK's string with.
+    static func sdkSign(_ params: JSONValue, secret: String) -> String {
+        mac(sdkParamsForSignature(params), secret: secret)
+    }
+
+    /// `SignatureParam`'s parameters by the Payment Page's names (*emulator choice*, see
+    /// ``sdkParamsForSignature(_:)``).
+    static let sdkSignedKeys = ["project_id", "payment_id", "payment_amount", "payment_description", "payment_currency", "customer_id",
+                                "region_code", "account_token", "language_code", "force_payment_method", "hide_saved_wallets"]
+
     /// Base64 HMAC-SHA512 of ``stringToSign(_:)`` with `secret`.
     static func sign(_ value: JSONValue, secret: String) -> String {
         mac(stringToSign(value), secret: secret)

@@ -21,7 +21,22 @@ struct EcommpayAttackAppTests {
 
     // MARK: The customer holds the app
 
-    @Test("the app's params tampered (amount, currency, payment_id, another attempt's params, the signature of other params): the app half refuses it naming the field; the server's signature covers only the stored payment's params; a success for the tampered amount never pays",
+    /// The SDK's `paramsForSignature` as the customer's app would send it: `SignatureParam`'s parameters of
+    /// `params`, `key:value` sorted and joined with `;` (MsdkCore.h; the spellings are the Payment Page's).
+    static func sdkString(_ params: V) -> String {
+        let keys = ["project_id", "payment_id", "payment_amount", "payment_description", "payment_currency", "customer_id", "region_code",
+                    "language_code", "force_payment_method", "hide_saved_wallets"]
+        return keys.compactMap { key in (params[key]?.string ?? params[key]?.number).map { "\(key):\($0)" } }.sorted().joined(separator: ";")
+    }
+
+    /// The app's submit of an SDK string for `started`'s attempt, with its client secret.
+    func submitString(_ w: World, _ started: World.Started, _ string: String, kind: String = EcommpayGateway.signingKind) async throws
+        -> ServerHarness.Answer {
+        let body = try JSONSerialization.data(withJSONObject: ["kind": kind, "fields": ["params_for_signature": string]])
+        return try await w.call("POST", "v1/attempts/\(started.attempt.rawValue)/submit", body: body, bearer: started.secret)
+    }
+
+    @Test("the app's params and the SDK's string tampered (amount, currency, payment_id, another attempt's, another customer, a ';' cut, a second string): the app half refuses the params naming the field; the server signs only a string of the stored payment, once per attempt; a success for a tampered amount never pays",
           arguments: StoreKind.available)
     func tamperedParams(kind: StoreKind) async throws {
         try await World.with(kind) { w in
@@ -29,19 +44,16 @@ struct EcommpayAttackAppTests {
             let other = try await w.start(w.a, minor: 5)
             let parameters = s.preparation.parameters
             let paramsText = try #require(parameters[EcommpayGateway.Parameter.params])
-            let signature = try #require(parameters[EcommpayGateway.Parameter.signature])
+            #expect(parameters[EcommpayGateway.Parameter.signature] == nil, "Prepare signs nothing for the SDK")
             let params = try #require(V.parse(Data(paramsText.utf8)))
-            // The signature is ecommpay's HMAC of exactly these params, with the merchant's project.
             #expect(params["payment_id"]?.string == s.attempt.rawValue)
             #expect(params["payment_amount"]?.number == String(World.amount) && params["payment_currency"]?.string == "EUR")
             #expect(params["project_id"]?.number == String(w.a.project.id))
-            #expect(Wire.mac(Wire.string(params), secret: w.a.project.secret).base64EncodedString() == signature)
 
             let gateway = EcommpayGateway()
-            func with(_ change: (V) -> V, signature newSignature: String? = nil) -> Preparation {
+            func with(_ change: (V) -> V) -> Preparation {
                 var preparation = s.preparation
                 preparation.parameters[EcommpayGateway.Parameter.params] = String(decoding: change(params).serialized(), as: UTF8.self)
-                if let newSignature { preparation.parameters[EcommpayGateway.Parameter.signature] = newSignature }
                 return preparation
             }
             let field = "preparation.parameters.params"
@@ -50,16 +62,11 @@ struct EcommpayAttackAppTests {
                 ("amount as text", with { $0.setting(["payment_amount"], .string("1050")) }, "\(field).payment_amount"),
                 ("currency changed", with { $0.setting(["payment_currency"], .string("USD")) }, "\(field).payment_currency"),
                 ("payment_id of another attempt", with { $0.setting(["payment_id"], .string(other.attempt.rawValue)) }, "\(field).payment_id"),
-                ("another attempt's whole params and signature", {
+                ("another attempt's whole params", {
                     var preparation = s.preparation
                     preparation.parameters = other.preparation.parameters
                     return preparation
                 }(), "\(field).payment_id"),
-                ("no signature", {
-                    var preparation = s.preparation
-                    preparation.parameters[EcommpayGateway.Parameter.signature] = nil
-                    return preparation
-                }(), field),
                 ("params not JSON", {
                     var preparation = s.preparation
                     preparation.parameters[EcommpayGateway.Parameter.params] = "payment_amount:1"
@@ -69,23 +76,62 @@ struct EcommpayAttackAppTests {
             for (name, preparation, expected) in tampered {
                 do {
                     _ = try await gateway.present(preparation, input: .start)
-                    Issue.record("\(name): launched")
+                    Issue.record("\(name): handed to the SDK")
                 } catch let error as CheckoutError {
                     #expect(error.field == expected, "\(name): \(error)")
                 }
             }
-            // Whatever the app sends the SDK, the signature is over the server's params only: a lower amount does not match it.
-            let cheap = params.setting(["payment_amount"], .number("1"))
-            #expect(Wire.mac(Wire.string(cheap), secret: w.a.project.secret).base64EncodedString() != signature)
-            // Untouched: launches the SDK with exactly what the server signed.
-            let launched = try await gateway.present(s.preparation, input: .start)
-            guard case .launchWallet(let launch) = launched else {
-                Issue.record("not an SDK launch: \(launched)")
+            guard case .prepareSDK(let handOff) = try await gateway.present(s.preparation, input: .start) else {
+                Issue.record("not an SDK hand-off")
                 return
             }
-            #expect(launch.parameters[EcommpayGateway.Parameter.params] == paramsText && launch.parameters[EcommpayGateway.Parameter.signature] == signature)
+            #expect(handOff.parameters[EcommpayGateway.Parameter.params] == paramsText)
 
-            // Had ecommpay charged the tampered amount, its genuine success is for 0.01 EUR: never paid.
+            // The customer's app sends strings of its own making to the real server, each on a fresh attempt.
+            let good = Self.sdkString(params)
+            let cheap = good.replacingOccurrences(of: "payment_amount:\(World.amount)", with: "payment_amount:1")
+            let strings: [(String, (World.Started) -> String, String)] = [
+                ("amount lowered", { _ in cheap }, "params_for_signature.paymentAmount"),
+                ("currency changed", { _ in good.replacingOccurrences(of: "payment_currency:EUR", with: "payment_currency:USD") },
+                 "params_for_signature.paymentCurrency"),
+                ("another attempt's string", { _ in good.replacingOccurrences(of: s.attempt.rawValue, with: other.attempt.rawValue) },
+                 "params_for_signature.paymentId"),
+                ("another project", { _ in good.replacingOccurrences(of: "project_id:\(w.a.project.id)", with: "project_id:\(w.b.project.id)") },
+                 "params_for_signature.projectId"),
+                ("another customer's saved cards", { _ in good + ";customer_id:victim-1" }, "params_for_signature.customerId"),
+                ("a ';' cut in the description", { _ in good.replacingOccurrences(of: "payment_description:Green tea",
+                                                                                  with: "payment_description:Green tea;payment_amount:1") },
+                 "params_for_signature.payment_amount"),
+                ("the amount in another spelling too", { _ in good + ";paymentAmount:1" }, "params_for_signature.paymentAmount"),
+                ("an unsigned parameter slipped in", { _ in good + ";operation_type:verify" }, "params_for_signature.operation_type"),
+                ("a stored card's token", { _ in good + ";token:stolen" }, "params_for_signature.token"),
+            ]
+            for (name, make, expected) in strings {
+                let fresh = try await w.start(w.a)
+                let string = make(fresh).replacingOccurrences(of: s.attempt.rawValue, with: fresh.attempt.rawValue)
+                let answer = try await submitString(w, fresh, string)
+                #expect(answer.status == 422, "\(name): \(text(answer))")
+                #expect((answer.json["error"] as? [String: Any])?["field"] as? String == expected, "\(name): \(text(answer))")
+                let body = String(decoding: answer.body, as: UTF8.self)
+                #expect(!body.contains(Wire.mac(string, secret: w.a.project.secret).base64EncodedString()), "\(name): signed")
+                #expect(!body.contains(w.a.project.secret))
+                // The attempt is closed: the genuine string is not signed for it afterwards either.
+                let again = try await submitString(w, fresh, Self.sdkString(params).replacingOccurrences(of: s.attempt.rawValue, with: fresh.attempt.rawValue))
+                #expect(again.status == 409, "\(name), then the genuine string: \(text(again))")
+                #expect(try await w.attempt(fresh.attempt).status == .failed, "\(name)")
+            }
+            // The genuine string is signed, exactly, once.
+            let signedAnswer = try await submitString(w, s, good)
+            #expect(signedAnswer.status == 200, "\(text(signedAnswer))")
+            let launch = try #require(((signedAnswer.json["next"] as? [String: Any])?["wallet"] as? [String: Any])?["parameters"] as? [String: String])
+            #expect(launch[EcommpayGateway.Parameter.signature] == Wire.mac(good, secret: w.a.project.secret).base64EncodedString())
+            #expect(launch[EcommpayGateway.Parameter.params] == paramsText)
+            #expect(!String(decoding: signedAnswer.body, as: UTF8.self).contains(w.a.project.secret))
+            let second = try await submitString(w, s, cheap)
+            #expect(second.status == 409, "\(text(second))")
+            #expect(!String(decoding: second.body, as: UTF8.self).contains(Wire.mac(cheap, secret: w.a.project.secret).base64EncodedString()))
+
+            // Had ecommpay charged a tampered amount, its genuine success is for 0.01 EUR: never paid.
             let lower = try await w.notify(w.callback(s, changes: [(["payment", "sum", "amount"], .number("1"))]))
             #expect([200, 400].contains(lower.status), "\(text(lower))")
             await w.settle()
@@ -129,7 +175,7 @@ struct EcommpayAttackAppTests {
         }
     }
 
-    @Test("no endpoint signs for the app: params with a lower amount posted with the client secret or the merchant key to every route are refused or ignored, no answer carries their signature or the secret, and every prepare signs the stored payment's amount",
+    @Test("no endpoint signs for the app what is not the stored payment: a lower amount posted with the client secret or the merchant key to every route is refused or ignored, no answer carries its signature or the secret, and no prepare signs anything",
           arguments: StoreKind.available)
     func noSigningOracle(kind: StoreKind) async throws {
         try await World.with(kind) { w in
@@ -137,7 +183,9 @@ struct EcommpayAttackAppTests {
             let params = try #require(s.preparation.parameters[EcommpayGateway.Parameter.params].flatMap { V.parse(Data($0.utf8)) })
             let cheap = params.setting(["payment_amount"], .number("1"))
             let string = Wire.string(cheap)
-            let forbidden = [Wire.mac(string, secret: w.a.project.secret).base64EncodedString(), w.a.project.secret]
+            let sdkString = Self.sdkString(cheap)
+            let forbidden = [Wire.mac(string, secret: w.a.project.secret).base64EncodedString(),
+                             Wire.mac(sdkString, secret: w.a.project.secret).base64EncodedString(), w.a.project.secret]
             let bodies: [(String, Data)] = [
                 ("params as JSON", cheap.serialized()),
                 ("a string to sign", try JSONSerialization.data(withJSONObject: ["paramsForSignature": string])),
@@ -145,6 +193,8 @@ struct EcommpayAttackAppTests {
                                                                                        "parameters": ["params": String(decoding: cheap.serialized(), as: UTF8.self)],
                                                                                        "amount": ["value": 1, "currency": "EUR"]])),
                 ("a submit of the params", try JSONSerialization.data(withJSONObject: ["kind": "params", "fields": ["params": string]])),
+                ("the SDK's string with a lower amount", try JSONSerialization.data(withJSONObject: [
+                    "kind": EcommpayGateway.signingKind, "fields": ["params_for_signature": sdkString]])),
             ]
             let routes = ["v1/payments", "v1/payments/\(s.payment)/attempts", "v1/attempts/\(s.attempt.rawValue)/submit",
                           "v1/attempts/\(s.attempt.rawValue)/outcome", "v1/attempts/\(s.attempt.rawValue)/inquire", "v1/notifications/ecommpay",
@@ -176,7 +226,7 @@ struct EcommpayAttackAppTests {
                 let parameters = answer.json["parameters"] as? [String: String] ?? [:]
                 let prepared = try #require(parameters["params"].flatMap { V.parse(Data($0.utf8)) })
                 #expect(prepared["payment_amount"]?.number == String(World.amount), "\(prepared.text)")
-                #expect(Wire.mac(Wire.string(prepared), secret: w.a.project.secret).base64EncodedString() == parameters["signature"])
+                #expect(parameters["signature"] == nil)
             }
             #expect(try await w.attempt(s.attempt).status != .paid)
         }
