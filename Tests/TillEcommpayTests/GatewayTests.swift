@@ -148,7 +148,7 @@ struct GatewayTests {
 
     // MARK: Return
 
-    @Test("the SDK's codes: 0 success, 100 decline, 200 cancelled, 500 error", arguments: [
+    @Test("the SDK's codes: 0 success, 100 decline, 200 cancelled, 500 error (failed only when the SDK stopped before sending)", arguments: [
         ("0", [:], ClientOutcome.Kind.succeeded),
         ("0", ["status": "success", "id": "att-1"], .succeeded),
         ("0", ["status": "awaiting capture"], .succeeded),
@@ -157,22 +157,31 @@ struct GatewayTests {
         ("100", [:], .failed),
         ("100", ["status": "decline", "id": "att-1"], .failed),
         ("200", [:], .cancelled),
-        ("500", [:], .failed),
+        ("500", [:], .unknown),
+        ("500", ["error_code_string": "ILLEGAL_ARGUMENTS"], .failed),
+        ("500", ["error_code_string": "SERVER_UNAUTHORIZED"], .failed),
+        ("500", ["error_code": "paymentAlreadyExist"], .failed),
+        ("500", ["error_code": "5"], .failed),
+        ("500", ["error_code_string": "NETWORK_TIMEOUT"], .unknown),
+        ("500", ["error_code": "networkError"], .unknown),
+        ("500", ["error_code": "6"], .unknown),
+        ("500", ["error_code": "99"], .unknown),
+        ("500", ["error_code_string": "SERVER_UNAUTHORIZED", "id": "att-1", "status": "processing"], .unknown),
         ("500", ["id": "att-1", "status": "processing"], .unknown),
     ] as [(String, [String: String], ClientOutcome.Kind)])
     func sdkResult(_ code: String, _ parameters: [String: String], _ kind: ClientOutcome.Kind) async throws {
         let preparation = try await Self.preparation()
         let outcome = app.interpretReturn(.callback(code: code, parameters: parameters), for: preparation)
         #expect(outcome.kind == kind)
-        #expect(outcome.gatewayCode == code)
+        #expect(outcome.gatewayCode == parameters["error_code"] ?? code)
         #expect(EcommpayGateway.ResultCode(rawValue: code) != nil)
     }
 
     @Test("an error's code and message are reported; an unknown code is unknown, never success")
     func sdkDetails() async throws {
         let preparation = try await Self.preparation()
-        let error = app.interpretReturn(.callback(code: "500", parameters: ["error_code": "1005", "error_message": "Invalid signature"]), for: preparation)
-        #expect(error == ClientOutcome(.failed, gatewayCode: "1005", message: "Invalid signature"))
+        let error = app.interpretReturn(.callback(code: "500", parameters: ["error_code": "0", "error_message": "Invalid signature"]), for: preparation)
+        #expect(error == ClientOutcome(.failed, gatewayCode: "0", message: "Invalid signature"))
         let decline = app.interpretReturn(.callback(code: "100", parameters: ["status": "decline"]), for: preparation)
         #expect(decline.message == "decline")
         for code in ["1", "-1", "300", "success", ""] {

@@ -125,6 +125,8 @@ struct ServerTests {
         #expect(fields.count == pairs.count)
         #expect(fields["merchant_success_url"] == Setup.webReturn.absoluteString)
         #expect(fields["merchant_fail_url"] == Setup.webReturn.absoluteString)
+        #expect(fields["merchant_success_enabled"] == "2" && fields["merchant_fail_enabled"] == "2")
+        #expect(fields["merchant_callback_url"] == Setup.notificationURL.absoluteString)
         #expect(fields["project_id"] == String(Setup.projectId))
         #expect(fields["payment_id"] == Setup.attempt.rawValue)
         #expect(fields["payment_amount"] == "1999")

@@ -278,6 +278,26 @@ struct EcommpayPaymentPageTests {
         }
     }
 
+    @Test("a page's signed merchant_callback_url takes its callbacks instead of the project's URL; one that is not http(s) is refused")
+    func pageCallbackURL() async throws {
+        try await withReceiver { projectReceiver async throws in
+            try await withReceiver { pageReceiver async throws in
+                try await Harness.with(callbackURL: projectReceiver.url) { harness async throws in
+                    let id = Harness.newPaymentId()
+                    var fields = Harness.pageFields(paymentId: id)
+                    fields.append(("merchant_callback_url", .string(pageReceiver.url.absoluteString)))
+                    _ = try await EcommpayDevice.playPaymentPage(harness.pageURL(fields), .pay(.test(.success), threeDSecurePasses: true))
+                    await harness.emulator.waitForCallbacks()
+                    #expect(await Harness.callbackBodies(pageReceiver).last?["payment"]?["id"] == .string(id))
+                    #expect(await Harness.callbackBodies(projectReceiver).isEmpty)
+                    var bad = Harness.pageFields()
+                    bad.append(("merchant_callback_url", "javascript:alert(1)"))
+                    #expect(try await harness.get(harness.pageURL(bad)).status == 400)
+                }
+            }
+        }
+    }
+
     @Test("booleans: signed 1/0, written True/true/1 in the query, all accepted; a string 'true' signed as text too")
     func booleans() async throws {
         try await Harness.with { harness async throws in

@@ -136,6 +136,29 @@ public struct EcommpayGateway: Checkout {
 
     // MARK: Return
 
+    /// The iOS SDK's `PaymentErrorCode` cases in declaration order (`PaymentResult.swift`; the raw `Int` is the index).
+    static let errorNames = [
+        "serverUnauthorized", "serverMethodNotFound", "serverApiError", "serverContentParsingError", "networkError",
+        "networkIsNotAvailable", "networkTimeout", "paymentRequestTypeNotExist", "paymentMethodNotAvailable", "paymentAlreadyExist",
+        "paymentHasFinalStatus", "paymentNotFound", "paymentTokenNotExist", "customerIdNotExist", "clarificationFieldsError",
+        "sessionNotInitialized", "illegalArguments", "illegalState", "unknown",
+    ]
+
+    /// The errors that stop the SDK before a payment is sent: its own checks, a signature or project
+    /// ecommpay refuses, a payment id already used, no network at all.
+    static let errorsBeforeSending: Set<String> = [
+        "serverunauthorized", "networkisnotavailable", "paymentrequesttypenotexist", "paymentmethodnotavailable", "paymentalreadyexist",
+        "paymenttokennotexist", "customeridnotexist", "sessionnotinitialized", "illegalarguments",
+    ]
+
+    /// An error's case name folded (`PAYMENT_ALREADY_EXIST`, `paymentAlreadyExist` → `paymentalreadyexist`), from
+    /// its name or its raw `Int`.
+    static func errorName(_ text: String) -> String? {
+        if let index = Int(text) { return errorNames.indices.contains(index) ? errorNames[index].lowercased() : nil }
+        let folded = text.lowercased().replacingOccurrences(of: "_", with: "")
+        return folded.isEmpty ? nil : folded
+    }
+
     /// **Return**: the SDK's `PaymentResult` (its code, and the payment's `status` when it gave one), or the
     /// Payment Page's redirect. Informational: ecommpay's callback decides.
     public func interpretReturn(_ event: ReturnEvent, for preparation: Preparation) -> ClientOutcome {
@@ -153,8 +176,11 @@ public struct EcommpayGateway: Checkout {
             case .decline: return ClientOutcome(.failed, gatewayCode: code, message: message)
             case .cancelled: return ClientOutcome(.cancelled, gatewayCode: code, message: message)
             case .error:
-                // An error before the form opened moved nothing; one after it may have: the server decides.
-                return ClientOutcome(parameters["id"] == nil ? .failed : .unknown, gatewayCode: errorCode ?? code, message: message)
+                // An error that stopped the SDK before it sent a payment moved nothing; any other may have
+                // (a timeout after the request left): the server decides.
+                let name = (parameters["error_code_string"] ?? parameters["error_code"]).flatMap(Self.errorName)
+                let nothingSent = parameters["id"] == nil && name.map(Self.errorsBeforeSending.contains) == true
+                return ClientOutcome(nothingSent ? .failed : .unknown, gatewayCode: errorCode ?? code, message: message)
             case nil:
                 return ClientOutcome(.unknown, gatewayCode: GatewayText.safe(code), message: "an SDK result Till does not know")
             }

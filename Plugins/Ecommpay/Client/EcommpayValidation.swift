@@ -11,6 +11,7 @@ extension EcommpayPaymentOptions {
         "project_id", "payment_id", "payment_amount", "payment_currency", "customer_id", "payment_description", "operation_type",
         "receipt_data", "hide_saved_wallets", "force_payment_method", "language_code", "region_code", "account_token", "recurring",
         "secure_info", "signature", "frame_mode", "merchant_success_url", "merchant_fail_url",
+        "merchant_success_enabled", "merchant_fail_enabled", "merchant_callback_url",
     ]
 
     /// The article's rules for the 3-D Secure 2 fields: allowed codes, lengths, formats.

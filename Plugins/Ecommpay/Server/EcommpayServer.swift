@@ -75,7 +75,8 @@ public struct EcommpayServer: CheckoutServer {
         if Self.usesSDK(context.intent.method) {
             parameters = sdkParameters(options, method: context.intent.method)
         } else {
-            parameters = [EcommpayGateway.Parameter.pageURL: try paymentPageURL(options, returnURL: context.returnURL).absoluteString]
+            parameters = [EcommpayGateway.Parameter.pageURL: try paymentPageURL(options, returnURL: context.returnURL,
+                                                                                          notificationURL: context.notificationURL).absoluteString]
         }
         return Preparation(gateway: gateway, attempt: context.attempt, method: context.intent.method, amount: context.intent.amount,
                            parameters: parameters, returnURL: context.returnURL)
@@ -153,8 +154,9 @@ public struct EcommpayServer: CheckoutServer {
 
     /// `{paymentPage}/payment?<parameters>&signature=<signature>`: the parameters in order, form-encoded,
     /// the signature last (the PHP SDK's pattern `%s/payment?%s&signature=%s`), with the return URL as
-    /// `merchant_success_url` and `merchant_fail_url`.
-    public func paymentPageURL(_ options: EcommpayPaymentOptions, returnURL: URL?) throws(CheckoutError) -> URL {
+    /// `merchant_success_url` and `merchant_fail_url` (each enabled with `2`, as the WooCommerce plugin
+    /// sends them) and the server's notification URL as `merchant_callback_url`.
+    public func paymentPageURL(_ options: EcommpayPaymentOptions, returnURL: URL?, notificationURL: URL? = nil) throws(CheckoutError) -> URL {
         guard let returnURL else {
             throw CheckoutError(.misconfigured, field: "returnURL", message: "the Payment Page sends the customer back to a return URL", gateway: gateway)
         }
@@ -163,8 +165,13 @@ public struct EcommpayServer: CheckoutServer {
         var members = all.filter { member in
             switch member.value { case .object, .array: false; default: true }
         }
+        // The WooCommerce plugin's Payment Page parameters (`EcpGatewayAPIProtocol`): each URL with its
+        // `…_enabled` flag set to 2, and the server's callback URL on every request.
+        members.append(.init(key: "merchant_success_enabled", value: .number("2")))
         members.append(.init(key: "merchant_success_url", value: .string(returnURL.absoluteString)))
+        members.append(.init(key: "merchant_fail_enabled", value: .number("2")))
         members.append(.init(key: "merchant_fail_url", value: .string(returnURL.absoluteString)))
+        if let notificationURL { members.append(.init(key: "merchant_callback_url", value: .string(notificationURL.absoluteString))) }
         let object = OrderedJSON.object(members)
         let signature = EcommpaySigner.sign(object, secret: secret)
         let pairs = members.compactMap { member -> (String, String)? in

@@ -46,7 +46,8 @@ extension EcommpayEmulator {
     /// for the project; `best_before`, when given, is an ISO 8601 date not passed (one without an offset,
     /// as python's `isoformat()` writes, is read as UTC: *emulator choice*); `payment_amount` and
     /// `payment_currency`, when given, are a whole number and three capital letters; `operation_type`,
-    /// when given, is `sale`, `auth`, `verify` or `tokenize`. Then the card form.
+    /// when given, is `sale`, `auth`, `verify` or `tokenize`; `merchant_callback_url`, when given, an
+    /// http(s) URL (the payment's callbacks go there). Then the card form.
     func paymentPage(query: String) -> PageAnswer {
         guard let decoded = FormEncoding.decode(query) else { return errorPage("the query is not URL-encoded text") }
         var fields = decoded
@@ -70,6 +71,9 @@ extension EcommpayEmulator {
         }
         if let text = fields["operation_type"], !["sale", "auth", "verify", "tokenize"].contains(text) {
             return errorPage("operation_type: sale, auth, verify or tokenize")
+        }
+        if let text = fields["merchant_callback_url"], URL(string: text).flatMap({ ["http", "https"].contains($0.scheme?.lowercased() ?? "") }) != true {
+            return errorPage("merchant_callback_url: an http(s) URL")
         }
         guard payments[Self.key(project.projectId, paymentId)] == nil else {
             return errorPage("payment_id: the project already has payment \(paymentId)")
@@ -118,6 +122,9 @@ extension EcommpayEmulator {
                               amount: amount, currency: currency, description: session.fields["payment_description"],
                               customerId: session.fields["customer_id"], status: "processing", created: now(), card: card.details)
         if operationType == "verify" || operationType == "tokenize" { payment.token = Self.randomHex(count: 32) }
+        // The page's signed `merchant_callback_url` (the WooCommerce plugin sends it on every Payment Page
+        // request: `EcpModulePaymentPage`, `append_merchant_callback_url`) takes the callbacks, else the project's URL.
+        payment.callbackURL = session.fields["merchant_callback_url"].flatMap(URL.init(string:))
         record(payment)
         let key = payment.key
         switch EcommpayTestCard.behaviour(of: card.number) {
