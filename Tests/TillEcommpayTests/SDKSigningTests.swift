@@ -25,6 +25,15 @@ struct SDKSigningTests {
         projectId: 1234, paymentId: "p-1", amount: 1999, currency: "EUR", customerId: "c-1", description: "Green tea", regionCode: "DE",
         forcedMethods: ["card"])
 
+    /// `base` with `extra` pairs added where the SDK would put them: top-level pairs sorted by key (folded),
+    /// `secure_info:` pairs last.
+    static func adding(_ extra: String..., to base: String) -> String {
+        let pairs = base.split(separator: ";").map(String.init) + extra
+        let fold = { (pair: String) in String(pair.prefix { $0 != ":" }).lowercased().replacingOccurrences(of: "_", with: "") }
+        let top = pairs.filter { !$0.hasPrefix("secure_info:") }.sorted { fold($0) < fold($1) }
+        return (top + pairs.filter { $0.hasPrefix("secure_info:") }).joined(separator: ";")
+    }
+
     static func checkError(_ text: String, _ expected: EcommpayParamsForSignature.Expectation = expectation) -> CheckoutError? {
         do {
             try EcommpayParamsForSignature(text).check(expected)
@@ -66,12 +75,40 @@ struct SDKSigningTests {
             // A ';' in a description makes its tail a pair of its own: refused, never signed.
             ("payment_amount:1999;payment_description:Tea;payment_amount:1", "params_for_signature.payment_amount", .invalidField),
             ("payment_description:Tea; green", "params_for_signature", .invalidField),
+            // Out of the SDK's order, or after the secure_info pairs: a value's tail posing as a pair.
+            ("project_id:1;payment_id:p", "params_for_signature.payment_id", .invalidField),
+            ("payment_id:p;secure_info:x:y;project_id:1", "params_for_signature.project_id", .invalidField),
+            // A key must be plain ASCII (a look-alike letter is not the key).
+            ("payment_amount:1;pаyment_id:p", "params_for_signature", .invalidField),
           ] as [(String, String, CheckoutError.Code)])
     func refusals(_ text: String, _ field: String, _ code: CheckoutError.Code) {
         let error = Self.readError(text)
         #expect(error?.field == field)
         #expect(error?.code == code)
         #expect(error?.gateway == "ecommpay")
+    }
+
+    @Test("read byte by byte as ecommpay compares: a character that hides a ';' (U+0600 before it) does not hide it; U+037E is not a ';'")
+    func bytes() throws {
+        // Swift's Characters join U+0600 with the ';' after it; ecommpay sees the ';'.
+        let hidden = "language_code:en;payment_amount:1000;secure_info:x\u{0600};payment_amount:1;payment_currency:EUR"
+        #expect(Self.readError(hidden)?.field == "params_for_signature.payment_amount")
+        // The Greek question mark looks like ';' and is the same Character to Swift; not to ecommpay.
+        let greek = try Self.read("payment_amount:1999;secure_info:a\u{037E}payment_amount:1")
+        #expect(greek.values[.paymentAmount] == "1999")
+        #expect(greek.securePairs == 1)
+    }
+
+    @Test("values compared byte for byte: a Kelvin sign is not K, a decomposed é is not a composed one, digits are ASCII")
+    func byteEquality() {
+        var sek = Self.expectation
+        sek.currency = "SEK"
+        #expect(Self.checkError(Self.good.replacingOccurrences(of: "EUR", with: "SE\u{212A}"), sek)?.field == "params_for_signature.paymentCurrency")
+        var accented = Self.expectation
+        accented.customerId = "jos\u{E9}"
+        #expect(Self.checkError(Self.good.replacingOccurrences(of: "c-1", with: "jose\u{301}"), accented)?.field == "params_for_signature.customerId")
+        #expect(Self.checkError(Self.good.replacingOccurrences(of: "1999", with: "\u{0661}999"))?.field == "params_for_signature.paymentAmount")
+        #expect(Self.checkError(Self.adding("language_code:\u{212A}k", to: Self.good))?.field == "params_for_signature.languageCode")
     }
 
     @Test("at most 200 secure_info pairs")
@@ -89,13 +126,13 @@ struct SDKSigningTests {
     func passes() throws {
         try Self.read(Self.good).check(Self.expectation)
         try Self.read("payment_amount:1999;payment_currency:EUR;payment_id:p-1;project_id:1234").check(Self.expectation)
-        try Self.read(Self.good + ";force_payment_method:card;hide_saved_wallets:true;language_code:DE;region_code:DE;"
-            + "secure_info:customer:email:a@b.c").check(Self.expectation)
-        try Self.read(Self.good + ";hideSavedWallets:0").check(Self.expectation)
+        try Self.read(Self.adding("force_payment_method:card", "hide_saved_wallets:true", "language_code:DE", "region_code:DE",
+                                  "secure_info:customer:email:a@b.c", to: Self.good)).check(Self.expectation)
+        try Self.read(Self.adding("hideSavedWallets:0", to: Self.good)).check(Self.expectation)
         // A region the server gave none for: any ISO 3166-1 alpha-2.
         var noRegion = Self.expectation
         noRegion.regionCode = nil
-        try Self.read(Self.good + ";region_code:FR").check(noRegion)
+        try Self.read(Self.adding("region_code:FR", to: Self.good)).check(noRegion)
     }
 
     @Test("another project, payment, amount or currency, or none, is refused naming the key",
@@ -120,14 +157,14 @@ struct SDKSigningTests {
         anonymous.customerId = nil
         #expect(Self.checkError(Self.good, anonymous)?.field == "params_for_signature.customerId")
         #expect(Self.checkError(Self.good.replacingOccurrences(of: "Green tea", with: "Free tea"))?.field == "params_for_signature.paymentDescription")
-        #expect(Self.checkError(Self.good + ";region_code:FR")?.field == "params_for_signature.regionCode")
+        #expect(Self.checkError(Self.adding("region_code:FR", to: Self.good))?.field == "params_for_signature.regionCode")
         var noRegion = Self.expectation
         noRegion.regionCode = nil
-        #expect(Self.checkError(Self.good + ";region_code:XYZ", noRegion)?.field == "params_for_signature.regionCode")
-        #expect(Self.checkError(Self.good + ";language_code:ru")?.field == "params_for_signature.languageCode")
-        #expect(Self.checkError(Self.good + ";token:abc")?.field == "params_for_signature.token")
-        #expect(Self.checkError(Self.good + ";force_payment_method:qiwi")?.field == "params_for_signature.forcePaymentMethod")
-        #expect(Self.checkError(Self.good + ";hide_saved_wallets:yes")?.field == "params_for_signature.hideSavedWallets")
+        #expect(Self.checkError(Self.adding("region_code:XYZ", to: Self.good), noRegion)?.field == "params_for_signature.regionCode")
+        #expect(Self.checkError(Self.adding("language_code:ru", to: Self.good))?.field == "params_for_signature.languageCode")
+        #expect(Self.checkError(Self.adding("token:abc", to: Self.good))?.field == "params_for_signature.token")
+        #expect(Self.checkError(Self.adding("force_payment_method:qiwi", to: Self.good))?.field == "params_for_signature.forcePaymentMethod")
+        #expect(Self.checkError(Self.adding("hide_saved_wallets:yes", to: Self.good))?.field == "params_for_signature.hideSavedWallets")
     }
 
     // MARK: The server's Submit
@@ -144,15 +181,14 @@ struct SDKSigningTests {
         Submission(kind: EcommpayGateway.signingKind, fields: ["params_for_signature": text])
     }
 
-    @Test("submit signs the SDK's string exactly as it came (any spelling, any order) and answers the launch; nothing goes to ecommpay")
+    @Test("submit signs the SDK's string exactly as it came (any spelling) and answers the launch; nothing goes to ecommpay")
     func submitSigns() async throws {
         let transport = RecordingTransport()
         let server = Setup.server(transport)
         let prepared = try await server.prepare(Setup.context())
         let camel = Self.setupString.replacingOccurrences(of: "payment_amount", with: "paymentAmount")
             .replacingOccurrences(of: "project_id", with: "projectId")
-        let unsorted = Self.setupString.split(separator: ";").reversed().joined(separator: ";")
-        for text in [Self.setupString, camel, unsorted, Self.setupString + ";secure_info:customer:email:ada@example.com"] {
+        for text in [Self.setupString, camel, Self.setupString + ";secure_info:customer:email:ada@example.com"] {
             let result = try await server.submit(Self.submission(text), context: Self.submitContext())
             guard case .launchWallet(let launch) = result.next else { Issue.record("not a launch"); return }
             #expect(launch.wallet == "ecommpay")
@@ -177,9 +213,9 @@ struct SDKSigningTests {
         }
         #expect(error?.field == "params_for_signature.paymentAmount")
         let apple = Setup.intent(method: .applePay)
-        _ = try await Setup.server().submit(Self.submission(Self.setupString + ";force_payment_method:apple_pay"), context: Self.submitContext(apple))
+        _ = try await Setup.server().submit(Self.submission(Self.adding("force_payment_method:apple_pay", to: Self.setupString)), context: Self.submitContext(apple))
         let forced = await #expect(throws: CheckoutError.self) {
-            _ = try await Setup.server().submit(Self.submission(Self.setupString + ";force_payment_method:card"), context: Self.submitContext(apple))
+            _ = try await Setup.server().submit(Self.submission(Self.adding("force_payment_method:card", to: Self.setupString)), context: Self.submitContext(apple))
         }
         #expect(forced?.field == "params_for_signature.forcePaymentMethod")
         let mocked = try await Setup.server(mock: .success).submit(Self.submission(Self.setupString), context: Self.submitContext())
@@ -210,7 +246,7 @@ struct SDKSigningTests {
         #expect(other?.field == "params_for_signature.projectId")
     }
 
-    @Test("prepare refuses a ';' in the description or customer id of an SDK payment (the SDK's string could not be read back); the Payment Page takes it")
+    @Test("prepare refuses a ';' in an SDK payment's description (the SDK's string could not be read back) and in any customer id; the Payment Page takes it in a description")
     func semicolonsBeforeTheForm() async throws {
         let error = await #expect(throws: CheckoutError.self) {
             _ = try await Setup.server().prepare(Setup.context(Setup.intent(description: "Tea; green")))
@@ -221,5 +257,10 @@ struct SDKSigningTests {
         }
         #expect(customer?.field == "customerId")
         _ = try await Setup.server().prepare(Setup.context(Setup.intent(method: .paypal, description: "Tea; green"), returnURL: Setup.webReturn))
+        let pageCustomer = await #expect(throws: CheckoutError.self) {
+            _ = try await Setup.server().prepare(Setup.context(Setup.intent(method: .paypal, customer: Customer(reference: "c1;force_payment_method:card")),
+                                                               returnURL: Setup.webReturn))
+        }
+        #expect(pageCustomer?.field == "customerId")
     }
 }

@@ -108,6 +108,13 @@ struct ServerTests {
 
     // MARK: Payment Page
 
+    @Test("prepare PayPal: the Payment Page forced to paypal-wallet, as the WooCommerce plugin's PayPal gateway forces it")
+    func preparePayPal() async throws {
+        let preparation = try await Setup.server().prepare(Setup.context(Setup.intent(method: .paypal), returnURL: Setup.webReturn))
+        let url = try #require(preparation.parameters[EcommpayGateway.Parameter.pageURL].flatMap(URLComponents.init(string:)))
+        #expect(url.queryItems?.first { $0.name == "force_payment_method" }?.value == "paypal-wallet")
+    }
+
     @Test("prepare Alipay: a Payment Page URL, base /payment?, the params, merchant_success_url, the signature last and re-signed here")
     func preparePaymentPage() async throws {
         let transport = RecordingTransport()
@@ -134,6 +141,7 @@ struct ServerTests {
         #expect(fields["payment_description"] == "Green tea")
         #expect(fields["operation_type"] == "sale")
         #expect(fields["customer_email"] == "ada@example.com")
+        #expect(fields["force_payment_method"] == nil)
         // The decoded query, re-signed by the tests' signer, gives the signature it carries.
         let signed = OrderedJSON.object(pairs.dropLast().map { .init(key: $0.0, value: .string($0.1)) })
         #expect(fields["signature"] == TestSigner.sign(signed, secret: Setup.secret))

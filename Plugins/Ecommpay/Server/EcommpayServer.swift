@@ -133,21 +133,25 @@ public struct EcommpayServer: CheckoutServer {
             if let value, !value.isEmpty { fields.append(.init(name, value)) }
         }
         let language = customer.locale.map { String($0.prefix(2)).lowercased() }.flatMap { EcommpayPaymentOptions.sdkLanguages.contains($0) ? $0 : nil }
-        let options = EcommpayPaymentOptions(
+        var options = EcommpayPaymentOptions(
             projectId: settings.projectId, paymentId: context.attempt.rawValue,
             paymentAmount: action == .verify ? 0 : intent.amount.minorUnits, paymentCurrency: intent.amount.currency.code,
             customerId: customer.reference, paymentDescription: intent.description.flatMap { $0.isEmpty ? nil : $0 }, action: action,
             additionalFields: fields, languageCode: language, regionCode: intent.country?.code, mockMode: settings.mockMode)
+        // The Payment Page opens on PayPal alone, as the WooCommerce plugin's PayPal gateway forces it
+        // (`EcpPayPal::PAYMENT_METHOD`); no vendor source gives Alipay's or WeChat Pay's code, so the customer picks.
+        if intent.method == .paypal { options.forcePaymentMethod = "paypal-wallet" }
         if let issue = options.validate(needsContact: intent.method == .card).first {
             throw CheckoutError(issue.code, field: issue.field, message: issue.message, gateway: gateway)
         }
         // The SDK joins its signed parameters with ';': one inside a value could not be read back, so such
-        // a string is never signed. Refused here, before the customer sees the form.
-        if Self.usesSDK(intent.method) {
-            for (field, value) in [("paymentDescription", options.paymentDescription), ("customerId", options.customerId)]
-            where value?.contains(";") == true {
-                throw CheckoutError(.invalidField, field: field, message: "';' cannot travel in the SDK's signed string", gateway: gateway)
-            }
+        // a string is never signed. Refused here, before the customer sees the form. A customer id never
+        // holds one, whatever the method: the SDK's string names customers, and an id with a ';' would let a
+        // crafted string name one while reading as another.
+        for (field, value) in [("paymentDescription", Self.usesSDK(intent.method) ? options.paymentDescription : nil),
+                               ("customerId", options.customerId)]
+        where value.map({ $0.utf8.contains(UInt8(ascii: ";")) }) == true {
+            throw CheckoutError(.invalidField, field: field, message: "';' cannot travel in the SDK's signed string", gateway: gateway)
         }
         return options
     }
