@@ -232,11 +232,12 @@ final class WorldlineAttackWorld: @unchecked Sendable {
     }
 
     /// Waits until every webhook the emulator has under way is answered, then until `condition` holds
-    /// (at most 5 s: the server inquires in the background). Returns whether it held.
+    /// (at most 10 s: the server inquires in the background, and a loaded 2-core machine running the whole
+    /// suite needed more than 5). Returns whether it held.
     @discardableResult
     func settle(until condition: () async throws -> Bool) async rethrows -> Bool {
         await emulator.waitForWebhooks()
-        for _ in 0..<250 {
+        for _ in 0..<500 {
             if try await condition() { return true }
             try? await Task.sleep(for: .milliseconds(20))
             await emulator.waitForWebhooks()
