@@ -184,5 +184,5 @@ final class ServerHarness: @unchecked Sendable {
 struct SQLiteInspection {
     let store: SQLitePaymentStore
     init(path: String) throws { store = try SQLitePaymentStore(path: path) }
-    func count(_ table: String) async throws -> Int { try await store.count(table) }
+    func count(_ table: String, where condition: String = "1 = 1") async throws -> Int { try await store.count(table, where: condition) }
 }

@@ -4,9 +4,12 @@ import Till
 
 /// The embedded store: one SQLite file in WAL mode, with `synchronous = FULL` so a write that was
 /// acknowledged survives a crash. All writes go through one writer, so one payment is never mutated
-/// by two requests at once.
+/// by two requests at once, and the writes that arrive together share one transaction and one sync
+/// (``GroupCommitWriter``), each answered only after that commit.
 public final class SQLitePaymentStore: PaymentStore {
     private let pool: DatabasePool
+    /// Every durable write goes through it: one transaction and one sync for all that arrive together.
+    private let writer: GroupCommitWriter
 
     /// Opens (and creates) the database at `path`.
     public init(path: String) throws {
@@ -21,6 +24,7 @@ public final class SQLitePaymentStore: PaymentStore {
         } catch {
             throw StoreError.unavailable("cannot open SQLite database at \(path): \(error)")
         }
+        writer = GroupCommitWriter(pool: pool)
     }
 
     public func migrate() async throws {
@@ -38,7 +42,7 @@ public final class SQLitePaymentStore: PaymentStore {
     public func create(_ intent: PaymentIntent, merchant: String, id: String, idempotencyKey: String?,
                        requestHash: String, clientSecretHash: String?) async throws -> CreateOutcome {
         let intentJSON = try Self.encode(intent)
-        return try await pool.write { db -> CreateOutcome in
+        return try await writer.write { db -> CreateOutcome in
             if let key = idempotencyKey,
                let row = try Row.fetchOne(db, sql: """
                    SELECT request_hash, payment_id FROM till_idempotency_keys WHERE merchant_id = ? AND idempotency_key = ?
@@ -97,7 +101,7 @@ public final class SQLitePaymentStore: PaymentStore {
     public func addAttempt(_ reference: AttemptReference, payment: String, gateway: GatewayID, expected: [StoredAttempt],
                            customerRequested: Bool) async throws {
         do {
-            try await pool.write { db in
+            try await writer.write { db in
                 guard let merchant = try String.fetchOne(db, sql: "SELECT merchant_id FROM till_payments WHERE id = ?", arguments: [payment]),
                       let current = try Self.payment(db, id: payment, merchant: merchant),
                       StoreRules.unchanged(current.attempts, expected: expected) else {
@@ -117,7 +121,7 @@ public final class SQLitePaymentStore: PaymentStore {
     }
 
     public func attemptPrepared(_ reference: AttemptReference, gatewayReference: String?, returnURL: URL?) async throws {
-        try await pool.write { db in
+        try await writer.write { db in
             try db.execute(sql: """
                 UPDATE till_attempts SET gateway_reference = ?, return_url = COALESCE(?, return_url),
                 status = CASE WHEN status = 'created' THEN 'pending' ELSE status END, updated_at = ? WHERE reference = ?
@@ -130,7 +134,7 @@ public final class SQLitePaymentStore: PaymentStore {
     }
 
     public func markSubmitted(_ reference: AttemptReference) async throws -> Bool {
-        try await pool.write { db in
+        try await writer.write { db in
             let now = Date().storedMillis
             try db.execute(sql: """
                 UPDATE till_attempts SET submitted_at = ?, updated_at = ? WHERE reference = ? AND submitted_at IS NULL AND status = 'pending'
@@ -141,7 +145,7 @@ public final class SQLitePaymentStore: PaymentStore {
 
     public func recordClientOutcome(_ outcome: ClientOutcome, attempt: AttemptReference) async throws {
         let json = try Self.encode(outcome)
-        try await pool.write { db in
+        try await writer.write { db in
             try db.execute(sql: """
                 UPDATE till_attempts SET client_outcome = ?, handed_off = MAX(handed_off, ?), updated_at = ? WHERE reference = ?
                 """, arguments: [json, outcome.handedOff == true ? 1 : 0, Date().storedMillis, attempt.rawValue])
@@ -149,7 +153,7 @@ public final class SQLitePaymentStore: PaymentStore {
     }
 
     public func markHandedOff(_ reference: AttemptReference) async throws {
-        try await pool.write { db in
+        try await writer.write { db in
             try db.execute(sql: "UPDATE till_attempts SET handed_off = 1, updated_at = ? WHERE reference = ?",
                            arguments: [Date().storedMillis, reference.rawValue])
         }
@@ -190,7 +194,7 @@ public final class SQLitePaymentStore: PaymentStore {
     }
 
     public func claimInquiry(_ reference: AttemptReference, expected: Date?, next: Date) async throws -> Bool {
-        try await pool.write { db in
+        try await writer.write { db in
             if let expected {
                 try db.execute(sql: """
                     UPDATE till_attempts SET next_inquiry_at = ?, inquiry_count = inquiry_count + 1 WHERE reference = ? AND next_inquiry_at = ?
@@ -205,7 +209,7 @@ public final class SQLitePaymentStore: PaymentStore {
     }
 
     public func logReconciliation(_ entry: ReconciliationEntry) async throws {
-        try await pool.write { db in
+        try await writer.write { db in
             try db.execute(sql: """
                 INSERT INTO till_reconciliation_log (merchant_id, attempt_reference, gateway, action, reason, status_before, status_after, at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -231,7 +235,7 @@ public final class SQLitePaymentStore: PaymentStore {
     public func ingest(_ notification: RawNotification, report: StatusReport, merchant: String,
                        source: AttemptPolicy.ReportSource) async throws -> ApplyOutcome {
         let headers = try Self.encode(notification.headers)
-        return try await pool.write { db -> ApplyOutcome in
+        return try await writer.write { db -> ApplyOutcome in
             guard report.gateway == notification.gateway,
                   let attemptRow = try Row.fetchOne(db, sql: """
                       SELECT a.payment_id FROM till_attempts a JOIN till_payments p ON p.id = a.payment_id
@@ -260,7 +264,7 @@ public final class SQLitePaymentStore: PaymentStore {
     }
 
     public func apply(_ report: StatusReport, source: AttemptPolicy.ReportSource) async throws -> ApplyOutcome {
-        try await pool.write { db -> ApplyOutcome in
+        try await writer.write { db -> ApplyOutcome in
             guard let paymentID = try String.fetchOne(db, sql: "SELECT payment_id FROM till_attempts WHERE reference = ?",
                                                       arguments: [report.attempt.rawValue]) else { return .unknownAttempt }
             return try Self.apply(db, report: report, paymentID: paymentID, source: source)
@@ -297,6 +301,9 @@ public final class SQLitePaymentStore: PaymentStore {
             try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM till_notifications WHERE attempt_reference = ?", arguments: [attempt.rawValue]) ?? 0
         }
     }
+
+    /// How many write transactions committed and how many writes they held (tests and diagnostics).
+    var groupCommitStatistics: (transactions: Int, writes: Int) { writer.statistics }
 
     /// Counts rows of a table (tests and diagnostics).
     func count(_ table: String, where condition: String = "1 = 1") async throws -> Int {
