@@ -50,6 +50,13 @@ public final class PostgresPaymentStore: PaymentStore {
     public func create(_ intent: PaymentIntent, merchant: String, id: String, idempotencyKey: String?,
                        requestHash: String, clientSecretHash: String?) async throws -> CreateOutcome {
         let intentJSON = try SQLitePaymentStore.encode(intent)
+        // The common case in one round trip and one commit: a new reference with a new key. Anything else
+        // (the reference or the key already there) falls to the transaction below, which tells a replay from
+        // a conflict.
+        if let created = try await createAtOnce(intent, intentJSON: intentJSON, merchant: merchant, id: id, idempotencyKey: idempotencyKey,
+                                                requestHash: requestHash, clientSecretHash: clientSecretHash) {
+            return created
+        }
         // A concurrent request with the same key or reference may win the insert; then the second
         // pass reads what it created.
         for pass in 0..<2 {
@@ -101,6 +108,40 @@ public final class PostgresPaymentStore: PaymentStore {
             }
         }
         throw StoreError.conflict("concurrent create did not settle")
+    }
+
+    /// One statement, committed on its own: the payment, and its idempotency key when there is one, inserted
+    /// together or not at all. `nil` when the reference is taken or the key exists (a unique violation undoes
+    /// the whole statement).
+    private func createAtOnce(_ intent: PaymentIntent, intentJSON: String, merchant: String, id: String, idempotencyKey: String?,
+                              requestHash: String, clientSecretHash: String?) async throws -> CreateOutcome? {
+        let now = Date().storedMillis
+        do {
+            return try await client.withConnection { connection -> CreateOutcome? in
+                let rows = try await connection.query("""
+                    WITH ins AS (
+                        INSERT INTO till_payments (id, merchant_id, merchant_reference, amount_minor, currency, status, intent_json, created_at,
+                                                   updated_at, client_secret_hash)
+                        VALUES (\(id), \(merchant), \(intent.merchantReference), \(intent.amount.minorUnits), \(intent.amount.currency.code),
+                                \(PaymentStatus.created.rawValue), \(intentJSON), \(now), \(now), \(clientSecretHash))
+                        ON CONFLICT (merchant_id, merchant_reference) DO NOTHING RETURNING id
+                    ), key AS (
+                        INSERT INTO till_idempotency_keys (merchant_id, idempotency_key, request_hash, payment_id, created_at)
+                        SELECT \(merchant), \(idempotencyKey), \(requestHash), id, \(now) FROM ins WHERE \(idempotencyKey)::TEXT IS NOT NULL
+                        RETURNING payment_id
+                    )
+                    SELECT (SELECT COUNT(*) FROM ins)::BIGINT, (SELECT COUNT(*) FROM key)::BIGINT
+                    """, logger: self.logger)
+                var inserted: (Int64, Int64) = (0, 0)
+                for try await row in rows.decode((Int64, Int64).self) { inserted = row }
+                guard inserted.0 == 1 else { return nil }
+                let stamp = Date(storedMillis: now)
+                return .created(StoredPayment(id: id, merchantID: merchant, intent: intent, status: .created, attempts: [],
+                                              createdAt: stamp, updatedAt: stamp))
+            }
+        } catch let error as PSQLError where error.isUniqueViolation {
+            return nil
+        }
     }
 
     public func payment(id: String, merchant: String) async throws -> StoredPayment? {
@@ -170,8 +211,12 @@ public final class PostgresPaymentStore: PaymentStore {
 
     public func attemptPrepared(_ reference: AttemptReference, gatewayReference: String?, returnURL: URL?) async throws {
         try await transaction { connection in
-            guard let paymentID = try await self.paymentID(connection, attempt: reference) else { return }
-            try await self.lock(connection, payment: paymentID)
+            // The payment of the attempt, locked, in one round trip.
+            var found: String?
+            for try await id in try await connection.query("""
+                SELECT id FROM till_payments WHERE id = (SELECT payment_id FROM till_attempts WHERE reference = \(reference.rawValue)) FOR UPDATE
+                """, logger: self.logger).decode(String.self) { found = id }
+            guard let paymentID = found else { return }
             try await connection.query("""
                 UPDATE till_attempts SET gateway_reference = \(gatewayReference), return_url = COALESCE(\(returnURL?.absoluteString), return_url),
                 status = CASE WHEN status = 'created' THEN 'pending' ELSE status END, updated_at = \(Date().storedMillis)
@@ -318,18 +363,11 @@ public final class PostgresPaymentStore: PaymentStore {
                 return .quarantined
             }
             let effect = StoreRules.apply(report, attempt: attempt, payment: payment, source: source)
-            // The insert is the dedupe: a redelivery of a stored event inserts nothing and changes nothing.
-            let inserted = try await connection.query("""
-                INSERT INTO till_notifications (gateway, event_id, attempt_reference, reported_status, outcome, headers_json, body, received_at)
-                VALUES (\(notification.gateway.rawValue), \(report.eventID), \(report.attempt.rawValue), \(report.status.rawValue),
-                        \(effect.outcome.storedName), \(headers), \(notification.body), \(notification.receivedAt.storedMillis))
-                ON CONFLICT (attempt_reference, gateway, event_id) DO NOTHING RETURNING id
-                """, logger: self.logger)
-            var fresh = false
-            for try await _ in inserted { fresh = true }
-            guard fresh else { return .duplicate }
-            try await self.write(effect, report: report, paymentID: payment.id, connection: connection)
-            return effect.outcome
+            // The insert is the dedupe: a redelivery of a stored event inserts nothing and changes nothing. The
+            // insert and the writes it allows are one statement (one round trip).
+            let fresh = try await self.write(effect, report: report, paymentID: payment.id, connection: connection,
+                                             notification: .init(raw: notification, headers: headers, outcome: effect.outcome.storedName))
+            return fresh ? effect.outcome : .duplicate
         }
     }
 
@@ -412,13 +450,10 @@ public final class PostgresPaymentStore: PaymentStore {
         try await connection.query("SELECT id FROM till_payments WHERE id = \(payment) FOR UPDATE", logger: logger)
     }
 
-    private func paymentID(_ connection: PostgresConnection, attempt: AttemptReference) async throws -> String? {
-        let rows = try await connection.query("SELECT payment_id FROM till_attempts WHERE reference = \(attempt.rawValue)", logger: logger)
-        for try await id in rows.decode(String.self) { return id }
-        return nil
-    }
-
-    /// Locks the payment an attempt belongs to and loads it with its attempts (two round trips).
+    /// Locks the payment an attempt belongs to and loads it with its attempts: two round trips on purpose.
+    /// One query that joined the attempts under `FOR UPDATE OF p` would, after waiting for the lock, return the
+    /// payment's latest row beside the attempts as they were before the wait (PostgreSQL re-reads only the
+    /// locked rows); the attempts read by a second statement, after the lock, are current.
     private func lockedPayment(_ connection: PostgresConnection, attempt: AttemptReference) async throws -> StoredPayment? {
         let rows = try await connection.query("""
             SELECT p.id, p.merchant_id, p.status, p.intent_json, p.created_at, p.updated_at
@@ -435,38 +470,58 @@ public final class PostgresPaymentStore: PaymentStore {
         return payment
     }
 
-    /// Writes what ``StoreRules/apply(_:attempt:payment:)`` decided.
-    private func write(_ effect: StoreRules.Effect, report: StatusReport, paymentID: String, connection: PostgresConnection) async throws {
-        let now = Date().storedMillis
-        if let status = effect.attemptStatus {
-            try await connection.query("""
-                UPDATE till_attempts SET status = \(status.rawValue), gateway_code = COALESCE(\(report.gatewayCode), gateway_code),
-                gateway_reference = COALESCE(gateway_reference, \(report.gatewayReference)), updated_at = \(now)
-                WHERE reference = \(report.attempt.rawValue)
-                """, logger: logger)
-        }
-        if let refunded = effect.refundedMinorUnits {
-            try await connection.query("""
-                UPDATE till_attempts SET refunded_minor = \(refunded), updated_at = \(now) WHERE reference = \(report.attempt.rawValue)
-                """, logger: logger)
-        }
-        if let status = effect.paymentStatus {
-            try await connection.query("UPDATE till_payments SET status = \(status.rawValue), updated_at = \(now) WHERE id = \(paymentID)",
-                                       logger: logger)
-        }
+    /// A notification to store with the writes it allows.
+    private struct NotificationRow {
+        let raw: RawNotification
+        let headers: String
+        let outcome: String
     }
 
+    /// Writes what ``StoreRules/apply(_:attempt:payment:)`` decided, in one statement (one round trip). With a
+    /// `notification`, its insert is the gate: the writes happen only if it was inserted (a redelivery inserts
+    /// nothing), and the result says whether it was.
+    @discardableResult
+    private func write(_ effect: StoreRules.Effect, report: StatusReport, paymentID: String, connection: PostgresConnection,
+                       notification: NotificationRow? = nil) async throws -> Bool {
+        let now = Date().storedMillis
+        let store = notification != nil
+        let attemptStatus = effect.attemptStatus?.rawValue
+        let body = notification?.raw.body ?? Data()
+        let query: PostgresQuery = try """
+            WITH n AS (
+                INSERT INTO till_notifications (gateway, event_id, attempt_reference, reported_status, outcome, headers_json, body, received_at)
+                SELECT \(notification?.raw.gateway.rawValue ?? ""), \(report.eventID), \(report.attempt.rawValue), \(report.status.rawValue),
+                       \(notification?.outcome ?? ""), \(notification?.headers ?? ""), \(body),
+                       \(notification?.raw.receivedAt.storedMillis ?? 0)
+                WHERE \(store)
+                ON CONFLICT (attempt_reference, gateway, event_id) DO NOTHING RETURNING id
+            ), go AS (SELECT 1 AS ok WHERE NOT \(store) UNION ALL SELECT 1 FROM n),
+            a AS (UPDATE till_attempts SET status = COALESCE(\(attemptStatus), status),
+                  gateway_code = CASE WHEN \(attemptStatus)::TEXT IS NULL THEN gateway_code ELSE COALESCE(\(report.gatewayCode), gateway_code) END,
+                  gateway_reference = CASE WHEN \(attemptStatus)::TEXT IS NULL THEN gateway_reference
+                                           ELSE COALESCE(gateway_reference, \(report.gatewayReference)) END,
+                  refunded_minor = COALESCE(\(effect.refundedMinorUnits), refunded_minor), updated_at = \(now)
+                  WHERE reference = \(report.attempt.rawValue)
+                    AND (\(attemptStatus)::TEXT IS NOT NULL OR \(effect.refundedMinorUnits)::BIGINT IS NOT NULL)
+                    AND EXISTS (SELECT 1 FROM go) RETURNING 1),
+            p AS (UPDATE till_payments SET status = \(effect.paymentStatus?.rawValue ?? ""), updated_at = \(now)
+                  WHERE id = \(paymentID) AND \(effect.paymentStatus?.rawValue)::TEXT IS NOT NULL AND EXISTS (SELECT 1 FROM go) RETURNING 1)
+            SELECT (SELECT COUNT(*) FROM go)::BIGINT
+            """
+        var gone: Int64 = 0
+        for try await count in try await connection.query(query, logger: logger).decode(Int64.self) { gone = count }
+        return gone > 0
+    }
+
+    /// Derives the payment's status from its attempts (one round trip to read, one more only when it changes).
     private func refreshPaymentStatus(_ connection: PostgresConnection, payment id: String) async throws {
-        var current: String?
-        for try await status in try await connection.query("SELECT status FROM till_payments WHERE id = \(id)", logger: logger)
-            .decode(String.self) { current = status }
-        guard let current else { return }
-        var statuses: [PaymentStatus] = []
-        for try await status in try await connection.query("SELECT status FROM till_attempts WHERE payment_id = \(id) ORDER BY sequence",
-                                                           logger: logger).decode(String.self) {
-            statuses.append(PaymentStatus(rawValue: status))
-        }
-        if let derived = StoreRules.derivedStatus(current: PaymentStatus(rawValue: current), attempts: statuses) {
+        var found: (String, [String])?
+        for try await row in try await connection.query("""
+            SELECT p.status, COALESCE(ARRAY(SELECT a.status FROM till_attempts a WHERE a.payment_id = p.id ORDER BY a.sequence), '{}')
+            FROM till_payments p WHERE p.id = \(id)
+            """, logger: logger).decode((String, [String]).self) { found = row }
+        guard let (current, statuses) = found else { return }
+        if let derived = StoreRules.derivedStatus(current: PaymentStatus(rawValue: current), attempts: statuses.map(PaymentStatus.init(rawValue:))) {
             try await connection.query("UPDATE till_payments SET status = \(derived.rawValue), updated_at = \(Date().storedMillis) WHERE id = \(id)",
                                        logger: logger)
         }
