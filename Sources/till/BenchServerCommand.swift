@@ -14,10 +14,12 @@ struct ServerBench: AsyncParsableCommand {
         abstract: "Server throughput and p99 latency: createPayment, getPayment and notification on SQLite and PostgreSQL, and a trivial endpoint.",
         discussion: """
             One JSON object per line: store (sqlite, postgres or none), endpoint (createPayment, getPayment with \
-            the merchant key, getPaymentClientSecret with the payment's client secret, notification or \
-            trivial), requestsPerSecond, p99Millis, plus requests, failures and connections. Every write \
-            is committed before its response (SQLite WAL with synchronous=FULL; PostgreSQL with its default \
-            synchronous_commit). PostgreSQL rows need TILL_BENCH_POSTGRES_URL (or TILL_TEST_POSTGRES_URL).
+            the merchant key, getPaymentClientSecret with the payment's client secret, prepare against the \
+            fake gateway, notification or trivial), requestsPerSecond, ratioToTrivial (to the trivial \
+            endpoint measured first in the same run), p99Millis, plus requests, failures and connections. \
+            Every write is committed before its response (SQLite WAL with synchronous=FULL, group commit; \
+            PostgreSQL with its default synchronous_commit). PostgreSQL rows need TILL_BENCH_POSTGRES_URL \
+            (or TILL_TEST_POSTGRES_URL).
             """)
 
     @Option(help: "Seconds per measurement.")
@@ -30,6 +32,8 @@ struct ServerBench: AsyncParsableCommand {
         let store: String
         let endpoint: String
         let requestsPerSecond: Int
+        /// requestsPerSecond over the trivial endpoint's, measured in the same run.
+        let ratioToTrivial: Double
         let p99Millis: Double
         let requests: Int
         let failures: Int
@@ -49,7 +53,7 @@ struct ServerBench: AsyncParsableCommand {
         logger.logLevel = .critical   // shutdown chatter when the run ends is not a finding
 
         // The trivial endpoint first: what Hummingbird alone costs on this machine.
-        try await benchTrivial(logger: logger)
+        let trivial = try await benchTrivial(logger: logger)
 
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("till-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -61,16 +65,18 @@ struct ServerBench: AsyncParsableCommand {
         } else {
             printError("note: TILL_BENCH_POSTGRES_URL is not set; PostgreSQL rows skipped (eval \"$(bash .ci/postgres.sh start)\" sets one up)")
         }
-        for (name, url) in stores { try await benchStore(name: name, url: url, logger: logger) }
+        for (name, url) in stores { try await benchStore(name: name, url: url, trivial: trivial, logger: logger) }
     }
 
-    func line(_ store: String, _ endpoint: String, _ result: LoadGenerator.Result) -> Line {
+    func line(_ store: String, _ endpoint: String, _ result: LoadGenerator.Result, trivial: Double) -> Line {
         Line(store: store, endpoint: endpoint, requestsPerSecond: Int(result.requestsPerSecond.rounded()),
+             ratioToTrivial: trivial > 0 ? (result.requestsPerSecond / trivial * 1000).rounded() / 1000 : 0,
              p99Millis: (result.p99Millis * 100).rounded() / 100, requests: result.requests, failures: result.failures,
              connections: connections)
     }
 
-    func benchTrivial(logger: Logger) async throws {
+    /// Measures the trivial endpoint and returns its requests per second.
+    func benchTrivial(logger: Logger) async throws -> Double {
         let (stream, continuation) = AsyncStream<Int>.makeStream()
         let router = Hummingbird.Router()
         router.get("trivial") { _, _ in "ok" }
@@ -83,10 +89,11 @@ struct ServerBench: AsyncParsableCommand {
         let request = LoadGenerator.request("GET", "/trivial")
         let result = LoadGenerator(port: UInt16(port), connections: connections, duration: .seconds(seconds), maxRequests: .max)
             .run { _ in request }
-        try printJSONLine(line("none", "trivial", result))
+        try printJSONLine(line("none", "trivial", result, trivial: result.requestsPerSecond))
+        return result.requestsPerSecond
     }
 
-    func benchStore(name: String, url: String, logger: Logger) async throws {
+    func benchStore(name: String, url: String, trivial: Double, logger: Logger) async throws {
         let apiKey = "bench-api-key-\(UUID().uuidString)"
         let secret = "bench-notification-secret"
         let merchant = "bench-\(UUID().uuidString.prefix(8).lowercased())"
@@ -114,7 +121,7 @@ struct ServerBench: AsyncParsableCommand {
                 "Authorization": "Bearer \(apiKey)", "Content-Type": "application/json", "Idempotency-Key": "bk-\(run)-\(i)",
             ], body: body)
         }
-        try printJSONLine(line(name, "createPayment", create))
+        try printJSONLine(line(name, "createPayment", create, trivial: trivial))
 
         // getPayment: one payment read again and again, with the merchant key and with the payment's client
         // secret (which the server authenticates by a digest looked up in the store before the read).
@@ -126,7 +133,36 @@ struct ServerBench: AsyncParsableCommand {
             let read = LoadGenerator(port: port, connections: connections, duration: .seconds(seconds), maxRequests: .max).run { _ in
                 LoadGenerator.request("GET", "/v1/payments/\(created.id)", headers: ["Authorization": "Bearer \(bearer)"])
             }
-            try printJSONLine(line(name, endpoint, read))
+            try printJSONLine(line(name, endpoint, read, trivial: trivial))
+        }
+
+        // prepare: the first attempt of a payment created beforehand, against the fake gateway (routing, the
+        // gateway's prepare, the attempt stored and marked prepared: two durable writes).
+        let preparable = min(40_000, max(2_000, Int(create.requestsPerSecond * Double(seconds) * 1.5)))
+        let payments = try await withThrowingTaskGroup(of: [String].self) { group in
+            for worker in 0..<16 {
+                group.addTask {
+                    var ids: [String] = []
+                    for i in stride(from: worker, to: preparable, by: 16) {
+                        let id = "pay_bp\(run)\(i)"
+                        _ = try await store.create(PaymentIntent(merchantReference: "bp-\(run)-\(i)", amount: Money(minorUnits: 1000, currency: Currency.lookup("USD")!),
+                                                                 method: .card), merchant: merchant, id: id, idempotencyKey: nil, requestHash: "bench")
+                        ids.append(id)
+                    }
+                    return ids
+                }
+            }
+            return try await group.reduce(into: [String]()) { $0 += $1 }
+        }
+        let prepareRequests = payments.map { id in
+            LoadGenerator.request("POST", "/v1/payments/\(id)/attempts", headers: ["Authorization": "Bearer \(apiKey)", "Content-Type": "application/json"],
+                                  body: Data("{}".utf8))
+        }
+        let prepare = LoadGenerator(port: port, connections: connections, duration: .seconds(seconds), maxRequests: prepareRequests.count)
+            .run { prepareRequests[$0] }
+        try printJSONLine(line(name, "prepare", prepare, trivial: trivial))
+        if prepare.requests >= prepareRequests.count {
+            printError("note: \(name) prepare run used every payment created for it (\(prepareRequests.count)); the figure is a lower bound")
         }
 
         // notification: each settles one pending attempt, signed as the gateway signs.
@@ -143,7 +179,7 @@ struct ServerBench: AsyncParsableCommand {
         }
         let ingest = LoadGenerator(port: port, connections: connections, duration: .seconds(seconds), maxRequests: requests.count)
             .run { requests[$0] }
-        try printJSONLine(line(name, "notification", ingest))
+        try printJSONLine(line(name, "notification", ingest, trivial: trivial))
         if ingest.requests >= requests.count {
             printError("note: \(name) notification run used every seeded attempt (\(requests.count)); the figure is a lower bound")
         }
