@@ -18,7 +18,7 @@ final class GroupCommitWriter: Sendable {
     /// One queued write: runs in a savepoint and says how to answer its caller once the batch committed;
     /// or is failed with the batch.
     private struct Job: Sendable {
-        let run: @Sendable (Database) -> @Sendable () -> Void
+        let run: @Sendable (Database) throws -> @Sendable () -> Void
         let fail: @Sendable (any Error) -> Void
     }
 
@@ -46,17 +46,23 @@ final class GroupCommitWriter: Sendable {
     func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             let job = Job(run: { db in
-                do {
-                    var value: T?
-                    try db.inSavepoint {
+                // The write's own error rolls back its savepoint and fails only its caller. An error of the
+                // savepoint itself (a ROLLBACK TO that failed) escapes, and fails the whole batch: the write's
+                // partial changes could otherwise commit while its caller heard it failed.
+                var value: T?
+                var failure: (any Error)?
+                try db.inSavepoint {
+                    do {
                         value = try body(db)
                         return .commit
+                    } catch {
+                        failure = error
+                        return .rollback
                     }
-                    guard let value else { return { continuation.resume(throwing: StoreError.unavailable("a write returned nothing")) } }
-                    return { continuation.resume(returning: value) }
-                } catch {
-                    return { continuation.resume(throwing: error) }
                 }
+                if let failure { return { continuation.resume(throwing: failure) } }
+                guard let value else { return { continuation.resume(throwing: StoreError.unavailable("a write returned nothing")) } }
+                return { continuation.resume(returning: value) }
             }, fail: { continuation.resume(throwing: $0) })
             let start = state.withLock { state -> Bool in
                 state.queue.append(job)
@@ -83,7 +89,7 @@ final class GroupCommitWriter: Sendable {
                     var answers: [@Sendable () -> Void] = []
                     answers.reserveCapacity(batch.count)
                     try db.inTransaction(.immediate) {
-                        for job in batch { answers.append(job.run(db)) }
+                        for job in batch { answers.append(try job.run(db)) }
                         return .commit
                     }
                     return answers
