@@ -79,7 +79,7 @@ public struct EcommpayGateway: Checkout {
             let text = values[Parameter.paramsForSignature] ?? ""
             let string = try EcommpayParamsForSignature(text, gateway: gateway)
             let expected: [(EcommpayParamsForSignature.Key, String)] = [
-                (.paymentId, preparation.attempt.rawValue), (.paymentAmount, try launchAmount(preparation)),
+                (.paymentId, preparation.attempt.rawValue), (.paymentAmount, Self.launchAmount(try Self.params(preparation), preparation)),
                 (.paymentCurrency, preparation.amount.currency.code)]
             for (key, value) in expected where string.values[key] != value {
                 throw CheckoutError(.invalidField, field: "\(EcommpayParamsForSignature.field).\(key.rawValue)",
@@ -108,17 +108,22 @@ public struct EcommpayGateway: Checkout {
         return .prepareSDK(WalletLaunch(wallet: Self.sdkWallet, parameters: launch, returnURL: preparation.returnURL))
     }
 
+    /// The preparation's `params`, parsed (an error names `preparation.parameters.params`).
+    static func params(_ preparation: Preparation) throws -> OrderedJSON {
+        try OrderedJSON.parse(Data((preparation.parameters[Parameter.params] ?? "{}").utf8), field: "preparation.parameters.\(Parameter.params)")
+    }
+
     /// The preparation's `params`, checked to be this attempt's (payment id, amount, currency).
     func checkedParams(_ preparation: Preparation) throws -> String {
         let field = "preparation.parameters.\(Parameter.params)"
         guard let text = preparation.parameters[Parameter.params] else {
             throw CheckoutError(.missingField, field: field, message: "the server built no payment options", gateway: gateway)
         }
-        let params = try OrderedJSON.parse(Data(text.utf8), field: field)
+        let params = try Self.params(preparation)
         guard params["payment_id"]?.stringValue == preparation.attempt.rawValue else {
             throw CheckoutError(.invalidField, field: "\(field).payment_id", message: "not this attempt's", gateway: gateway)
         }
-        guard params["payment_amount"]?.numberText == (try launchAmount(preparation)) else {
+        guard params["payment_amount"]?.numberText == Self.launchAmount(params, preparation) else {
             throw CheckoutError(.invalidField, field: "\(field).payment_amount", message: "not this attempt's amount", gateway: gateway)
         }
         guard params["payment_currency"]?.stringValue == preparation.amount.currency.code else {
@@ -128,10 +133,8 @@ public struct EcommpayGateway: Checkout {
     }
 
     /// The amount the SDK is launched with: zero for a verify (its `operation_type`), else the attempt's.
-    func launchAmount(_ preparation: Preparation) throws -> String {
-        let field = "preparation.parameters.\(Parameter.params)"
-        let params = try OrderedJSON.parse(Data((preparation.parameters[Parameter.params] ?? "{}").utf8), field: field)
-        return preparation.method == .card && params["operation_type"]?.stringValue == "verify" ? "0" : String(preparation.amount.minorUnits)
+    static func launchAmount(_ params: OrderedJSON, _ preparation: Preparation) -> String {
+        preparation.method == .card && params["operation_type"]?.stringValue == "verify" ? "0" : String(preparation.amount.minorUnits)
     }
 
     // MARK: Return
