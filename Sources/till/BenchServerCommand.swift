@@ -28,6 +28,15 @@ struct ServerBench: AsyncParsableCommand {
     @Option(help: "Concurrent keep-alive connections.")
     var connections = 16
 
+    @Option(help: "Only these rows, comma-separated (trivial, createPayment, getPayment, getPaymentClientSecret, prepare, notification); all by default. The trivial row is always measured: it is the yardstick.")
+    var only: String?
+
+    /// Whether the row `endpoint` is to be measured.
+    func wanted(_ endpoint: String) -> Bool {
+        guard let only else { return true }
+        return only.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces) == endpoint }
+    }
+
     struct Line: Encodable {
         let store: String
         let endpoint: String
@@ -43,6 +52,10 @@ struct ServerBench: AsyncParsableCommand {
     func validate() throws {
         guard (1...120).contains(seconds) else { throw ValidationError("--seconds must be 1 to 120") }
         guard (1...256).contains(connections) else { throw ValidationError("--connections must be 1 to 256") }
+        let known: Set = ["trivial", "createPayment", "getPayment", "getPaymentClientSecret", "prepare", "notification"]
+        if let only, let unknown = only.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }).first(where: { !known.contains($0) }) {
+            throw ValidationError("--only: unknown row \(unknown)")
+        }
     }
 
     func run() async throws {
@@ -87,7 +100,7 @@ struct ServerBench: AsyncParsableCommand {
         var ports = stream.makeAsyncIterator()
         let port = await ports.next() ?? 0
         let request = LoadGenerator.request("GET", "/trivial")
-        let result = LoadGenerator(port: UInt16(port), connections: connections, duration: .seconds(seconds), maxRequests: .max)
+        let result = await LoadGenerator(port: UInt16(port), connections: connections, duration: .seconds(seconds), maxRequests: .max)
             .run { _ in request }
         try printJSONLine(line("none", "trivial", result, trivial: result.requestsPerSecond))
         return result.requestsPerSecond
@@ -115,13 +128,18 @@ struct ServerBench: AsyncParsableCommand {
 
         // createPayment: a new order per request, each with its own idempotency key.
         let run = UUID().uuidString.prefix(8)
-        let create = LoadGenerator(port: port, connections: connections, duration: .seconds(seconds), maxRequests: .max).run { i in
-            let body = Data(#"{"merchantReference":"b-\#(run)-\#(i)","amount":{"value":\#(1000 + i % 5000),"currency":"USD"},"method":"card"}"#.utf8)
-            return LoadGenerator.request("POST", "/v1/payments", headers: [
-                "Authorization": "Bearer \(apiKey)", "Content-Type": "application/json", "Idempotency-Key": "bk-\(run)-\(i)",
-            ], body: body)
+        // Rows left out by --only still size the later rows' budgets, at a modest assumed pace.
+        var createRate = 2_000.0
+        if wanted("createPayment") {
+            let create = await LoadGenerator(port: port, connections: connections, duration: .seconds(seconds), maxRequests: .max).run { i in
+                let body = Data(#"{"merchantReference":"b-\#(run)-\#(i)","amount":{"value":\#(1000 + i % 5000),"currency":"USD"},"method":"card"}"#.utf8)
+                return LoadGenerator.request("POST", "/v1/payments", headers: [
+                    "Authorization": "Bearer \(apiKey)", "Content-Type": "application/json", "Idempotency-Key": "bk-\(run)-\(i)",
+                ], body: body)
+            }
+            try printJSONLine(line(name, "createPayment", create, trivial: trivial))
+            createRate = create.requestsPerSecond
         }
-        try printJSONLine(line(name, "createPayment", create, trivial: trivial))
 
         // getPayment: one payment read again and again, with the merchant key and with the payment's client
         // secret (which the server authenticates by a digest looked up in the store before the read).
@@ -129,59 +147,63 @@ struct ServerBench: AsyncParsableCommand {
                                                   transport: URLSessionTransport())
             .createPayment(PaymentIntent(merchantReference: "b-\(run)-read", amount: Money(minorUnits: 1000, currency: Currency.lookup("USD")!),
                                          method: .card))
-        for (endpoint, bearer) in [("getPayment", apiKey), ("getPaymentClientSecret", created.clientSecret?.rawValue ?? "")] {
-            let read = LoadGenerator(port: port, connections: connections, duration: .seconds(seconds), maxRequests: .max).run { _ in
+        for (endpoint, bearer) in [("getPayment", apiKey), ("getPaymentClientSecret", created.clientSecret?.rawValue ?? "")] where wanted(endpoint) {
+            let read = await LoadGenerator(port: port, connections: connections, duration: .seconds(seconds), maxRequests: .max).run { _ in
                 LoadGenerator.request("GET", "/v1/payments/\(created.id)", headers: ["Authorization": "Bearer \(bearer)"])
             }
             try printJSONLine(line(name, endpoint, read, trivial: trivial))
         }
 
-        // prepare: the first attempt of a payment created beforehand, against the fake gateway (routing, the
-        // gateway's prepare, the attempt stored and marked prepared: two durable writes).
-        let preparable = min(40_000, max(2_000, Int(create.requestsPerSecond * Double(seconds) * 1.5)))
-        let payments = try await withThrowingTaskGroup(of: [String].self) { group in
-            for worker in 0..<16 {
-                group.addTask {
-                    var ids: [String] = []
-                    for i in stride(from: worker, to: preparable, by: 16) {
-                        let id = "pay_bp\(run)\(i)"
-                        _ = try await store.create(PaymentIntent(merchantReference: "bp-\(run)-\(i)", amount: Money(minorUnits: 1000, currency: Currency.lookup("USD")!),
-                                                                 method: .card), merchant: merchant, id: id, idempotencyKey: nil, requestHash: "bench")
-                        ids.append(id)
+        if wanted("prepare") {
+            // prepare: the first attempt of a payment created beforehand, against the fake gateway (routing, the
+            // gateway's prepare, the attempt stored and marked prepared: two durable writes).
+            let preparable = min(40_000, max(2_000, Int(createRate * Double(seconds) * 1.5)))
+            let payments = try await withThrowingTaskGroup(of: [String].self) { group in
+                for worker in 0..<16 {
+                    group.addTask {
+                        var ids: [String] = []
+                        for i in stride(from: worker, to: preparable, by: 16) {
+                            let id = "pay_bp\(run)\(i)"
+                            _ = try await store.create(PaymentIntent(merchantReference: "bp-\(run)-\(i)", amount: Money(minorUnits: 1000, currency: Currency.lookup("USD")!),
+                                                                     method: .card), merchant: merchant, id: id, idempotencyKey: nil, requestHash: "bench")
+                            ids.append(id)
+                        }
+                        return ids
                     }
-                    return ids
                 }
+                return try await group.reduce(into: [String]()) { $0 += $1 }
             }
-            return try await group.reduce(into: [String]()) { $0 += $1 }
-        }
-        let prepareRequests = payments.map { id in
-            LoadGenerator.request("POST", "/v1/payments/\(id)/attempts", headers: ["Authorization": "Bearer \(apiKey)", "Content-Type": "application/json"],
-                                  body: Data("{}".utf8))
-        }
-        let prepare = LoadGenerator(port: port, connections: connections, duration: .seconds(seconds), maxRequests: prepareRequests.count)
-            .run { prepareRequests[$0] }
-        try printJSONLine(line(name, "prepare", prepare, trivial: trivial))
-        if prepare.requests >= prepareRequests.count {
-            printError("note: \(name) prepare run used every payment created for it (\(prepareRequests.count)); the figure is a lower bound")
+            let prepareRequests = payments.map { id in
+                LoadGenerator.request("POST", "/v1/payments/\(id)/attempts", headers: ["Authorization": "Bearer \(apiKey)", "Content-Type": "application/json"],
+                                      body: Data("{}".utf8))
+            }
+            let prepare = await LoadGenerator(port: port, connections: connections, duration: .seconds(seconds), maxRequests: prepareRequests.count)
+                .run { prepareRequests[$0] }
+            try printJSONLine(line(name, "prepare", prepare, trivial: trivial))
+            if prepare.requests >= prepareRequests.count {
+                printError("note: \(name) prepare run used every payment created for it (\(prepareRequests.count)); the figure is a lower bound")
+            }
         }
 
-        // notification: each settles one pending attempt, signed as the gateway signs.
-        let budget = min(60_000, max(2_000, Int(create.requestsPerSecond * Double(seconds) * 1.5)))
-        let amount = Money(minorUnits: 1000, currency: Currency.lookup("USD")!)
-        let attempts = try await store.seedPendingAttempts(count: budget, merchant: merchant, gateway: "fake", amount: amount)
-        let gateway = FakeGateway(id: "fake", secret: secret)
-        let requests = attempts.map { attempt in
-            let notification = gateway.signedNotification(for: StatusReport(gateway: "fake", attempt: attempt, status: .paid,
-                                                                            amount: amount, eventID: "evt-\(attempt)"))
-            return LoadGenerator.request("POST", "/v1/notifications/fake", headers: [
-                "Content-Type": "application/json", "X-Fake-Signature": notification.headers["x-fake-signature"] ?? "",
-            ], body: notification.body)
-        }
-        let ingest = LoadGenerator(port: port, connections: connections, duration: .seconds(seconds), maxRequests: requests.count)
-            .run { requests[$0] }
-        try printJSONLine(line(name, "notification", ingest, trivial: trivial))
-        if ingest.requests >= requests.count {
-            printError("note: \(name) notification run used every seeded attempt (\(requests.count)); the figure is a lower bound")
+        if wanted("notification") {
+            // notification: each settles one pending attempt, signed as the gateway signs.
+            let budget = min(60_000, max(2_000, Int(createRate * Double(seconds) * 1.5)))
+            let amount = Money(minorUnits: 1000, currency: Currency.lookup("USD")!)
+            let attempts = try await store.seedPendingAttempts(count: budget, merchant: merchant, gateway: "fake", amount: amount)
+            let gateway = FakeGateway(id: "fake", secret: secret)
+            let requests = attempts.map { attempt in
+                let notification = gateway.signedNotification(for: StatusReport(gateway: "fake", attempt: attempt, status: .paid,
+                                                                                amount: amount, eventID: "evt-\(attempt)"))
+                return LoadGenerator.request("POST", "/v1/notifications/fake", headers: [
+                    "Content-Type": "application/json", "X-Fake-Signature": notification.headers["x-fake-signature"] ?? "",
+                ], body: notification.body)
+            }
+            let ingest = await LoadGenerator(port: port, connections: connections, duration: .seconds(seconds), maxRequests: requests.count)
+                .run { requests[$0] }
+            try printJSONLine(line(name, "notification", ingest, trivial: trivial))
+            if ingest.requests >= requests.count {
+                printError("note: \(name) notification run used every seeded attempt (\(requests.count)); the figure is a lower bound")
+            }
         }
         task.cancel()
         _ = await task.result

@@ -41,7 +41,9 @@ struct LoadGenerator {
         func add(_ local: [Int], failures count: Int) { lock.lock(); latencies += local; failures += count; lock.unlock() }
     }
 
-    func run(_ request: @escaping @Sendable (Int) -> Data) -> Result {
+    /// The connections are threads of their own; the caller awaits them without holding one of Swift
+    /// concurrency's few threads (on a 2-core machine the server under test has only two of them).
+    func run(_ request: @escaping @Sendable (Int) -> Data) async -> Result {
         let shared = Shared()
         let deadline = ContinuousClock.now + duration
         let start = ContinuousClock.now
@@ -70,12 +72,14 @@ struct LoadGenerator {
                 shared.add(local, failures: localFailures)
             }.start()
         }
-        group.wait()
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            group.notify(queue: .global()) { done.resume() }
+        }
         let elapsed = ContinuousClock.now - start
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        shared.lock.lock()
-        defer { shared.lock.unlock() }
-        return Result(requests: shared.latencies.count, failures: shared.failures, seconds: seconds, latenciesNanos: shared.latencies)
+        return shared.lock.withLock {
+            Result(requests: shared.latencies.count, failures: shared.failures, seconds: seconds, latenciesNanos: shared.latencies)
+        }
     }
 
     /// An HTTP/1.1 request as bytes.
