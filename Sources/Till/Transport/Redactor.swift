@@ -17,11 +17,16 @@ public struct Redactor: Sendable, Hashable {
     public let cardNumberKeys: Set<String>
     /// The free-text patterns for these keys, compiled once.
     private let patterns: Patterns
+    /// The same key fragments as bytes, for ``classify(_:)``.
+    private let secretFragments: [[UInt8]]
+    private let cardNumberFragments: [[UInt8]]
 
     public init(secretKeys: Set<String> = Redactor.defaultSecretKeys, cardNumberKeys: Set<String> = Redactor.defaultCardNumberKeys) {
         self.secretKeys = Set(secretKeys.map(Self.normalize))
         self.cardNumberKeys = Set(cardNumberKeys.map(Self.normalize))
         patterns = Patterns(fragments: self.secretKeys.union(self.cardNumberKeys))
+        secretFragments = self.secretKeys.map { Array($0.utf8) }
+        cardNumberFragments = self.cardNumberKeys.map { Array($0.utf8) }
     }
 
     public static func == (lhs: Redactor, rhs: Redactor) -> Bool {
@@ -124,10 +129,23 @@ public struct Redactor: Sendable, Hashable {
     }
 
     func classify(_ key: String) -> KeyClass {
-        let normalized = Self.normalize(key)
-        if cardNumberKeys.contains(where: { normalized.contains($0) }) { return .cardNumber }
-        if secretKeys.contains(where: { normalized.contains($0) }) { return .secret }
+        let normalized = Array(Self.normalize(key).utf8)
+        if cardNumberFragments.contains(where: { Self.bytes(normalized, contain: $0) }) { return .cardNumber }
+        if secretFragments.contains(where: { Self.bytes(normalized, contain: $0) }) { return .secret }
         return .plain
+    }
+
+    /// Whether `fragment` occurs in `bytes`: a plain byte search over these short lower-cased keys, where
+    /// Foundation's string search (through NSString) cost more than the rest of a notification's handling.
+    static func bytes(_ bytes: [UInt8], contain fragment: [UInt8]) -> Bool {
+        guard !fragment.isEmpty else { return true }
+        guard fragment.count <= bytes.count else { return false }
+        for start in 0...(bytes.count - fragment.count) where bytes[start] == fragment[0] {
+            var offset = 1
+            while offset < fragment.count, bytes[start + offset] == fragment[offset] { offset += 1 }
+            if offset == fragment.count { return true }
+        }
+        return false
     }
 
     enum KeyClass { case plain, secret, cardNumber }
@@ -227,17 +245,17 @@ public struct Redactor: Sendable, Hashable {
     public func redactText(_ text: String) -> String {
         var result = text
         // Cheap pre-checks keep plain values (most header values) off the regular expressions.
-        if result.contains("<"), let element = patterns.element {
+        if result.utf8.contains(UInt8(ascii: "<")), let element = patterns.element {
             result = element.stringByReplacingMatches(in: result, range: NSRange(result.startIndex..., in: result), withTemplate: "$1<redacted>$3")
         }
-        if result.contains(where: { $0 == "=" || $0 == ":" }), let pair = patterns.pair {
+        if result.utf8.contains(where: { $0 == UInt8(ascii: "=") || $0 == UInt8(ascii: ":") }), let pair = patterns.pair {
             result = pair.stringByReplacingMatches(in: result, range: NSRange(result.startIndex..., in: result), withTemplate: "$1<redacted>")
         }
         return result.contains(where: \.isNumber) ? Self.maskCardNumbers(in: result) : result
     }
 
     private func looksFormEncoded(_ text: String) -> Bool {
-        !text.contains(" ") && !text.contains("\n") && text.contains("=")
+        !text.utf8.contains(UInt8(ascii: " ")) && !text.utf8.contains(UInt8(ascii: "\n")) && text.utf8.contains(UInt8(ascii: "="))
     }
 
     private func redactJSON(_ value: Any) -> Any {
