@@ -5,6 +5,7 @@ public enum ConstantTime {
     ///
     /// Inputs of different lengths return `false` at once (the length of a signature is no secret);
     /// inputs of the same length are compared over every byte, with no early exit.
+    @inlinable
     public static func equals<A: Collection, B: Collection>(_ a: A, _ b: B) -> Bool
     where A.Element == UInt8, B.Element == UInt8 {
         guard a.count == b.count else { return false }

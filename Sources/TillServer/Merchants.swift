@@ -7,7 +7,9 @@ import TillGatewayKit
 /// One merchant, ready to serve: its API key, router, health and gateway instances.
 public struct MerchantRuntime: Sendable {
     public let configuration: MerchantConfiguration
-    let apiKey: String
+    /// The SHA-256 of the merchant's API key: what a presented key's digest is compared with (the key
+    /// itself is not kept).
+    let apiKeyDigest: [UInt8]
     public let router: GatewayRouter
     public let health: HealthMonitor
     public let gateways: [GatewayID: any CheckoutServer]
@@ -91,7 +93,7 @@ public struct ServerState: Sendable {
             do {
                 let router = try GatewayRouter(merchant: merchant, modules: catalog.mapValues(\.capabilities))
                 let policy = AttemptPolicy(merchant: merchant, moduleTables: gateways.mapValues(\.decisionTable))
-                merchants.append(MerchantRuntime(configuration: merchant, apiKey: apiKey, router: router,
+                merchants.append(MerchantRuntime(configuration: merchant, apiKeyDigest: Array(SHA256.hash(data: Data(apiKey.utf8))), router: router,
                                                  health: HealthMonitor(settings: merchant.health, clock: clock), gateways: gateways,
                                                  policy: policy))
             } catch {
@@ -113,7 +115,7 @@ public struct ServerState: Sendable {
         // Digests have one length, so neither the comparison nor its timing reveals a key's length.
         let given = Array(SHA256.hash(data: Data(key.utf8)))
         var found: MerchantRuntime?
-        for merchant in merchants where ConstantTime.equals(given, Array(SHA256.hash(data: Data(merchant.apiKey.utf8)))) { found = merchant }
+        for merchant in merchants where ConstantTime.equals(given, merchant.apiKeyDigest) { found = merchant }
         return found
     }
 

@@ -25,8 +25,8 @@ extension Decoder {
     /// Throws when the object being decoded holds a key `Keys` does not list: an error naming the key's
     /// full path (`body.customer.nickname`), so a misspelt optional field is never silently dropped.
     package func refuseUnknownKeys<Keys: CodingKey & CaseIterable>(_ keys: Keys.Type) throws {
-        let allowed = Set(Keys.allCases.map(\.stringValue))
-        guard let unknown = try container(keyedBy: AnyCodingKey.self).allKeys.first(where: { !allowed.contains($0.stringValue) }) else {
+        // A key is known when the type's own keys can be made from it: no set built on every decode.
+        guard let unknown = try container(keyedBy: AnyCodingKey.self).allKeys.first(where: { Keys(stringValue: $0.stringValue) == nil }) else {
             return
         }
         let field = (codingPath + [unknown]).fieldPath
