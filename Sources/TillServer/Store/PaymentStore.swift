@@ -261,6 +261,23 @@ public enum StoreError: Error, Sendable, Hashable {
     case unavailable(String)
 }
 
+/// What the rules need of a payment to apply a report to it: its status, amount and attempts, read from
+/// their columns (a write does not decode the stored intent).
+struct PaymentFacts: Sendable, Equatable {
+    var id: String
+    var merchantID: String
+    var status: PaymentStatus
+    var amount: Money
+    var attempts: [StoredAttempt]
+
+    /// The amount as stored in the `amount_minor` and `currency` columns.
+    /// - Throws: ``StoreError/unavailable(_:)`` for a currency code Till does not know (a damaged row).
+    static func amount(minorUnits: Int64, currency code: String) throws -> Money {
+        guard let currency = Currency.lookup(code) else { throw StoreError.unavailable("payment row holds an unknown currency") }
+        return Money(minorUnits: minorUnits, currency: currency)
+    }
+}
+
 /// The decisions every store makes the same way, as pure functions over the rows it loaded inside its
 /// transaction.
 enum StoreRules {
@@ -275,11 +292,11 @@ enum StoreRules {
         var refundedMinorUnits: Int64?
     }
 
-    static func apply(_ report: StatusReport, attempt: StoredAttempt, payment: StoredPayment,
+    static func apply(_ report: StatusReport, attempt: StoredAttempt, payment: PaymentFacts,
                       source: AttemptPolicy.ReportSource) -> Effect {
         // The one rule set: forward only, amounts that match, refunds only of moved money, failed → paid
         // only by the server's own inquiry.
-        switch AttemptPolicy.verdict(for: report, on: attempt.status, amount: payment.intent.amount,
+        switch AttemptPolicy.verdict(for: report, on: attempt.status, amount: payment.amount,
                                      refundedMinorUnits: attempt.refundedMinorUnits, source: source) {
         case .duplicate:
             return Effect(outcome: .duplicate)

@@ -9,6 +9,8 @@ public final class PostgresPaymentStore: PaymentStore {
     private let client: PostgresClient
     private let runner: Task<Void, Never>
     private let logger: Logger
+    /// Stored intents already decoded (an intent's text never changes once stored).
+    private let intents = IntentCache()
 
     /// Connects to `url` (`postgres://user:password@host:port/database`); TLS is not used, so keep the
     /// database on loopback or a private network.
@@ -454,16 +456,15 @@ public final class PostgresPaymentStore: PaymentStore {
     /// One query that joined the attempts under `FOR UPDATE OF p` would, after waiting for the lock, return the
     /// payment's latest row beside the attempts as they were before the wait (PostgreSQL re-reads only the
     /// locked rows); the attempts read by a second statement, after the lock, are current.
-    private func lockedPayment(_ connection: PostgresConnection, attempt: AttemptReference) async throws -> StoredPayment? {
+    private func lockedPayment(_ connection: PostgresConnection, attempt: AttemptReference) async throws -> PaymentFacts? {
         let rows = try await connection.query("""
-            SELECT p.id, p.merchant_id, p.status, p.intent_json, p.created_at, p.updated_at
+            SELECT p.id, p.merchant_id, p.status, p.amount_minor, p.currency
             FROM till_attempts a JOIN till_payments p ON p.id = a.payment_id WHERE a.reference = \(attempt.rawValue) FOR UPDATE OF p
             """, logger: logger)
-        var found: StoredPayment?
-        for try await (pid, mid, status, intentJSON, created, updated) in rows.decode((String, String, String, String, Int64, Int64).self) {
-            found = StoredPayment(id: pid, merchantID: mid, intent: try SQLitePaymentStore.decode(PaymentIntent.self, intentJSON),
-                                  status: PaymentStatus(rawValue: status), attempts: [],
-                                  createdAt: Date(storedMillis: created), updatedAt: Date(storedMillis: updated))
+        var found: PaymentFacts?
+        for try await (pid, mid, status, amount, currency) in rows.decode((String, String, String, Int64, String).self) {
+            found = PaymentFacts(id: pid, merchantID: mid, status: PaymentStatus(rawValue: status),
+                                 amount: try PaymentFacts.amount(minorUnits: amount, currency: currency), attempts: [])
         }
         guard var payment = found else { return nil }
         payment.attempts = try await attempts(connection, payment: payment.id)
@@ -533,7 +534,7 @@ public final class PostgresPaymentStore: PaymentStore {
             """, logger: logger)
         var found: StoredPayment?
         for try await (pid, mid, status, intentJSON, created, updated) in rows.decode((String, String, String, String, Int64, Int64).self) {
-            found = StoredPayment(id: pid, merchantID: mid, intent: try SQLitePaymentStore.decode(PaymentIntent.self, intentJSON),
+            found = StoredPayment(id: pid, merchantID: mid, intent: try intents.intent(intentJSON),
                                   status: PaymentStatus(rawValue: status), attempts: [],
                                   createdAt: Date(storedMillis: created), updatedAt: Date(storedMillis: updated))
         }

@@ -10,6 +10,8 @@ public final class SQLitePaymentStore: PaymentStore {
     private let pool: DatabasePool
     /// Every durable write goes through it: one transaction and one sync for all that arrive together.
     private let writer: GroupCommitWriter
+    /// Stored intents already decoded (an intent's text never changes once stored).
+    private let intents = IntentCache()
 
     /// Opens (and creates) the database at `path`.
     public init(path: String) throws {
@@ -44,32 +46,32 @@ public final class SQLitePaymentStore: PaymentStore {
         let intentJSON = try Self.encode(intent)
         return try await writer.write { db -> CreateOutcome in
             if let key = idempotencyKey,
-               let row = try Row.fetchOne(db, sql: """
+               let row = try Row.fetchOne(db.cachedStatement(sql: """
                    SELECT request_hash, payment_id FROM till_idempotency_keys WHERE merchant_id = ? AND idempotency_key = ?
-                   """, arguments: [merchant, key]) {
+                   """), arguments: [merchant, key]) {
                 guard row["request_hash"] as String == requestHash else { return .idempotencyConflict }
-                guard let existing = try Self.payment(db, id: row["payment_id"], merchant: merchant) else {
+                guard let existing = try self.payment(db, id: row["payment_id"], merchant: merchant) else {
                     throw StoreError.unavailable("idempotency key points to a missing payment")
                 }
                 if let clientSecretHash {
-                    try db.execute(sql: "UPDATE till_payments SET client_secret_hash = ? WHERE id = ?", arguments: [clientSecretHash, existing.id])
+                    try db.cachedStatement(sql: "UPDATE till_payments SET client_secret_hash = ? WHERE id = ?").execute(arguments: [clientSecretHash, existing.id])
                 }
                 return .replayed(existing)
             }
-            let taken = try Bool.fetchOne(db, sql: "SELECT 1 FROM till_payments WHERE merchant_id = ? AND merchant_reference = ?",
+            let taken = try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM till_payments WHERE merchant_id = ? AND merchant_reference = ?"),
                                           arguments: [merchant, intent.merchantReference]) ?? false
             if taken { return .duplicateReference }
             let now = Date().storedMillis
-            try db.execute(sql: """
+            try db.cachedStatement(sql: """
                 INSERT INTO till_payments (id, merchant_id, merchant_reference, amount_minor, currency, status, intent_json, created_at, updated_at,
                                            client_secret_hash)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [id, merchant, intent.merchantReference, intent.amount.minorUnits, intent.amount.currency.code,
+                """).execute(arguments: [id, merchant, intent.merchantReference, intent.amount.minorUnits, intent.amount.currency.code,
                                  PaymentStatus.created.rawValue, intentJSON, now, now, clientSecretHash])
             if let key = idempotencyKey {
-                try db.execute(sql: """
+                try db.cachedStatement(sql: """
                     INSERT INTO till_idempotency_keys (merchant_id, idempotency_key, request_hash, payment_id, created_at) VALUES (?, ?, ?, ?, ?)
-                    """, arguments: [merchant, key, requestHash, id, now])
+                    """).execute(arguments: [merchant, key, requestHash, id, now])
             }
             let stamp = Date(storedMillis: now)
             return .created(StoredPayment(id: id, merchantID: merchant, intent: intent, status: .created, attempts: [],
@@ -78,12 +80,12 @@ public final class SQLitePaymentStore: PaymentStore {
     }
 
     public func payment(id: String, merchant: String) async throws -> StoredPayment? {
-        try await pool.read { db in try Self.payment(db, id: id, merchant: merchant) }
+        try await pool.read { db in try self.payment(db, id: id, merchant: merchant) }
     }
 
     public func clientSecretHash(payment id: String) async throws -> (merchantID: String, hash: String)? {
         try await pool.read { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT merchant_id, client_secret_hash FROM till_payments WHERE id = ?", arguments: [id]),
+            guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT merchant_id, client_secret_hash FROM till_payments WHERE id = ?"), arguments: [id]),
                   let hash = row["client_secret_hash"] as String? else { return nil }
             return (merchantID: row["merchant_id"], hash: hash)
         }
@@ -91,10 +93,10 @@ public final class SQLitePaymentStore: PaymentStore {
 
     public func payment(attempt: AttemptReference) async throws -> StoredPayment? {
         try await pool.read { db in
-            guard let row = try Row.fetchOne(db, sql: """
+            guard let row = try Row.fetchOne(db.cachedStatement(sql: """
                 SELECT p.id, p.merchant_id FROM till_attempts a JOIN till_payments p ON p.id = a.payment_id WHERE a.reference = ?
-                """, arguments: [attempt.rawValue]) else { return nil }
-            return try Self.payment(db, id: row["id"], merchant: row["merchant_id"])
+                """), arguments: [attempt.rawValue]) else { return nil }
+            return try self.payment(db, id: row["id"], merchant: row["merchant_id"])
         }
     }
 
@@ -102,16 +104,16 @@ public final class SQLitePaymentStore: PaymentStore {
                            customerRequested: Bool) async throws {
         do {
             try await writer.write { db in
-                guard let merchant = try String.fetchOne(db, sql: "SELECT merchant_id FROM till_payments WHERE id = ?", arguments: [payment]),
-                      let current = try Self.payment(db, id: payment, merchant: merchant),
+                guard let merchant = try String.fetchOne(db.cachedStatement(sql: "SELECT merchant_id FROM till_payments WHERE id = ?"), arguments: [payment]),
+                      let current = try self.payment(db, id: payment, merchant: merchant),
                       StoreRules.unchanged(current.attempts, expected: expected) else {
                     throw StoreError.conflict("the attempts of payment \(payment) changed")
                 }
                 let now = Date().storedMillis
-                try db.execute(sql: """
+                try db.cachedStatement(sql: """
                     INSERT INTO till_attempts (reference, payment_id, sequence, gateway, status, customer_requested, created_at, updated_at)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    """, arguments: [reference.rawValue, payment, expected.count + 1, gateway.rawValue, PaymentStatus.created.rawValue,
+                    """).execute(arguments: [reference.rawValue, payment, expected.count + 1, gateway.rawValue, PaymentStatus.created.rawValue,
                                      customerRequested ? 1 : 0, now, now])
                 try Self.refreshPaymentStatus(db, payment: payment)
             }
@@ -122,11 +124,11 @@ public final class SQLitePaymentStore: PaymentStore {
 
     public func attemptPrepared(_ reference: AttemptReference, gatewayReference: String?, returnURL: URL?) async throws {
         try await writer.write { db in
-            try db.execute(sql: """
+            try db.cachedStatement(sql: """
                 UPDATE till_attempts SET gateway_reference = ?, return_url = COALESCE(?, return_url),
                 status = CASE WHEN status = 'created' THEN 'pending' ELSE status END, updated_at = ? WHERE reference = ?
-                """, arguments: [gatewayReference, returnURL?.absoluteString, Date().storedMillis, reference.rawValue])
-            if let paymentID = try String.fetchOne(db, sql: "SELECT payment_id FROM till_attempts WHERE reference = ?",
+                """).execute(arguments: [gatewayReference, returnURL?.absoluteString, Date().storedMillis, reference.rawValue])
+            if let paymentID = try String.fetchOne(db.cachedStatement(sql: "SELECT payment_id FROM till_attempts WHERE reference = ?"),
                                                    arguments: [reference.rawValue]) {
                 try Self.refreshPaymentStatus(db, payment: paymentID)
             }
@@ -136,9 +138,9 @@ public final class SQLitePaymentStore: PaymentStore {
     public func markSubmitted(_ reference: AttemptReference) async throws -> Bool {
         try await writer.write { db in
             let now = Date().storedMillis
-            try db.execute(sql: """
+            try db.cachedStatement(sql: """
                 UPDATE till_attempts SET submitted_at = ?, updated_at = ? WHERE reference = ? AND submitted_at IS NULL AND status = 'pending'
-                """, arguments: [now, now, reference.rawValue])
+                """).execute(arguments: [now, now, reference.rawValue])
             return db.changesCount == 1
         }
     }
@@ -146,25 +148,24 @@ public final class SQLitePaymentStore: PaymentStore {
     public func recordClientOutcome(_ outcome: ClientOutcome, attempt: AttemptReference) async throws {
         let json = try Self.encode(outcome)
         try await writer.write { db in
-            try db.execute(sql: """
+            try db.cachedStatement(sql: """
                 UPDATE till_attempts SET client_outcome = ?, handed_off = MAX(handed_off, ?), updated_at = ? WHERE reference = ?
-                """, arguments: [json, outcome.handedOff == true ? 1 : 0, Date().storedMillis, attempt.rawValue])
+                """).execute(arguments: [json, outcome.handedOff == true ? 1 : 0, Date().storedMillis, attempt.rawValue])
         }
     }
 
     public func markHandedOff(_ reference: AttemptReference) async throws {
         try await writer.write { db in
-            try db.execute(sql: "UPDATE till_attempts SET handed_off = 1, updated_at = ? WHERE reference = ?",
-                           arguments: [Date().storedMillis, reference.rawValue])
+            try db.cachedStatement(sql: "UPDATE till_attempts SET handed_off = 1, updated_at = ? WHERE reference = ?").execute(arguments: [Date().storedMillis, reference.rawValue])
         }
     }
 
     public func quarantined(merchant: String, limit: Int) async throws -> [QuarantinedNotification] {
         try await pool.read { db in
-            try Row.fetchAll(db, sql: """
+            try Row.fetchAll(db.cachedStatement(sql: """
                 SELECT gateway, attempt_reference, event_id, reported_status, headers_json, body, received_at FROM till_quarantine
                 WHERE merchant_id = ? ORDER BY id DESC LIMIT ?
-                """, arguments: [merchant, limit]).map { row in
+                """), arguments: [merchant, limit]).map { row in
                 QuarantinedNotification(gateway: GatewayID(rawValue: row["gateway"]), attempt: AttemptReference(rawValue: row["attempt_reference"]),
                                         eventID: row["event_id"], reportedStatus: PaymentStatus(rawValue: row["reported_status"]),
                                         headers: (try? Self.decode([String: String].self, row["headers_json"])) ?? [:],
@@ -175,13 +176,13 @@ public final class SQLitePaymentStore: PaymentStore {
 
     public func dueAttempts(createdBefore: Date, now: Date, limit: Int) async throws -> [DueAttempt] {
         try await pool.read { db in
-            try Row.fetchAll(db, sql: """
+            try Row.fetchAll(db.cachedStatement(sql: """
                 SELECT a.reference, a.payment_id, p.merchant_id, a.gateway, a.status, a.gateway_reference, p.amount_minor, p.currency,
                        a.created_at, a.inquiry_count, a.next_inquiry_at
                 FROM till_attempts a JOIN till_payments p ON p.id = a.payment_id
                 WHERE a.status IN ('created', 'pending') AND a.created_at < ? AND (a.next_inquiry_at IS NULL OR a.next_inquiry_at <= ?)
                 ORDER BY a.created_at LIMIT ?
-                """, arguments: [createdBefore.storedMillis, now.storedMillis, limit]).compactMap { row in
+                """), arguments: [createdBefore.storedMillis, now.storedMillis, limit]).compactMap { row in
                 guard let currency = Currency.lookup(row["currency"]) else { return nil }
                 return DueAttempt(reference: AttemptReference(rawValue: row["reference"]), paymentID: row["payment_id"],
                                   merchantID: row["merchant_id"], gateway: GatewayID(rawValue: row["gateway"]),
@@ -196,13 +197,13 @@ public final class SQLitePaymentStore: PaymentStore {
     public func claimInquiry(_ reference: AttemptReference, expected: Date?, next: Date) async throws -> Bool {
         try await writer.write { db in
             if let expected {
-                try db.execute(sql: """
+                try db.cachedStatement(sql: """
                     UPDATE till_attempts SET next_inquiry_at = ?, inquiry_count = inquiry_count + 1 WHERE reference = ? AND next_inquiry_at = ?
-                    """, arguments: [next.storedMillis, reference.rawValue, expected.storedMillis])
+                    """).execute(arguments: [next.storedMillis, reference.rawValue, expected.storedMillis])
             } else {
-                try db.execute(sql: """
+                try db.cachedStatement(sql: """
                     UPDATE till_attempts SET next_inquiry_at = ?, inquiry_count = inquiry_count + 1 WHERE reference = ? AND next_inquiry_at IS NULL
-                    """, arguments: [next.storedMillis, reference.rawValue])
+                    """).execute(arguments: [next.storedMillis, reference.rawValue])
             }
             return db.changesCount == 1
         }
@@ -210,20 +211,20 @@ public final class SQLitePaymentStore: PaymentStore {
 
     public func logReconciliation(_ entry: ReconciliationEntry) async throws {
         try await writer.write { db in
-            try db.execute(sql: """
+            try db.cachedStatement(sql: """
                 INSERT INTO till_reconciliation_log (merchant_id, attempt_reference, gateway, action, reason, status_before, status_after, at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [entry.merchantID, entry.attempt.rawValue, entry.gateway.rawValue, entry.action, entry.reason,
+                """).execute(arguments: [entry.merchantID, entry.attempt.rawValue, entry.gateway.rawValue, entry.action, entry.reason,
                                  entry.statusBefore.rawValue, entry.statusAfter.rawValue, entry.at.storedMillis])
         }
     }
 
     public func reconciliationLog(limit: Int) async throws -> [ReconciliationEntry] {
         try await pool.read { db in
-            try Row.fetchAll(db, sql: """
+            try Row.fetchAll(db.cachedStatement(sql: """
                 SELECT merchant_id, attempt_reference, gateway, action, reason, status_before, status_after, at
                 FROM till_reconciliation_log ORDER BY id DESC LIMIT ?
-                """, arguments: [limit]).map { row in
+                """), arguments: [limit]).map { row in
                 ReconciliationEntry(merchantID: row["merchant_id"], attempt: AttemptReference(rawValue: row["attempt_reference"]),
                                     gateway: GatewayID(rawValue: row["gateway"]), action: row["action"], reason: row["reason"],
                                     statusBefore: PaymentStatus(rawValue: row["status_before"]),
@@ -237,27 +238,27 @@ public final class SQLitePaymentStore: PaymentStore {
         let headers = try Self.encode(notification.headers)
         return try await writer.write { db -> ApplyOutcome in
             guard report.gateway == notification.gateway,
-                  let attemptRow = try Row.fetchOne(db, sql: """
+                  let attemptRow = try Row.fetchOne(db.cachedStatement(sql: """
                       SELECT a.payment_id FROM till_attempts a JOIN till_payments p ON p.id = a.payment_id
                       WHERE a.reference = ? AND a.gateway = ? AND p.merchant_id = ?
-                      """, arguments: [report.attempt.rawValue, notification.gateway.rawValue, merchant]) else {
+                      """), arguments: [report.attempt.rawValue, notification.gateway.rawValue, merchant]) else {
                 // Verified, but about no attempt of this merchant on this gateway: kept, applied to nothing.
-                try db.execute(sql: """
+                try db.cachedStatement(sql: """
                     INSERT INTO till_quarantine (merchant_id, gateway, attempt_reference, event_id, reported_status, headers_json, body, received_at)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
-                    """, arguments: [merchant, notification.gateway.rawValue, report.attempt.rawValue, report.eventID, report.status.rawValue,
+                    """).execute(arguments: [merchant, notification.gateway.rawValue, report.attempt.rawValue, report.eventID, report.status.rawValue,
                                      headers, notification.body, notification.receivedAt.storedMillis])
                 return .quarantined
             }
-            let seen = try Bool.fetchOne(db, sql: """
+            let seen = try Bool.fetchOne(db.cachedStatement(sql: """
                 SELECT 1 FROM till_notifications WHERE attempt_reference = ? AND gateway = ? AND event_id = ?
-                """, arguments: [report.attempt.rawValue, notification.gateway.rawValue, report.eventID]) ?? false
+                """), arguments: [report.attempt.rawValue, notification.gateway.rawValue, report.eventID]) ?? false
             if seen { return .duplicate }
-            let outcome = try Self.apply(db, report: report, paymentID: attemptRow["payment_id"], source: source)
-            try db.execute(sql: """
+            let outcome = try self.apply(db, report: report, paymentID: attemptRow["payment_id"], source: source)
+            try db.cachedStatement(sql: """
                 INSERT INTO till_notifications (gateway, event_id, attempt_reference, reported_status, outcome, headers_json, body, received_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [notification.gateway.rawValue, report.eventID, report.attempt.rawValue, report.status.rawValue,
+                """).execute(arguments: [notification.gateway.rawValue, report.eventID, report.attempt.rawValue, report.status.rawValue,
                                  outcome.storedName, headers, notification.body, notification.receivedAt.storedMillis])
             return outcome
         }
@@ -265,9 +266,9 @@ public final class SQLitePaymentStore: PaymentStore {
 
     public func apply(_ report: StatusReport, source: AttemptPolicy.ReportSource) async throws -> ApplyOutcome {
         try await writer.write { db -> ApplyOutcome in
-            guard let paymentID = try String.fetchOne(db, sql: "SELECT payment_id FROM till_attempts WHERE reference = ?",
+            guard let paymentID = try String.fetchOne(db.cachedStatement(sql: "SELECT payment_id FROM till_attempts WHERE reference = ?"),
                                                       arguments: [report.attempt.rawValue]) else { return .unknownAttempt }
-            return try Self.apply(db, report: report, paymentID: paymentID, source: source)
+            return try self.apply(db, report: report, paymentID: paymentID, source: source)
         }
     }
 
@@ -282,15 +283,15 @@ public final class SQLitePaymentStore: PaymentStore {
             for reference in references {
                 let id = "seed_\(reference.rawValue)"
                 let intent = PaymentIntent(merchantReference: "seed-\(reference.rawValue)", amount: amount, method: .card)
-                try db.execute(sql: """
+                try db.cachedStatement(sql: """
                     INSERT INTO till_payments (id, merchant_id, merchant_reference, amount_minor, currency, status, intent_json, created_at, updated_at)
                     VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?)
-                    """, arguments: [id, merchant, intent.merchantReference, amount.minorUnits, amount.currency.code,
+                    """).execute(arguments: [id, merchant, intent.merchantReference, amount.minorUnits, amount.currency.code,
                                      try Self.encode(intent), now, now])
-                try db.execute(sql: """
+                try db.cachedStatement(sql: """
                     INSERT INTO till_attempts (reference, payment_id, sequence, gateway, status, created_at, updated_at)
                     VALUES (?, ?, 1, ?, 'pending', ?, ?)
-                    """, arguments: [reference.rawValue, id, gateway.rawValue, now, now])
+                    """).execute(arguments: [reference.rawValue, id, gateway.rawValue, now, now])
             }
         }
         return references
@@ -298,7 +299,7 @@ public final class SQLitePaymentStore: PaymentStore {
 
     public func notificationCount(attempt: AttemptReference) async throws -> Int {
         try await pool.read { db in
-            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM till_notifications WHERE attempt_reference = ?", arguments: [attempt.rawValue]) ?? 0
+            try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM till_notifications WHERE attempt_reference = ?"), arguments: [attempt.rawValue]) ?? 0
         }
     }
 
@@ -317,65 +318,75 @@ public final class SQLitePaymentStore: PaymentStore {
 
     // MARK: Rows
 
-    private static func apply(_ db: Database, report: StatusReport, paymentID: String,
+    private func apply(_ db: Database, report: StatusReport, paymentID: String,
                               source: AttemptPolicy.ReportSource) throws -> ApplyOutcome {
-        guard let merchant = try String.fetchOne(db, sql: "SELECT merchant_id FROM till_payments WHERE id = ?", arguments: [paymentID]),
-              let payment = try payment(db, id: paymentID, merchant: merchant),
+        guard let payment = try facts(db, id: paymentID),
               let attempt = payment.attempts.first(where: { $0.reference == report.attempt })
         else { return .unknownAttempt }
         let effect = StoreRules.apply(report, attempt: attempt, payment: payment, source: source)
         let now = Date().storedMillis
         if let status = effect.attemptStatus {
-            try db.execute(sql: """
+            try db.cachedStatement(sql: """
                 UPDATE till_attempts SET status = ?, gateway_code = COALESCE(?, gateway_code),
                 gateway_reference = COALESCE(gateway_reference, ?), updated_at = ? WHERE reference = ?
-                """, arguments: [status.rawValue, report.gatewayCode, report.gatewayReference, now, report.attempt.rawValue])
+                """).execute(arguments: [status.rawValue, report.gatewayCode, report.gatewayReference, now, report.attempt.rawValue])
         }
         if let refunded = effect.refundedMinorUnits {
-            try db.execute(sql: "UPDATE till_attempts SET refunded_minor = ?, updated_at = ? WHERE reference = ?",
-                           arguments: [refunded, now, report.attempt.rawValue])
+            try db.cachedStatement(sql: "UPDATE till_attempts SET refunded_minor = ?, updated_at = ? WHERE reference = ?").execute(arguments: [refunded, now, report.attempt.rawValue])
         }
         if let status = effect.paymentStatus {
-            try db.execute(sql: "UPDATE till_payments SET status = ?, updated_at = ? WHERE id = ?",
-                           arguments: [status.rawValue, now, paymentID])
+            try db.cachedStatement(sql: "UPDATE till_payments SET status = ?, updated_at = ? WHERE id = ?").execute(arguments: [status.rawValue, now, paymentID])
         }
         return effect.outcome
     }
 
     private static func refreshPaymentStatus(_ db: Database, payment id: String) throws {
-        guard let current = try String.fetchOne(db, sql: "SELECT status FROM till_payments WHERE id = ?", arguments: [id]) else { return }
-        let statuses = try String.fetchAll(db, sql: "SELECT status FROM till_attempts WHERE payment_id = ? ORDER BY sequence",
+        guard let current = try String.fetchOne(db.cachedStatement(sql: "SELECT status FROM till_payments WHERE id = ?"), arguments: [id]) else { return }
+        let statuses = try String.fetchAll(db.cachedStatement(sql: "SELECT status FROM till_attempts WHERE payment_id = ? ORDER BY sequence"),
                                            arguments: [id]).map(PaymentStatus.init(rawValue:))
         if let derived = StoreRules.derivedStatus(current: PaymentStatus(rawValue: current), attempts: statuses) {
-            try db.execute(sql: "UPDATE till_payments SET status = ?, updated_at = ? WHERE id = ?",
-                           arguments: [derived.rawValue, Date().storedMillis, id])
+            try db.cachedStatement(sql: "UPDATE till_payments SET status = ?, updated_at = ? WHERE id = ?").execute(arguments: [derived.rawValue, Date().storedMillis, id])
         }
     }
 
-    private static func payment(_ db: Database, id: String, merchant: String) throws -> StoredPayment? {
-        guard let row = try Row.fetchOne(db, sql: """
+    /// A payment and its attempts: two cached statements, columns read by position (the hottest read of
+    /// the server: every getPayment, every prepare).
+    private func payment(_ db: Database, id: String, merchant: String) throws -> StoredPayment? {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: """
             SELECT id, merchant_id, status, intent_json, created_at, updated_at FROM till_payments WHERE id = ? AND merchant_id = ?
-            """, arguments: [id, merchant]) else { return nil }
-        let attempts = try Row.fetchAll(db, sql: """
+            """), arguments: [id, merchant]) else { return nil }
+        return StoredPayment(id: row[0], merchantID: row[1], intent: try intents.intent(row[3]),
+                             status: PaymentStatus(rawValue: row[2]), attempts: try Self.attempts(db, payment: id),
+                             createdAt: Date(storedMillis: row[4]), updatedAt: Date(storedMillis: row[5]))
+    }
+
+    /// What the rules need of payment `id` (amount from its columns, no intent decoded): every notification's write.
+    private func facts(_ db: Database, id: String) throws -> PaymentFacts? {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT merchant_id, status, amount_minor, currency FROM till_payments WHERE id = ?
+            """), arguments: [id]) else { return nil }
+        return PaymentFacts(id: id, merchantID: row[0], status: PaymentStatus(rawValue: row[1]),
+                            amount: try PaymentFacts.amount(minorUnits: row[2], currency: row[3]), attempts: try Self.attempts(db, payment: id))
+    }
+
+    private static func attempts(_ db: Database, payment id: String) throws -> [StoredAttempt] {
+        try Row.fetchAll(db.cachedStatement(sql: """
             SELECT reference, payment_id, sequence, gateway, status, gateway_reference, gateway_code, client_outcome, return_url,
                    submitted_at, handed_off, customer_requested, inquiry_count, next_inquiry_at, refunded_minor, created_at, updated_at
             FROM till_attempts WHERE payment_id = ? ORDER BY sequence
-            """, arguments: [id]).map { row in
-            StoredAttempt(reference: AttemptReference(rawValue: row["reference"]), paymentID: row["payment_id"],
-                          sequence: row["sequence"], gateway: GatewayID(rawValue: row["gateway"]),
-                          status: PaymentStatus(rawValue: row["status"]), gatewayReference: row["gateway_reference"],
-                          gatewayCode: row["gateway_code"],
-                          clientOutcome: (row["client_outcome"] as String?).flatMap { try? decode(ClientOutcome.self, $0) },
-                          returnURL: (row["return_url"] as String?).flatMap(URL.init(string:)),
-                          submittedAt: (row["submitted_at"] as Int64?).map(Date.init(storedMillis:)),
-                          handedOff: (row["handed_off"] as Int) != 0, customerRequested: (row["customer_requested"] as Int) != 0,
-                          inquiryCount: row["inquiry_count"], nextInquiryAt: (row["next_inquiry_at"] as Int64?).map(Date.init(storedMillis:)),
-                          refundedMinorUnits: row["refunded_minor"],
-                          createdAt: Date(storedMillis: row["created_at"]), updatedAt: Date(storedMillis: row["updated_at"]))
+            """), arguments: [id]).map { row in
+            StoredAttempt(reference: AttemptReference(rawValue: row[0]), paymentID: row[1],
+                          sequence: row[2], gateway: GatewayID(rawValue: row[3]),
+                          status: PaymentStatus(rawValue: row[4]), gatewayReference: row[5],
+                          gatewayCode: row[6],
+                          clientOutcome: (row[7] as String?).flatMap { try? decode(ClientOutcome.self, $0) },
+                          returnURL: (row[8] as String?).flatMap(URL.init(string:)),
+                          submittedAt: (row[9] as Int64?).map(Date.init(storedMillis:)),
+                          handedOff: (row[10] as Int) != 0, customerRequested: (row[11] as Int) != 0,
+                          inquiryCount: row[12], nextInquiryAt: (row[13] as Int64?).map(Date.init(storedMillis:)),
+                          refundedMinorUnits: row[14],
+                          createdAt: Date(storedMillis: row[15]), updatedAt: Date(storedMillis: row[16]))
         }
-        return StoredPayment(id: row["id"], merchantID: row["merchant_id"], intent: try decode(PaymentIntent.self, row["intent_json"]),
-                             status: PaymentStatus(rawValue: row["status"]), attempts: attempts,
-                             createdAt: Date(storedMillis: row["created_at"]), updatedAt: Date(storedMillis: row["updated_at"]))
     }
 
     static func encode(_ value: some Encodable) throws -> String {
