@@ -34,6 +34,25 @@ struct IntentCacheTests {
         #expect(cache.count == 4)
     }
 
+    @Test("never more bytes of text than its budget")
+    func byteBudget() throws {
+        let one = try Self.json("o-0").utf8.count
+        let cache = IntentCache(capacity: 100, byteBudget: one * 3)
+        for i in 0..<10 { _ = try cache.intent(try Self.json("o-\(i)")) }
+        #expect(cache.count == 3)
+        #expect(cache.heldBytes <= one * 3)
+    }
+
+    @Test("texts that differ only in Unicode normalisation are different entries, each decoded to its own bytes")
+    func keyedByBytes() throws {
+        let cache = IntentCache(capacity: 8)
+        let composed = try Self.json("caf\u{e9}"), decomposed = try Self.json("cafe\u{301}")
+        #expect(composed == decomposed)   // Swift's String equality: canonically equivalent
+        let a = try cache.intent(composed), b = try cache.intent(decomposed)
+        #expect(cache.count == 2)
+        #expect(Array(a.merchantReference.utf8) != Array(b.merchantReference.utf8))
+    }
+
     @Test("text that is not an intent throws and is not remembered")
     func damagedText() throws {
         let cache = IntentCache(capacity: 4)
@@ -42,7 +61,7 @@ struct IntentCacheTests {
     }
 
     @Test("a payment row with a currency Till does not know is a store error, not a crash")
-    func unknownCurrency() {
+    func unknownCurrency() throws {
         #expect(throws: StoreError.self) { try PaymentFacts.amount(minorUnits: 100, currency: "ZZZ") }
         #expect(try PaymentFacts.amount(minorUnits: 100, currency: "USD") == Money(minorUnits: 100, currency: Self.usd))
     }

@@ -138,8 +138,9 @@ public struct Redactor: Sendable, Hashable {
     /// Whether `fragment` occurs in `bytes`: a plain byte search over these short lower-cased keys, where
     /// Foundation's string search (through NSString) cost more than the rest of a notification's handling.
     static func bytes(_ bytes: [UInt8], contain fragment: [UInt8]) -> Bool {
-        guard !fragment.isEmpty else { return true }
-        guard fragment.count <= bytes.count else { return false }
+        // An empty fragment matches nothing (as Foundation's `contains` answered): a key configured as "" or
+        // "-" must not make every key a secret.
+        guard !fragment.isEmpty, fragment.count <= bytes.count else { return false }
         for start in 0...(bytes.count - fragment.count) where bytes[start] == fragment[0] {
             var offset = 1
             while offset < fragment.count, bytes[start + offset] == fragment[offset] { offset += 1 }

@@ -2,42 +2,56 @@ import Foundation
 import Till
 
 /// Stored intents, decoded once. A payment's intent is written once, at its creation, and never
-/// changes; it is read back with every read of the payment (the app's polling, each attempt, each
-/// notification), and decoding its JSON was the largest part of such a read. The cache is keyed by
-/// the stored text itself, so a hit is exactly what decoding that text gives; nothing can be stale.
+/// changes; it is read back with every read of the payment (the app's polling, each attempt), and
+/// decoding its JSON was the largest part of such a read. The cache is keyed by the stored text's
+/// bytes (not by `String` equality, which treats canonically equivalent texts as one), so a hit is
+/// exactly what decoding that text gives; nothing can be stale.
 ///
-/// Bounded: at most `capacity` entries, the oldest replaced first. Each store instance has its own.
+/// Bounded by entries and by bytes of text held, the oldest dropped first. Each store has its own.
 final class IntentCache: Sendable {
     private struct State {
-        var entries: [String: PaymentIntent] = [:]
-        /// Insertion order, as a ring: `order[next]` is replaced by the next new entry once full.
-        var order: [String] = []
-        var next = 0
+        var entries: [[UInt8]: PaymentIntent] = [:]
+        /// Insertion order; `order[head...]` are the live keys, oldest first.
+        var order: [[UInt8]] = []
+        var head = 0
+        var bytes = 0
     }
 
     private let state = Locked(State())
     let capacity: Int
+    let byteBudget: Int
 
-    init(capacity: Int = 4_096) { self.capacity = max(1, capacity) }
+    init(capacity: Int = 4_096, byteBudget: Int = 4 << 20) {
+        self.capacity = max(1, capacity)
+        self.byteBudget = max(1, byteBudget)
+    }
 
     /// The intent `json` holds: from the cache, or decoded (and remembered).
     func intent(_ json: String) throws -> PaymentIntent {
-        if let cached = state.withLock({ $0.entries[json] }) { return cached }
+        let key = Array(json.utf8)
+        if let cached = state.withLock({ $0.entries[key] }) { return cached }
         let intent = try SQLitePaymentStore.decode(PaymentIntent.self, json)
+        guard key.count <= byteBudget else { return intent }
         state.withLock { state in
-            guard state.entries[json] == nil else { return }
-            if state.order.count < capacity {
-                state.order.append(json)
-            } else {
-                state.entries[state.order[state.next]] = nil
-                state.order[state.next] = json
-                state.next = (state.next + 1) % capacity
+            guard state.entries[key] == nil else { return }
+            state.entries[key] = intent
+            state.order.append(key)
+            state.bytes += key.count
+            while state.entries.count > capacity || state.bytes > byteBudget {
+                let oldest = state.order[state.head]
+                state.head += 1
+                state.entries[oldest] = nil
+                state.bytes -= oldest.count
             }
-            state.entries[json] = intent
+            if state.head > 1_024 && state.head * 2 > state.order.count {
+                state.order.removeFirst(state.head)
+                state.head = 0
+            }
         }
         return intent
     }
 
-    /// How many intents are held (tests).
+    /// How many intents are held, and the bytes of their texts (tests).
     var count: Int { state.withLock { $0.entries.count } }
+    var heldBytes: Int { state.withLock { $0.bytes } }
 }

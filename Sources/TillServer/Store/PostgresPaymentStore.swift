@@ -120,22 +120,12 @@ public final class PostgresPaymentStore: PaymentStore {
         let now = Date().storedMillis
         do {
             return try await client.withConnection { connection -> CreateOutcome? in
-                let rows = try await connection.query("""
-                    WITH ins AS (
-                        INSERT INTO till_payments (id, merchant_id, merchant_reference, amount_minor, currency, status, intent_json, created_at,
-                                                   updated_at, client_secret_hash)
-                        VALUES (\(id), \(merchant), \(intent.merchantReference), \(intent.amount.minorUnits), \(intent.amount.currency.code),
-                                \(PaymentStatus.created.rawValue), \(intentJSON), \(now), \(now), \(clientSecretHash))
-                        ON CONFLICT (merchant_id, merchant_reference) DO NOTHING RETURNING id
-                    ), key AS (
-                        INSERT INTO till_idempotency_keys (merchant_id, idempotency_key, request_hash, payment_id, created_at)
-                        SELECT \(merchant), \(idempotencyKey), \(requestHash), id, \(now) FROM ins WHERE \(idempotencyKey)::TEXT IS NOT NULL
-                        RETURNING payment_id
-                    )
-                    SELECT (SELECT COUNT(*) FROM ins)::BIGINT, (SELECT COUNT(*) FROM key)::BIGINT
-                    """, logger: self.logger)
+                let rows = try await connection.run(PostgresStatements.CreatePayment.self, .init(
+                    id: id, merchant: merchant, reference: intent.merchantReference, amount: intent.amount.minorUnits,
+                    currency: intent.amount.currency.code, status: PaymentStatus.created.rawValue, intentJSON: intentJSON, now: now,
+                    clientSecretHash: clientSecretHash, idempotencyKey: idempotencyKey, requestHash: requestHash), logger: self.logger)
                 var inserted: (Int64, Int64) = (0, 0)
-                for try await row in rows.decode((Int64, Int64).self) { inserted = row }
+                for try await row in rows { inserted = try row.decode((Int64, Int64).self) }
                 guard inserted.0 == 1 else { return nil }
                 let stamp = Date(storedMillis: now)
                 return .created(StoredPayment(id: id, merchantID: merchant, intent: intent, status: .created, attempts: [],
@@ -152,9 +142,10 @@ public final class PostgresPaymentStore: PaymentStore {
 
     public func clientSecretHash(payment id: String) async throws -> (merchantID: String, hash: String)? {
         try await client.withConnection { connection in
-            let rows = try await connection.query("SELECT merchant_id, client_secret_hash FROM till_payments WHERE id = \(id)", logger: self.logger)
+            let rows = try await connection.run(PostgresStatements.ClientSecretHash.self, id, logger: self.logger)
             var found: (merchantID: String, hash: String)?
-            for try await (merchant, hash) in rows.decode((String, String?).self) {
+            for try await row in rows {
+                let (merchant, hash) = try row.decode((String, String?).self)
                 if let hash { found = (merchantID: merchant, hash: hash) }
             }
             return found
@@ -457,12 +448,10 @@ public final class PostgresPaymentStore: PaymentStore {
     /// payment's latest row beside the attempts as they were before the wait (PostgreSQL re-reads only the
     /// locked rows); the attempts read by a second statement, after the lock, are current.
     private func lockedPayment(_ connection: PostgresConnection, attempt: AttemptReference) async throws -> PaymentFacts? {
-        let rows = try await connection.query("""
-            SELECT p.id, p.merchant_id, p.status, p.amount_minor, p.currency
-            FROM till_attempts a JOIN till_payments p ON p.id = a.payment_id WHERE a.reference = \(attempt.rawValue) FOR UPDATE OF p
-            """, logger: logger)
+        let rows = try await connection.run(PostgresStatements.LockPaymentOfAttempt.self, attempt.rawValue, logger: logger)
         var found: PaymentFacts?
-        for try await (pid, mid, status, amount, currency) in rows.decode((String, String, String, Int64, String).self) {
+        for try await row in rows {
+            let (pid, mid, status, amount, currency) = try row.decode((String, String, String, Int64, String).self)
             found = PaymentFacts(id: pid, merchantID: mid, status: PaymentStatus(rawValue: status),
                                  amount: try PaymentFacts.amount(minorUnits: amount, currency: currency), attempts: [])
         }
@@ -485,32 +474,17 @@ public final class PostgresPaymentStore: PaymentStore {
     private func write(_ effect: StoreRules.Effect, report: StatusReport, paymentID: String, connection: PostgresConnection,
                        notification: NotificationRow? = nil) async throws -> Bool {
         let now = Date().storedMillis
-        let store = notification != nil
-        let attemptStatus = effect.attemptStatus?.rawValue
-        let body = notification?.raw.body ?? Data()
-        let query: PostgresQuery = try """
-            WITH n AS (
-                INSERT INTO till_notifications (gateway, event_id, attempt_reference, reported_status, outcome, headers_json, body, received_at)
-                SELECT \(notification?.raw.gateway.rawValue ?? ""), \(report.eventID), \(report.attempt.rawValue), \(report.status.rawValue),
-                       \(notification?.outcome ?? ""), \(notification?.headers ?? ""), \(body),
-                       \(notification?.raw.receivedAt.storedMillis ?? 0)
-                WHERE \(store)
-                ON CONFLICT (attempt_reference, gateway, event_id) DO NOTHING RETURNING id
-            ), go AS (SELECT 1 AS ok WHERE NOT \(store) UNION ALL SELECT 1 FROM n),
-            a AS (UPDATE till_attempts SET status = COALESCE(\(attemptStatus), status),
-                  gateway_code = CASE WHEN \(attemptStatus)::TEXT IS NULL THEN gateway_code ELSE COALESCE(\(report.gatewayCode), gateway_code) END,
-                  gateway_reference = CASE WHEN \(attemptStatus)::TEXT IS NULL THEN gateway_reference
-                                           ELSE COALESCE(gateway_reference, \(report.gatewayReference)) END,
-                  refunded_minor = COALESCE(\(effect.refundedMinorUnits), refunded_minor), updated_at = \(now)
-                  WHERE reference = \(report.attempt.rawValue)
-                    AND (\(attemptStatus)::TEXT IS NOT NULL OR \(effect.refundedMinorUnits)::BIGINT IS NOT NULL)
-                    AND EXISTS (SELECT 1 FROM go) RETURNING 1),
-            p AS (UPDATE till_payments SET status = \(effect.paymentStatus?.rawValue ?? ""), updated_at = \(now)
-                  WHERE id = \(paymentID) AND \(effect.paymentStatus?.rawValue)::TEXT IS NOT NULL AND EXISTS (SELECT 1 FROM go) RETURNING 1)
-            SELECT (SELECT COUNT(*) FROM go)::BIGINT
-            """
+        let values = PostgresStatements.WriteEffect.Values(
+            store: notification != nil, gateway: notification?.raw.gateway.rawValue ?? "", eventID: report.eventID,
+            attempt: report.attempt.rawValue, reportedStatus: report.status.rawValue, outcome: notification?.outcome ?? "",
+            headers: notification?.headers ?? "", body: notification?.raw.body ?? Data(),
+            receivedAt: notification?.raw.receivedAt.storedMillis ?? 0, attemptStatus: effect.attemptStatus?.rawValue,
+            gatewayCode: report.gatewayCode, gatewayReference: report.gatewayReference, refunded: effect.refundedMinorUnits, now: now,
+            paymentID: paymentID, paymentStatus: effect.paymentStatus?.rawValue)
         var gone: Int64 = 0
-        for try await count in try await connection.query(query, logger: logger).decode(Int64.self) { gone = count }
+        for try await row in try await connection.run(PostgresStatements.WriteEffect.self, values, logger: logger) {
+            gone = try row.decode(Int64.self)
+        }
         return gone > 0
     }
 
@@ -528,40 +502,25 @@ public final class PostgresPaymentStore: PaymentStore {
         }
     }
 
+    /// A payment with its attempts: one prepared statement, one snapshot.
     private func payment(_ connection: PostgresConnection, id: String, merchant: String) async throws -> StoredPayment? {
-        let rows = try await connection.query("""
-            SELECT id, merchant_id, status, intent_json, created_at, updated_at FROM till_payments WHERE id = \(id) AND merchant_id = \(merchant)
-            """, logger: logger)
         var found: StoredPayment?
-        for try await (pid, mid, status, intentJSON, created, updated) in rows.decode((String, String, String, String, Int64, Int64).self) {
-            found = StoredPayment(id: pid, merchantID: mid, intent: try intents.intent(intentJSON),
-                                  status: PaymentStatus(rawValue: status), attempts: [],
-                                  createdAt: Date(storedMillis: created), updatedAt: Date(storedMillis: updated))
+        for try await row in try await connection.run(PostgresStatements.PaymentWithAttempts.self, (id: id, merchant: merchant), logger: logger) {
+            if found == nil {
+                let (pid, mid, status, intentJSON, created, updated) = try row.decode((String, String, String, String, Int64, Int64).self)
+                found = StoredPayment(id: pid, merchantID: mid, intent: try intents.intent(intentJSON),
+                                      status: PaymentStatus(rawValue: status), attempts: [],
+                                      createdAt: Date(storedMillis: created), updatedAt: Date(storedMillis: updated))
+            }
+            if let attempt = try PostgresStatements.attempt(row, offset: 6) { found?.attempts.append(attempt) }
         }
-        guard var payment = found else { return nil }
-        payment.attempts = try await attempts(connection, payment: id)
-        return payment
+        return found
     }
 
     private func attempts(_ connection: PostgresConnection, payment id: String) async throws -> [StoredAttempt] {
-        let rows = try await connection.query("""
-            SELECT reference, payment_id, sequence, gateway, status, gateway_reference, gateway_code, client_outcome, return_url,
-                   submitted_at, handed_off, customer_requested, inquiry_count, next_inquiry_at, refunded_minor, created_at, updated_at
-            FROM till_attempts WHERE payment_id = \(id) ORDER BY sequence
-            """, logger: logger)
         var attempts: [StoredAttempt] = []
-        for try await (reference, paymentID, sequence, gateway, status, gatewayReference, gatewayCode, clientOutcome, returnURL, submitted,
-                       handedOff, customerRequested, inquiryCount, nextInquiry, refunded, created, updated)
-            in rows.decode((String, String, Int, String, String, String?, String?, String?, String?, Int64?, Int, Int, Int, Int64?,
-                            Int64, Int64, Int64).self) {
-            attempts.append(StoredAttempt(
-                reference: AttemptReference(rawValue: reference), paymentID: paymentID, sequence: sequence,
-                gateway: GatewayID(rawValue: gateway), status: PaymentStatus(rawValue: status), gatewayReference: gatewayReference,
-                gatewayCode: gatewayCode, clientOutcome: clientOutcome.flatMap { try? SQLitePaymentStore.decode(ClientOutcome.self, $0) },
-                returnURL: returnURL.flatMap(URL.init(string:)), submittedAt: submitted.map(Date.init(storedMillis:)),
-                handedOff: handedOff != 0, customerRequested: customerRequested != 0, inquiryCount: inquiryCount,
-                nextInquiryAt: nextInquiry.map(Date.init(storedMillis:)), refundedMinorUnits: refunded,
-                createdAt: Date(storedMillis: created), updatedAt: Date(storedMillis: updated)))
+        for try await row in try await connection.run(PostgresStatements.Attempts.self, id, logger: logger) {
+            if let attempt = try PostgresStatements.attempt(row) { attempts.append(attempt) }
         }
         return attempts
     }
