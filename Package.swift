@@ -172,6 +172,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Starts child processes for the tests that run `till server` and Python (see ChildProcess.swift for
+        // why not Foundation's Process).
+        .target(name: "TillChildProcess", path: "Tests/Support/TillChildProcess"),
         .testTarget(
             name: "TillTests",
             dependencies: ["Till", "TillTesting", .product(name: "Logging", package: "swift-log")],
@@ -225,7 +228,7 @@ let package = Package(
         .testTarget(
             name: "TillInteropTests",
             dependencies: ["Till", "TillGatewayKit", "TillWorldline", "TillWorldlineServer", "TillIPayNow", "TillIPayNowServer",
-                           "TillEcommpay", "TillEcommpayServer", "TillSandbox", "TillTesting",
+                           "TillEcommpay", "TillEcommpayServer", "TillSandbox", "TillTesting", "TillChildProcess",
                            .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "_CryptoExtras", package: "swift-crypto")],
             exclude: ["Fixtures", "Python"]
@@ -239,7 +242,7 @@ let package = Package(
             dependencies: [
                 "Till", "TillGatewayKit", "TillTesting", "TillServer", "TillPayFort", "TillPayFortServer", "TillCitcon",
                 "TillCitconServer", "TillWorldline", "TillWorldlineServer", "TillIPayNow", "TillIPayNowServer", "TillEcommpay", "TillEcommpayServer",
-                "TillSandbox",
+                "TillSandbox", "TillChildProcess",
                 // Built so the crash-safety test can run the real `till server` process.
                 "till",
                 .product(name: "Metrics", package: "swift-metrics"),

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import TillChildProcess
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -136,108 +137,69 @@ enum ProcessRunner {
         let files = try TemporaryFiles(count: 3)
         defer { files.remove() }
         try stdin.write(to: files.urls[0])
-        _ = FileManager.default.createFile(atPath: files.urls[1].path, contents: nil)
-        _ = FileManager.default.createFile(atPath: files.urls[2].path, contents: nil)
-        let input = try FileHandle(forReadingFrom: files.urls[0])
-        let output = try FileHandle(forWritingTo: files.urls[1])
-        let errors = try FileHandle(forWritingTo: files.urls[2])
-        defer {
-            try? input.close()
-            try? output.close()
-            try? errors.close()
-        }
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = errors
-        var environment = ProcessInfo.processInfo.environment
-        environment["PYTHONDONTWRITEBYTECODE"] = "1"
-        environment["PYTHONIOENCODING"] = "utf-8"
-        process.environment = environment
-        let status = try await ProcessWaiter(process).run(timeout: timeout, name: executable.lastPathComponent)
+        let child = try ChildProcess(executable, arguments: arguments, environment: PythonEnvironment.childEnvironment,
+                                     stdin: .file(files.urls[0]), stdout: .file(files.urls[1]), stderr: .file(files.urls[2]))
+        let status = try await ProcessWaiter(child).run(timeout: timeout, name: executable.lastPathComponent)
         return ProcessResult(status: status, stdout: (try? Data(contentsOf: files.urls[1])) ?? Data(),
                              stderr: (try? Data(contentsOf: files.urls[2])) ?? Data())
     }
 }
 
-/// Waits for a process without blocking a thread, and terminates it when it overruns its time.
-final class ProcessWaiter: @unchecked Sendable {
-    // Process is not Sendable; this box touches it only to start, terminate and read the status.
-    private let process: Process
-    private let lock = NSLock()
-    private var continuation: CheckedContinuation<Int32, Never>?
-    private var finished: Int32?
-    private var killed = false
+extension PythonEnvironment {
+    /// This process's environment, with Python told to write no bytecode and to speak UTF-8.
+    static var childEnvironment: [String: String] {
+        ChildProcess.inheritedEnvironment(["PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8"])
+    }
+}
 
-    init(_ process: Process) {
-        self.process = process
+/// Waits for a started process without blocking a thread, and terminates it when it overruns its time.
+struct ProcessWaiter: Sendable {
+    private let child: ChildProcess
+
+    init(_ child: ChildProcess) {
+        self.child = child
     }
 
-    /// Starts the process and returns its exit status.
+    /// Waits for the process and returns its exit status (128 + the signal when a signal ended it).
     /// - Throws: ``InteropError`` when it had to be terminated after `timeout`.
     func run(timeout: Duration, name: String) async throws -> Int32 {
-        process.terminationHandler = { [self] process in
-            let status = process.terminationStatus
-            let waiting: CheckedContinuation<Int32, Never>? = lock.withLock {
-                finished = status
-                defer { continuation = nil }
-                return continuation
-            }
-            waiting?.resume(returning: status)
-        }
-        try process.run()
-        let watchdog = Task { [self] in
+        let child = child
+        let watchdog = Task {
             try await Task.sleep(for: timeout)
-            let running = lock.withLock {
-                if finished == nil { killed = true }
-                return finished == nil
-            }
-            if running { process.terminate() }
+            child.terminate()
+            return true
         }
-        let status = await withCheckedContinuation { (waiting: CheckedContinuation<Int32, Never>) in
-            let done: Int32? = lock.withLock {
-                if finished == nil { continuation = waiting }
-                return finished
-            }
-            if let done { waiting.resume(returning: done) }
-        }
+        let ended = await child.exit()
         watchdog.cancel()
-        let timedOut = lock.withLock { killed }
-        if timedOut {
-            throw InteropError("\(name) did not finish within \(timeout) and was terminated")
+        if (try? await watchdog.value) == true {
+            throw InteropError("\(name) did not finish within \(timeout) and was terminated (\(ended))")
         }
-        return status
+        switch ended {
+        case .exited(let status): return status
+        case .signalled(let signal): return 128 + signal
+        }
     }
 
     /// Terminates the process if it still runs.
     func terminate() {
-        if process.isRunning { process.terminate() }
+        child.terminate()
     }
 }
 
 /// A script left running while a test talks to it (a webhook receiver). Its first line of standard
 /// output is its address; it stops when its standard input closes, printing the rest of its answer.
-final class BackgroundScript: @unchecked Sendable {
-    private let process: Process
-    private let stdinPipe: Pipe
+final class BackgroundScript: Sendable {
+    private let child: ChildProcess
     private let files: TemporaryFiles
     private let waiter: ProcessWaiter
     private let done: Task<Int32, any Error>
 
     init(python: URL, script: URL, arguments: [String]) throws {
         files = try TemporaryFiles(count: 2)
-        _ = FileManager.default.createFile(atPath: files.urls[0].path, contents: nil)
-        _ = FileManager.default.createFile(atPath: files.urls[1].path, contents: nil)
-        process = Process()
-        process.executableURL = python
-        process.arguments = ["-u", script.path] + arguments
-        stdinPipe = Pipe()
-        process.standardInput = stdinPipe
-        process.standardOutput = try FileHandle(forWritingTo: files.urls[0])
-        process.standardError = try FileHandle(forWritingTo: files.urls[1])
-        waiter = ProcessWaiter(process)
+        child = try ChildProcess(python, arguments: ["-u", script.path] + arguments,
+                                 environment: PythonEnvironment.childEnvironment,
+                                 stdin: .pipe, stdout: .file(files.urls[0]), stderr: .file(files.urls[1]))
+        waiter = ProcessWaiter(child)
         let waiter = waiter
         let name = script.lastPathComponent
         done = Task { try await waiter.run(timeout: .seconds(120), name: name) }
@@ -259,7 +221,7 @@ final class BackgroundScript: @unchecked Sendable {
     /// Closes the script's standard input, waits for it to exit and returns everything it printed
     /// after its first line.
     func finish() async throws -> String {
-        try? stdinPipe.fileHandleForWriting.close()
+        try? child.standardInput?.close()
         let status = try await done.value
         let text = String(decoding: (try? Data(contentsOf: files.urls[0])) ?? Data(), as: UTF8.self)
         defer { files.remove() }

@@ -4,11 +4,12 @@ import FoundationNetworking
 #endif
 import Testing
 import Till
+import TillChildProcess
 import TillTesting
 
 /// Runs the real `till server` in its own process.
-final class ServerProcess: @unchecked Sendable {
-    let process = Process()
+final class ServerProcess: Sendable {
+    let process: ChildProcess
     let baseURL: URL
 
     /// The `till` executable built next to this test bundle.
@@ -20,30 +21,27 @@ final class ServerProcess: @unchecked Sendable {
     }
 
     init(config: URL, environment: [String: String]) throws {
-        let output = Pipe()
-        process.executableURL = Self.executable
-        process.arguments = ["server", "--config", config.path]
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        process = try ChildProcess(Self.executable, arguments: ["server", "--config", config.path],
+                                   environment: ChildProcess.inheritedEnvironment(environment), stdout: .pipe)
         // The first line says where it listens.
+        let output = process.standardOutput!
         var line = Data()
         while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = output.fileHandleForReading.availableData
+            let chunk = output.availableData
             guard !chunk.isEmpty else { break }
             line += chunk
         }
         let text = String(decoding: line, as: UTF8.self)
         guard let range = text.range(of: "http://") else {
-            process.terminate()
+            process.send(SIGKILL)
+            process.waitUntilExit()
             throw CheckoutError(.misconfigured, message: "the server did not start: \(text)")
         }
         baseURL = URL(string: String(text[range.lowerBound...]).trimmingCharacters(in: .whitespacesAndNewlines))!
     }
 
     func stop() {
-        if process.isRunning { process.terminate() }
+        process.terminate()
         process.waitUntilExit()
     }
 }
@@ -97,8 +95,8 @@ struct CrashSafetyTests {
         await #expect(throws: (any Error).self) {
             _ = try await send(doomed.baseURL, "POST", "v1/notifications/fake", body: notification.body, headers: headers)
         }
-        doomed.process.waitUntilExit()
-        #expect(doomed.process.terminationReason == .uncaughtSignal)
+        let ended = doomed.process.waitUntilExit()
+        #expect(ended == .signalled(SIGKILL), "\(ended)")
 
         // 2. Restarted on the same database, the gateway retries the same notification.
         let server = try ServerProcess(config: config, environment: environment)

@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import Testing
 import Till
+import TillChildProcess
 import TillTesting
 @testable import TillServer
 
@@ -76,15 +77,12 @@ struct CrashUnderLoadTests {
                                                          amount: Money(minorUnits: 500, currency: Self.usd), eventID: "evt-\(entry.attempt)"))
         }
 
-        // The load: 4 creators and 4 notifiers, until the process is killed. Kept small, and the session closed
-        // right after: every open socket is a file descriptor of the test process, and Foundation's Process.run
-        // on Linux (6.3.1) can over-read /proc/self/fd while another test spawns a process (fixed upstream in
-        // swift-corelibs-foundation#5472, not in this toolchain).
+        // The load: 4 creators and 4 notifiers, until the process is killed.
         let creates = Locked<[Int: Seen]>([:])
         let notified = Locked<[Int: Seen]>([:])
         let next = Locked((create: 0, notification: 0))
         let base = doomed.baseURL
-        let pid = doomed.process.processIdentifier
+        let doomedProcess = doomed.process
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<4 {
                 group.addTask {
@@ -122,13 +120,13 @@ struct CrashUnderLoadTests {
                     if answered >= 80 && settled >= notifications.count / 2 { break }
                     try await Task.sleep(for: .milliseconds(5))
                 }
-                kill(pid, SIGKILL)
+                doomedProcess.send(SIGKILL)
             }
             try await group.waitForAll()
         }
         session.invalidateAndCancel()
-        doomed.process.waitUntilExit()
-        #expect(doomed.process.terminationReason == .uncaughtSignal)
+        let ended = await doomed.process.exit()
+        #expect(ended == .signalled(SIGKILL), "\(ended)")
         let acknowledged = creates.withLock { $0 }.compactMapValues { if case .acknowledged(let id) = $0 { id } else { nil } }
         let cutOff = creates.withLock { $0 }.filter { $0.value == .cutOff }.map(\.key)
         #expect(acknowledged.count >= 80)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TillChildProcess
 
 /// The real `till server` refuses a Citcon gateway whose settings are wrong, naming each one, before
 /// it listens.
@@ -18,20 +19,16 @@ struct ModuleSettingsTests {
                                 "settings": \(settings) } ],
                 "routing": { "fallback": ["citcon"] } } ] }
             """.utf8).write(to: config)
-        let process = Process()
-        process.executableURL = ServerProcess.executable
-        process.arguments = ["server", "--config", config.path]
-        process.environment = ProcessInfo.processInfo.environment.merging(
-            ["SHOP_KEY": "shop-key-0123456789abcdef", "CITCON_KEY": "k", "CITCON_SECRET": "s"]) { _, new in new }
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        let process = try ChildProcess(ServerProcess.executable, arguments: ["server", "--config", config.path],
+                                       environment: ChildProcess.inheritedEnvironment(
+                                           ["SHOP_KEY": "shop-key-0123456789abcdef", "CITCON_KEY": "k", "CITCON_SECRET": "s"]),
+                                       stderr: .pipe)
         let watchdog = Task { try await Task.sleep(for: .seconds(20)); process.terminate() }
-        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let text = String(decoding: process.standardError!.readDataToEndOfFile(), as: UTF8.self)
+        let ended = process.waitUntilExit()
         watchdog.cancel()
-        return (process.terminationStatus, text)
+        guard case .exited(let status) = ended else { return (-1, text + "\n(\(ended))") }
+        return (status, text)
     }
 
     @Test("bad settings are refused with the setting's name", arguments: [

@@ -5,6 +5,7 @@ import FoundationNetworking
 import Testing
 import Till
 @testable import TillServer
+import TillChildProcess
 import TillTesting
 
 /// Till scales past one machine as stateless `till server` instances over one PostgreSQL: this suite
@@ -382,8 +383,8 @@ extension MultiInstanceTests {
 
     /// A real `till server` process, its output kept in files: started at once, waited for separately
     /// (so several start together), and stopped with SIGTERM, then SIGKILL after a timeout.
-    final class TillInstance: @unchecked Sendable {
-        let process = Process()
+    final class TillInstance: Sendable {
+        let process: ChildProcess
         let name: String
         private let output: URL
         private let errors: URL
@@ -392,17 +393,11 @@ extension MultiInstanceTests {
             self.name = name
             output = folder.appendingPathComponent("\(name).out")
             errors = folder.appendingPathComponent("\(name).err")
-            _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-            _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
-            process.executableURL = ServerProcess.executable
-            process.arguments = ["server", "--config", config.path]
-            var inherited = ProcessInfo.processInfo.environment
-            inherited["TILL_CRASH_POINT"] = nil
-            process.environment = inherited.merging(environment) { _, new in new }
-            process.standardOutput = try FileHandle(forWritingTo: output)
-            process.standardError = try FileHandle(forWritingTo: errors)
-            process.standardInput = FileHandle.nullDevice
-            try process.run()
+            var overrides: [String: String?] = environment
+            overrides["TILL_CRASH_POINT"] = .some(nil)
+            process = try ChildProcess(ServerProcess.executable, arguments: ["server", "--config", config.path],
+                                       environment: ChildProcess.inheritedEnvironment(overrides),
+                                       stdout: .file(output), stderr: .file(errors))
         }
 
         /// Waits for "till server listening on http://HOST:PORT" and returns the URL.
@@ -432,7 +427,7 @@ extension MultiInstanceTests {
             let deadline = Date().addingTimeInterval(timeout)
             while process.isRunning && Date() < deadline { usleep(50_000) }
             if process.isRunning {
-                kill(process.processIdentifier, SIGKILL)
+                process.send(SIGKILL)
                 process.waitUntilExit()
             }
         }
