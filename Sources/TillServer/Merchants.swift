@@ -124,9 +124,12 @@ public struct ServerState: Sendable {
 }
 
 
-/// Opens the store a storage URL names: `sqlite:PATH` or `postgres://…`.
-public func openStore(_ url: String) throws -> any PaymentStore {
+/// Opens the store a storage URL names: `sqlite:PATH` or `postgres://…` (with a pool of at most
+/// `postgresConnections`).
+public func openStore(_ url: String, postgresConnections: Int = PostgresPaymentStore.defaultConnections) throws -> any PaymentStore {
     if url.hasPrefix("sqlite:") { return try SQLitePaymentStore(path: String(url.dropFirst("sqlite:".count))) }
-    if url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") { return try PostgresPaymentStore(url: url) }
+    if url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") {
+        return try PostgresPaymentStore(url: url, connections: postgresConnections)
+    }
     throw StoreError.unavailable("unsupported storage URL (expected sqlite:PATH or postgres://…)")
 }

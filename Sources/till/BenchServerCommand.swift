@@ -16,7 +16,8 @@ struct ServerBench: AsyncParsableCommand {
             One JSON object per line: store (sqlite, postgres or none), endpoint (createPayment, getPayment with \
             the merchant key, getPaymentClientSecret with the payment's client secret, prepare against the \
             fake gateway, notification or trivial), requestsPerSecond, ratioToTrivial (to the trivial \
-            endpoint measured first in the same run), p99Millis, plus requests, failures and connections. \
+            endpoint measured first in the same run), p99Millis, plus requests, failures, connections and, on \
+            PostgreSQL rows, poolConnections (--postgres-connections). \
             Every write is committed before its response (SQLite WAL with synchronous=FULL, group commit; \
             PostgreSQL with its default synchronous_commit). PostgreSQL rows need TILL_BENCH_POSTGRES_URL \
             (or TILL_TEST_POSTGRES_URL).
@@ -30,6 +31,15 @@ struct ServerBench: AsyncParsableCommand {
 
     @Option(help: "Only these rows, comma-separated (trivial, createPayment, getPayment, getPaymentClientSecret, prepare, notification); all by default. The trivial row is always measured: it is the yardstick.")
     var only: String?
+
+    @Option(help: "PostgreSQL pool sizes to measure, comma-separated (each runs the PostgreSQL rows once); the server's default pool size by default.")
+    var postgresConnections: String?
+
+    /// The pool sizes of --postgres-connections.
+    var poolSizes: [Int] {
+        guard let postgresConnections else { return [ServerSettings.defaultPostgresConnections] }
+        return postgresConnections.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+    }
 
     /// Whether the row `endpoint` is to be measured.
     func wanted(_ endpoint: String) -> Bool {
@@ -47,6 +57,8 @@ struct ServerBench: AsyncParsableCommand {
         let requests: Int
         let failures: Int
         let connections: Int
+        /// PostgreSQL rows: the pool's size (the most connections the server opened to the database).
+        let poolConnections: Int?
     }
 
     func validate() throws {
@@ -55,6 +67,12 @@ struct ServerBench: AsyncParsableCommand {
         let known: Set = ["trivial", "createPayment", "getPayment", "getPaymentClientSecret", "prepare", "notification"]
         if let only, let unknown = only.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }).first(where: { !known.contains($0) }) {
             throw ValidationError("--only: unknown row \(unknown)")
+        }
+        if let postgresConnections {
+            let sizes = postgresConnections.split(separator: ",", omittingEmptySubsequences: false)
+            guard !sizes.isEmpty, sizes.allSatisfy({ Int($0.trimmingCharacters(in: .whitespaces)).map { (1...1_000).contains($0) } == true }) else {
+                throw ValidationError("--postgres-connections: expected pool sizes of 1 to 1000, comma-separated")
+            }
         }
     }
 
@@ -71,21 +89,21 @@ struct ServerBench: AsyncParsableCommand {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("till-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        var stores = [("sqlite", "sqlite:\(folder.appendingPathComponent("bench.sqlite").path)")]
+        var stores: [(name: String, url: String, pool: Int?)] = [("sqlite", "sqlite:\(folder.appendingPathComponent("bench.sqlite").path)", nil)]
         let environment = ProcessInfo.processInfo.environment
         if let postgres = environment["TILL_BENCH_POSTGRES_URL"] ?? environment["TILL_TEST_POSTGRES_URL"] {
-            stores.append(("postgres", postgres))
+            stores += poolSizes.map { ("postgres", postgres, $0) }
         } else {
             printError("note: TILL_BENCH_POSTGRES_URL is not set; PostgreSQL rows skipped (eval \"$(bash .ci/postgres.sh start)\" sets one up)")
         }
-        for (name, url) in stores { try await benchStore(name: name, url: url, trivial: trivial, logger: logger) }
+        for store in stores { try await benchStore(name: store.name, url: store.url, pool: store.pool, trivial: trivial, logger: logger) }
     }
 
-    func line(_ store: String, _ endpoint: String, _ result: LoadGenerator.Result, trivial: Double) -> Line {
+    func line(_ store: String, _ endpoint: String, _ result: LoadGenerator.Result, trivial: Double, pool: Int? = nil) -> Line {
         Line(store: store, endpoint: endpoint, requestsPerSecond: Int(result.requestsPerSecond.rounded()),
              ratioToTrivial: trivial > 0 ? (result.requestsPerSecond / trivial * 1000).rounded() / 1000 : 0,
              p99Millis: (result.p99Millis * 100).rounded() / 100, requests: result.requests, failures: result.failures,
-             connections: connections)
+             connections: connections, poolConnections: pool)
     }
 
     /// Measures the trivial endpoint and returns its requests per second.
@@ -106,7 +124,7 @@ struct ServerBench: AsyncParsableCommand {
         return result.requestsPerSecond
     }
 
-    func benchStore(name: String, url: String, trivial: Double, logger: Logger) async throws {
+    func benchStore(name: String, url: String, pool: Int?, trivial: Double, logger: Logger) async throws {
         let apiKey = "bench-api-key-\(UUID().uuidString)"
         let secret = "bench-notification-secret"
         let merchant = "bench-\(UUID().uuidString.prefix(8).lowercased())"
@@ -115,10 +133,10 @@ struct ServerBench: AsyncParsableCommand {
                 id: merchant, apiKey: CredentialReference(env: "BENCH_API_KEY"),
                 gateways: [GatewayConfiguration(id: "fake", module: "fake",
                                                 credentials: ["notification_secret": CredentialReference(env: "BENCH_SECRET")])])],
-            server: ServerSettings(listen: "127.0.0.1:0", storage: url))
+            server: ServerSettings(listen: "127.0.0.1:0", storage: url, postgresConnections: pool ?? ServerSettings.defaultPostgresConnections))
         let state = try ServerState(configuration: configuration, plugins: Gateways.plugins,
                                     environment: ["BENCH_API_KEY": apiKey, "BENCH_SECRET": secret])
-        let store = try openStore(url)
+        let store = try openStore(url, postgresConnections: pool ?? ServerSettings.defaultPostgresConnections)
         try await store.migrate()
         let (stream, continuation) = AsyncStream<Int>.makeStream()
         let app = try buildApplication(state: state, store: store, logger: logger) { continuation.yield($0) }
@@ -137,7 +155,7 @@ struct ServerBench: AsyncParsableCommand {
                     "Authorization": "Bearer \(apiKey)", "Content-Type": "application/json", "Idempotency-Key": "bk-\(run)-\(i)",
                 ], body: body)
             }
-            try printJSONLine(line(name, "createPayment", create, trivial: trivial))
+            try printJSONLine(line(name, "createPayment", create, trivial: trivial, pool: pool))
             createRate = create.requestsPerSecond
         }
 
@@ -151,7 +169,7 @@ struct ServerBench: AsyncParsableCommand {
             let read = await LoadGenerator(port: port, connections: connections, duration: .seconds(seconds), maxRequests: .max).run { _ in
                 LoadGenerator.request("GET", "/v1/payments/\(created.id)", headers: ["Authorization": "Bearer \(bearer)"])
             }
-            try printJSONLine(line(name, endpoint, read, trivial: trivial))
+            try printJSONLine(line(name, endpoint, read, trivial: trivial, pool: pool))
         }
 
         if wanted("prepare") {
@@ -179,7 +197,7 @@ struct ServerBench: AsyncParsableCommand {
             }
             let prepare = await LoadGenerator(port: port, connections: connections, duration: .seconds(seconds), maxRequests: prepareRequests.count)
                 .run { prepareRequests[$0] }
-            try printJSONLine(line(name, "prepare", prepare, trivial: trivial))
+            try printJSONLine(line(name, "prepare", prepare, trivial: trivial, pool: pool))
             if prepare.requests >= prepareRequests.count {
                 printError("note: \(name) prepare run used every payment created for it (\(prepareRequests.count)); the figure is a lower bound")
             }
@@ -200,7 +218,7 @@ struct ServerBench: AsyncParsableCommand {
             }
             let ingest = await LoadGenerator(port: port, connections: connections, duration: .seconds(seconds), maxRequests: requests.count)
                 .run { requests[$0] }
-            try printJSONLine(line(name, "notification", ingest, trivial: trivial))
+            try printJSONLine(line(name, "notification", ingest, trivial: trivial, pool: pool))
             if ingest.requests >= requests.count {
                 printError("note: \(name) notification run used every seeded attempt (\(requests.count)); the figure is a lower bound")
             }

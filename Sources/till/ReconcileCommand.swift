@@ -42,7 +42,7 @@ struct ReconcileCommand: AsyncParsableCommand {
             printError(error.description)
             throw ExitCode.failure
         }
-        let store = try openStore(settings.storage)
+        let store = try openStore(settings.storage, postgresConnections: settings.postgresConnections)
         let entries: [ReconciliationEntry]
         do {
             try await store.migrate()

@@ -36,7 +36,7 @@ struct ServerCommand: AsyncParsableCommand {
             printError(error.description)
             throw ExitCode.failure
         }
-        let store = try openStore(settings.storage)
+        let store = try openStore(settings.storage, postgresConnections: settings.postgresConnections)
         // A database that cannot be reached is a failed start, said once, not a silent wait.
         do {
             try await withTimeout(.seconds(30)) { try await store.migrate() }

@@ -61,10 +61,19 @@ public struct ServerSettings: Sendable, Hashable, Codable {
     public var requestReadTimeoutSeconds: Double
     /// At most this many connections are open at once; further ones wait in the accept queue.
     public var maxConnections: Int
+    /// With PostgreSQL storage, the most connections this instance opens to the database (the pool's
+    /// size; a request waits for a free one). Ignored with SQLite.
+    public var postgresConnections: Int
+
+    /// The default pool size. A handful of connections keeps the database busy: a larger pool adds
+    /// backends contending for the same cores, not throughput (docs/server.md, "Sizing the PostgreSQL
+    /// pool", has the measurement).
+    public static let defaultPostgresConnections = 8
 
     public init(listen: String = "127.0.0.1:8080", storage: String = "sqlite:till.sqlite", publicURL: String? = nil,
                 maxBodyBytes: Int = 65_536, reconciliation: ReconciliationSettings = ReconciliationSettings(),
-                idleTimeoutSeconds: Double = 30, requestReadTimeoutSeconds: Double = 10, maxConnections: Int = 1_024) {
+                idleTimeoutSeconds: Double = 30, requestReadTimeoutSeconds: Double = 10, maxConnections: Int = 1_024,
+                postgresConnections: Int = ServerSettings.defaultPostgresConnections) {
         self.listen = listen
         self.storage = storage
         self.publicURL = publicURL
@@ -73,11 +82,12 @@ public struct ServerSettings: Sendable, Hashable, Codable {
         self.idleTimeoutSeconds = idleTimeoutSeconds
         self.requestReadTimeoutSeconds = requestReadTimeoutSeconds
         self.maxConnections = maxConnections
+        self.postgresConnections = postgresConnections
     }
 
     public init(from decoder: any Decoder) throws {
         try decoder.reportUnknownKeys(allowed: ["listen", "storage", "publicURL", "maxBodyBytes", "reconciliation", "idleTimeoutSeconds",
-                                                "requestReadTimeoutSeconds", "maxConnections"])
+                                                "requestReadTimeoutSeconds", "maxConnections", "postgresConnections"])
         let c = try decoder.container(keyedBy: CodingKeys.self)
         let d = ServerSettings()
         listen = try c.decodeIfPresent(String.self, forKey: .listen) ?? d.listen
@@ -88,6 +98,7 @@ public struct ServerSettings: Sendable, Hashable, Codable {
         idleTimeoutSeconds = try c.decodeIfPresent(Double.self, forKey: .idleTimeoutSeconds) ?? d.idleTimeoutSeconds
         requestReadTimeoutSeconds = try c.decodeIfPresent(Double.self, forKey: .requestReadTimeoutSeconds) ?? d.requestReadTimeoutSeconds
         maxConnections = try c.decodeIfPresent(Int.self, forKey: .maxConnections) ?? d.maxConnections
+        postgresConnections = try c.decodeIfPresent(Int.self, forKey: .postgresConnections) ?? d.postgresConnections
     }
 
     /// The listen address split into host and port.
@@ -119,6 +130,9 @@ public struct ServerSettings: Sendable, Hashable, Codable {
         }
         if !(1...1_000_000).contains(maxConnections) {
             issues.append(.init(field: "\(path).maxConnections", code: .invalidField, message: "1 to 1000000"))
+        }
+        if !(1...1_000).contains(postgresConnections) {
+            issues.append(.init(field: "\(path).postgresConnections", code: .invalidField, message: "1 to 1000"))
         }
         issues += reconciliation.validate(path: "\(path).reconciliation")
         return issues

@@ -12,17 +12,50 @@ public final class PostgresPaymentStore: PaymentStore {
     /// Stored intents already decoded (an intent's text never changes once stored).
     private let intents = IntentCache()
 
-    /// Connects to `url` (`postgres://user:password@host:port/database`); TLS is not used, so keep the
+    /// The pool's default size: see ``ServerSettings/postgresConnections`` for how it was measured.
+    public static let defaultConnections = ServerSettings.defaultPostgresConnections
+
+    /// Connects to `url` with a pool of at most `connections` connections. TLS is not used, so keep the
     /// database on loopback or a private network.
-    public init(url: String, logger: Logger = Logger(label: "till.store.postgres")) throws {
+    ///
+    /// - `postgres://user:password@host:port/database` connects over TCP;
+    /// - `postgres://user:password@/database?host=/run/postgresql` (libpq's spelling: `host` names the
+    ///   socket's directory) over the Unix-domain socket `/run/postgresql/.s.PGSQL.<port>`, for a database
+    ///   on the same machine.
+    ///
+    /// Any other query parameter is refused rather than ignored (an `sslmode=require` that silently did
+    /// nothing would be worse than an error); `sslmode=disable` is accepted, as it is what happens.
+    public init(url: String, connections: Int = PostgresPaymentStore.defaultConnections,
+                logger: Logger = Logger(label: "till.store.postgres")) throws {
+        guard connections >= 1 else { throw StoreError.unavailable("the PostgreSQL pool needs at least one connection") }
+        let expected = "expected postgres://user:password@host:port/database or postgres://user:password@/database?host=/socket/directory"
         guard let components = URLComponents(string: url), ["postgres", "postgresql"].contains(components.scheme ?? ""),
-              let host = components.host, let user = components.user else {
-            throw StoreError.unavailable("expected postgres://user:password@host:port/database")
+              let user = components.user, !user.isEmpty else {
+            throw StoreError.unavailable(expected)
+        }
+        var socketDirectory: String?
+        for item in components.queryItems ?? [] {
+            switch (item.name, item.value) {
+            case ("host", let value?) where value.hasPrefix("/"): socketDirectory = value
+            case ("sslmode", "disable"): continue
+            default: throw StoreError.unavailable("unsupported parameter \(item.name) in the PostgreSQL URL (\(expected))")
+            }
         }
         let database = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
-        let configuration = PostgresClient.Configuration(
-            host: host, port: components.port ?? 5432, username: user, password: components.password,
-            database: database.isEmpty ? nil : database, tls: .disable)
+        let base: PostgresClient.Configuration
+        if let socketDirectory {
+            let directory = socketDirectory.hasSuffix("/") ? String(socketDirectory.dropLast()) : socketDirectory
+            base = PostgresClient.Configuration(unixSocketPath: "\(directory)/.s.PGSQL.\(components.port ?? 5432)", username: user,
+                                                password: components.password, database: database.isEmpty ? nil : database)
+        } else {
+            guard let host = components.host, !host.isEmpty else { throw StoreError.unavailable(expected) }
+            base = PostgresClient.Configuration(host: host, port: components.port ?? 5432, username: user, password: components.password,
+                                                database: database.isEmpty ? nil : database, tls: .disable)
+        }
+        var configuration = base
+        configuration.options.maximumConnections = connections
+        // So an operator can tell Till's backends apart in pg_stat_activity.
+        configuration.options.additionalStartupParameters = [("application_name", "till")]
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
         self.logger = logger
@@ -376,6 +409,17 @@ public final class PostgresPaymentStore: PaymentStore {
 
     public func close() async throws {
         runner.cancel()
+    }
+
+    /// The backend process id of the pooled connection that ran this call, which it holds for at least
+    /// `holding`: lets a test count the connections the pool really opens.
+    func backendProcessID(holding: Duration) async throws -> Int32 {
+        let seconds = Double(holding.components.seconds) + Double(holding.components.attoseconds) / 1e18
+        return try await client.withConnection { connection in
+            let rows = try await connection.query("SELECT pg_backend_pid(), pg_sleep(\(seconds))::TEXT", logger: self.logger)
+            for try await (pid, _) in rows.decode((Int32, String).self) { return pid }
+            throw StoreError.unavailable("pg_backend_pid() returned no row")
+        }
     }
 
     public func seedPendingAttempts(count: Int, merchant: String, gateway: GatewayID, amount: Money) async throws -> [AttemptReference] {
