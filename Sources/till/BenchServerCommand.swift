@@ -57,7 +57,7 @@ struct ServerBench: AsyncParsableCommand {
         let requests: Int
         let failures: Int
         let connections: Int
-        /// PostgreSQL rows: the pool's size (the most connections the server opened to the database).
+        /// PostgreSQL rows: the pool's configured size (the most connections the server may open to the database).
         let poolConnections: Int?
     }
 

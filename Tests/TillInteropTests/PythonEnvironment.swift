@@ -166,6 +166,8 @@ struct ProcessWaiter: Sendable {
         let child = child
         let watchdog = Task {
             try await Task.sleep(for: timeout)
+            // Only a child still running when the time is up has overrun it.
+            guard child.isRunning else { return false }
             child.terminate()
             return true
         }

@@ -36,8 +36,8 @@ struct ChildProcessTests {
         defer { close(leaked) }
         let listing = FileManager.default.temporaryDirectory.appendingPathComponent("till-child-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: listing) }
-        // The shell lists its own descriptors: 0-2, and 3, the directory its glob reads.
-        let child = try ChildProcess(shell, arguments: ["-c", "cd /proc/self/fd && echo *"], environment: [:],
+        // The shell lists its own descriptors (/dev/fd on Linux and macOS): 0-2, and 3, the directory its glob reads.
+        let child = try ChildProcess(shell, arguments: ["-c", "cd /dev/fd && echo *"], environment: [:],
                                      stdout: .file(listing))
         #expect(child.waitUntilExit() == .exited(0))
         let open = try String(contentsOf: listing, encoding: .utf8).split(whereSeparator: \.isWhitespace).compactMap { Int32($0) }

@@ -6,7 +6,8 @@ import TillChildProcess
 /// it listens.
 @Suite("till server: Citcon module settings")
 struct ModuleSettingsTests {
-    func start(settings: String) throws -> (status: Int32, errors: String) {
+    /// Starts `till server` with `settings` and waits (without holding a thread) for it to refuse them.
+    func start(settings: String) async throws -> (status: Int32, errors: String) {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("till-settings-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -19,14 +20,15 @@ struct ModuleSettingsTests {
                                 "settings": \(settings) } ],
                 "routing": { "fallback": ["citcon"] } } ] }
             """.utf8).write(to: config)
+        let errorsFile = folder.appendingPathComponent("errors.txt")
         let process = try ChildProcess(ServerProcess.executable, arguments: ["server", "--config", config.path],
                                        environment: ChildProcess.inheritedEnvironment(
                                            ["SHOP_KEY": "shop-key-0123456789abcdef", "CITCON_KEY": "k", "CITCON_SECRET": "s"]),
-                                       stderr: .pipe)
+                                       stderr: .file(errorsFile))
         let watchdog = Task { try await Task.sleep(for: .seconds(20)); process.terminate() }
-        let text = String(decoding: process.standardError!.readDataToEndOfFile(), as: UTF8.self)
-        let ended = process.waitUntilExit()
+        let ended = await process.exit()
         watchdog.cancel()
+        let text = (try? String(contentsOf: errorsFile, encoding: .utf8)) ?? ""
         guard case .exited(let status) = ended else { return (-1, text + "\n(\(ended))") }
         return (status, text)
     }
@@ -39,8 +41,8 @@ struct ModuleSettingsTests {
         (#"{ "request_3ds": "yes" }"#, "settings.request_3ds"),
         (#"{ "charge_lifetime_seconds": "5" }"#, "settings.charge_lifetime_seconds"),
     ])
-    func badSettings(settings: String, field: String) throws {
-        let (status, errors) = try start(settings: settings)
+    func badSettings(settings: String, field: String) async throws {
+        let (status, errors) = try await start(settings: settings)
         #expect(status != 0)
         #expect(errors.contains(field), "\(errors)")
     }

@@ -86,7 +86,7 @@ struct MultiInstanceTests {
         let b = try TillInstance(name: "b", config: config, environment: environment, folder: folder)
         defer { b.stop() }
         // Both start (and migrate the same database) at once.
-        let bases: [Side: URL] = [.a: try a.waitUntilListening(), .b: try b.waitUntilListening()]
+        let bases: [Side: URL] = [.a: try await a.waitUntilListening(), .b: try await b.waitUntilListening()]
         #expect(bases[.a] != bases[.b])
 
         let store = try PostgresPaymentStore(url: url)
@@ -401,7 +401,7 @@ extension MultiInstanceTests {
         }
 
         /// Waits for "till server listening on http://HOST:PORT" and returns the URL.
-        func waitUntilListening(timeout: TimeInterval = 60) throws -> URL {
+        func waitUntilListening(timeout: TimeInterval = 60) async throws -> URL {
             let deadline = Date().addingTimeInterval(timeout)
             while Date() < deadline {
                 let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
@@ -410,7 +410,7 @@ extension MultiInstanceTests {
                     return url
                 }
                 guard process.isRunning else { break }
-                usleep(50_000)
+                try await Task.sleep(for: .milliseconds(50))
             }
             throw CheckoutError(.misconfigured, message: "till server \(name) did not start:\n\(logTail())")
         }

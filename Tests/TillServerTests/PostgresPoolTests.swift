@@ -39,26 +39,37 @@ struct PostgresPoolTests {
         #expect(throws: StoreError.self) { try PostgresPaymentStore(url: url, connections: 0) }
     }
 
-    @Test("the storage URL: TCP, or a Unix-domain socket by libpq's host=/directory; other parameters are refused, not ignored",
+    @Test("the storage URL: TCP, or a Unix-domain socket by libpq's host=/directory or an encoded host; other parameters are refused, not ignored",
           arguments: [
-              ("postgres://till:till@127.0.0.1:5432/till", true),
-              ("postgresql://till@db.internal/till", true),
-              ("postgres://till:till@/till?host=/run/postgresql", true),
-              ("postgres://till:till@127.0.0.1/till?sslmode=disable", true),
-              ("postgres://till:till@127.0.0.1/till?sslmode=require", false),
-              ("postgres://till:till@127.0.0.1/till?application_name=x", false),
-              ("postgres://till:till@/till", false),
-              ("postgres://till:till@/till?host=relative", false),
-              ("postgres://127.0.0.1/till", false),
-              ("mysql://till:till@127.0.0.1/till", false),
-          ])
-    func urls(url: String, accepted: Bool) async throws {
-        if accepted {
+              ("postgres://till:secret@127.0.0.1:5432/till", PostgresPaymentStore.Endpoint.Address.tcp(host: "127.0.0.1", port: 5432)),
+              ("postgresql://till@db.internal/till", .tcp(host: "db.internal", port: 5432)),
+              ("postgres://till:secret@[::1]:6432/till", .tcp(host: "::1", port: 6432)),
+              ("postgres://till:secret@/till?host=/run/postgresql", .socket(path: "/run/postgresql/.s.PGSQL.5432")),
+              ("postgres://till:secret@:6432/till?host=/tmp/", .socket(path: "/tmp/.s.PGSQL.6432")),
+              ("postgres://till@%2Frun%2Fpostgresql/till", .socket(path: "/run/postgresql/.s.PGSQL.5432")),
+              ("postgres://till:secret@127.0.0.1/till?sslmode=disable", .tcp(host: "127.0.0.1", port: 5432)),
+              ("postgres://till:secret@127.0.0.1/till?sslmode=require", nil),
+              ("postgres://till:secret@127.0.0.1/till?application_name=x", nil),
+              ("postgres://till:secret@remote.example/till?host=/tmp", nil),
+              ("postgres://till:secret@/till", nil),
+              ("postgres://till:secret@/till?host=relative", nil),
+              ("postgres://127.0.0.1/till", nil),
+              ("mysql://till:secret@127.0.0.1/till", nil),
+          ] as [(String, PostgresPaymentStore.Endpoint.Address?)])
+    func urls(url: String, address: PostgresPaymentStore.Endpoint.Address?) async throws {
+        switch PostgresPaymentStore.endpoint(url) {
+        case .success(let endpoint):
+            #expect(endpoint.address == address, "\(url)")
             // Nothing connects until the first query.
             let store = try PostgresPaymentStore(url: url)
             try await store.close()
-        } else {
+        case .failure(let problem):
+            #expect(address == nil, "\(url): \(problem.message)")
+            #expect(!problem.message.contains("secret"), "the message must not carry the password")
             #expect(throws: StoreError.self) { try PostgresPaymentStore(url: url) }
+            // Refused at configuration time too, naming the field.
+            let settings = ServerSettings(storage: url)
+            #expect(settings.validate(path: "server").map(\.field) == ["server.storage"], "\(url)")
         }
     }
 

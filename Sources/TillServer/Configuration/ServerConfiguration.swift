@@ -46,7 +46,8 @@ public struct TillConfiguration: Sendable, Hashable, Codable {
 public struct ServerSettings: Sendable, Hashable, Codable {
     /// `host:port` to listen on; port 0 picks a free one.
     public var listen: String
-    /// `sqlite:PATH` (the default, `sqlite:till.sqlite`) or `postgres://user:password@host:port/database`.
+    /// `sqlite:PATH` (the default, `sqlite:till.sqlite`), `postgres://user:password@host:port/database`, or
+    /// `postgres://user:password@/database?host=/socket/directory` (see ``PostgresPaymentStore/endpoint(_:)``).
     public var storage: String
     /// The externally reachable base URL, used to build notification URLs for gateways.
     public var publicURL: String?
@@ -62,7 +63,7 @@ public struct ServerSettings: Sendable, Hashable, Codable {
     /// At most this many connections are open at once; further ones wait in the accept queue.
     public var maxConnections: Int
     /// With PostgreSQL storage, the most connections this instance opens to the database (the pool's
-    /// size; a request waits for a free one). Ignored with SQLite.
+    /// size; a request waits for a free one). Unused with SQLite, though still validated.
     public var postgresConnections: Int
 
     /// The default pool size. A handful of connections keeps the database busy: a larger pool adds
@@ -113,7 +114,11 @@ public struct ServerSettings: Sendable, Hashable, Codable {
         if hostAndPort == nil {
             issues.append(.init(field: "\(path).listen", code: .invalidField, message: "expected host:port, such as 127.0.0.1:8080"))
         }
-        if !(storage.hasPrefix("sqlite:") && storage.count > 7) && !storage.hasPrefix("postgres://") && !storage.hasPrefix("postgresql://") {
+        if storage.hasPrefix("postgres://") || storage.hasPrefix("postgresql://") {
+            if case .failure(let problem) = PostgresPaymentStore.endpoint(storage) {
+                issues.append(.init(field: "\(path).storage", code: .invalidField, message: problem.message))
+            }
+        } else if !(storage.hasPrefix("sqlite:") && storage.count > 7) {
             issues.append(.init(field: "\(path).storage", code: .invalidField, message: "expected sqlite:PATH or postgres://…"))
         }
         if let publicURL, URL(string: publicURL).map({ ($0.scheme == "https" || $0.scheme == "http") && $0.host != nil }) != true {

@@ -16,41 +16,23 @@ public final class PostgresPaymentStore: PaymentStore {
     public static let defaultConnections = ServerSettings.defaultPostgresConnections
 
     /// Connects to `url` with a pool of at most `connections` connections. TLS is not used, so keep the
-    /// database on loopback or a private network.
-    ///
-    /// - `postgres://user:password@host:port/database` connects over TCP;
-    /// - `postgres://user:password@/database?host=/run/postgresql` (libpq's spelling: `host` names the
-    ///   socket's directory) over the Unix-domain socket `/run/postgresql/.s.PGSQL.<port>`, for a database
-    ///   on the same machine.
-    ///
-    /// Any other query parameter is refused rather than ignored (an `sslmode=require` that silently did
-    /// nothing would be worse than an error); `sslmode=disable` is accepted, as it is what happens.
+    /// database on loopback or a private network. `url` is read by ``endpoint(_:)``.
     public init(url: String, connections: Int = PostgresPaymentStore.defaultConnections,
                 logger: Logger = Logger(label: "till.store.postgres")) throws {
         guard connections >= 1 else { throw StoreError.unavailable("the PostgreSQL pool needs at least one connection") }
-        let expected = "expected postgres://user:password@host:port/database or postgres://user:password@/database?host=/socket/directory"
-        guard let components = URLComponents(string: url), ["postgres", "postgresql"].contains(components.scheme ?? ""),
-              let user = components.user, !user.isEmpty else {
-            throw StoreError.unavailable(expected)
+        let endpoint: Endpoint
+        switch Self.endpoint(url) {
+        case .success(let read): endpoint = read
+        case .failure(let problem): throw StoreError.unavailable(problem.message)
         }
-        var socketDirectory: String?
-        for item in components.queryItems ?? [] {
-            switch (item.name, item.value) {
-            case ("host", let value?) where value.hasPrefix("/"): socketDirectory = value
-            case ("sslmode", "disable"): continue
-            default: throw StoreError.unavailable("unsupported parameter \(item.name) in the PostgreSQL URL (\(expected))")
-            }
-        }
-        let database = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
         let base: PostgresClient.Configuration
-        if let socketDirectory {
-            let directory = socketDirectory.hasSuffix("/") ? String(socketDirectory.dropLast()) : socketDirectory
-            base = PostgresClient.Configuration(unixSocketPath: "\(directory)/.s.PGSQL.\(components.port ?? 5432)", username: user,
-                                                password: components.password, database: database.isEmpty ? nil : database)
-        } else {
-            guard let host = components.host, !host.isEmpty else { throw StoreError.unavailable(expected) }
-            base = PostgresClient.Configuration(host: host, port: components.port ?? 5432, username: user, password: components.password,
-                                                database: database.isEmpty ? nil : database, tls: .disable)
+        switch endpoint.address {
+        case .socket(let path):
+            base = PostgresClient.Configuration(unixSocketPath: path, username: endpoint.user, password: endpoint.password,
+                                                database: endpoint.database)
+        case .tcp(let host, let port):
+            base = PostgresClient.Configuration(host: host, port: port, username: endpoint.user, password: endpoint.password,
+                                                database: endpoint.database, tls: .disable)
         }
         var configuration = base
         configuration.options.maximumConnections = connections
@@ -60,6 +42,72 @@ public final class PostgresPaymentStore: PaymentStore {
         self.client = client
         self.logger = logger
         runner = Task { await client.run() }
+    }
+
+    /// Where a PostgreSQL URL points, and as whom.
+    public struct Endpoint: Sendable, Equatable {
+        public enum Address: Sendable, Equatable {
+            /// A host name or IP address (IPv6 without its brackets) and a port.
+            case tcp(host: String, port: Int)
+            /// The path of a Unix-domain socket: `<directory>/.s.PGSQL.<port>`.
+            case socket(path: String)
+        }
+        public var address: Address
+        public var user: String
+        public var password: String?
+        public var database: String?
+    }
+
+    /// Why a PostgreSQL URL cannot be used (never containing the URL, which may hold a password).
+    public struct URLProblem: Error, Sendable, Equatable {
+        public var message: String
+    }
+
+    /// Reads a storage URL:
+    ///
+    /// - `postgres://user:password@host:port/database` connects over TCP (`[::1]` for IPv6);
+    /// - `postgres://user:password@/database?host=/run/postgresql`, libpq's spelling, or the same directory
+    ///   percent-encoded as the host (`postgres://user@%2Frun%2Fpostgresql/database`), connects over the
+    ///   Unix-domain socket `/run/postgresql/.s.PGSQL.<port>`, for a database on the same machine.
+    ///
+    /// Any other query parameter is refused rather than ignored (an `sslmode=require` that silently did
+    /// nothing would be worse than an error); `sslmode=disable` is accepted, as it is what happens. A
+    /// host and a `host=` parameter together are refused: which one wins would be a guess.
+    public static func endpoint(_ url: String) -> Result<Endpoint, URLProblem> {
+        let expected = "expected postgres://user:password@host:port/database or postgres://user:password@/database?host=/socket/directory"
+        guard let components = URLComponents(string: url), ["postgres", "postgresql"].contains(components.scheme ?? ""),
+              let user = components.user, !user.isEmpty else {
+            return .failure(URLProblem(message: expected))
+        }
+        let host = components.host ?? ""
+        var socketDirectory: String? = host.hasPrefix("/") ? host : nil
+        for item in components.queryItems ?? [] {
+            switch (item.name, item.value) {
+            case ("host", let value?) where value.hasPrefix("/"):
+                guard host.isEmpty else {
+                    return .failure(URLProblem(message: "a host and a host= socket directory together in the PostgreSQL URL (\(expected))"))
+                }
+                socketDirectory = value
+            case ("sslmode", "disable"):
+                continue
+            default:
+                return .failure(URLProblem(message: "unsupported parameter \(item.name) in the PostgreSQL URL (\(expected))"))
+            }
+        }
+        let port = components.port ?? 5432
+        let database = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
+        let address: Endpoint.Address
+        if let socketDirectory {
+            let directory = socketDirectory.hasSuffix("/") ? String(socketDirectory.dropLast()) : socketDirectory
+            address = .socket(path: "\(directory)/.s.PGSQL.\(port)")
+        } else {
+            var name = host
+            if name.hasPrefix("[") && name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
+            guard !name.isEmpty else { return .failure(URLProblem(message: expected)) }
+            address = .tcp(host: name, port: port)
+        }
+        return .success(Endpoint(address: address, user: user, password: components.password,
+                                 database: database.isEmpty ? nil : database))
     }
 
     public func migrate() async throws {

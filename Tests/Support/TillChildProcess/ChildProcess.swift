@@ -60,9 +60,13 @@ public final class ChildProcess: @unchecked Sendable {
         defer { actions.destroy() }
         var parentEnds: [Int32: Int32] = [:]  // target stream -> the parent's end of its pipe
         var childEnds: [Int32] = []
-        func closeAll() {
-            for fd in parentEnds.values { close(fd) }
-            for fd in childEnds { close(fd) }
+        var started = false
+        // Whatever fails before the child starts, no pipe end is left open.
+        defer {
+            if !started {
+                for fd in parentEnds.values { close(fd) }
+                for fd in childEnds { close(fd) }
+            }
         }
         for (target, stream) in [(Int32(0), stdin), (1, stdout), (2, stderr)] {
             switch stream {
@@ -72,11 +76,7 @@ public final class ChildProcess: @unchecked Sendable {
                 try actions.open(target, url.path, target == 0 ? O_RDONLY : (O_WRONLY | O_CREAT | O_TRUNC))
             case .pipe:
                 var ends: [Int32] = [-1, -1]
-                guard pipe(&ends) == 0 else {
-                    let error = errno
-                    closeAll()
-                    throw ChildProcessError("pipe", errno: error)
-                }
+                guard pipe(&ends) == 0 else { throw ChildProcessError("pipe", errno: errno) }
                 // Close-on-exec for the parent's sake; every child started here closes all but 0-2 anyway.
                 for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
                 // The child reads its standard input from the reading end and writes to the writing end.
@@ -86,12 +86,7 @@ public final class ChildProcess: @unchecked Sendable {
                 try actions.duplicate(child, to: target)
             }
         }
-        do {
-            try actions.closeEverythingFrom(3)
-        } catch {
-            closeAll()
-            throw error
-        }
+        try actions.closeEverythingFrom(3)
 
         var attributes = try SpawnAttributes()
         defer { attributes.destroy() }
@@ -108,11 +103,9 @@ public final class ChildProcess: @unchecked Sendable {
                 }
             }
         }
+        guard status == 0 else { throw ChildProcessError("posix_spawn \(executable.lastPathComponent)", errno: status) }
+        started = true
         for fd in childEnds { close(fd) }
-        guard status == 0 else {
-            for fd in parentEnds.values { close(fd) }
-            throw ChildProcessError("posix_spawn \(executable.lastPathComponent)", errno: status)
-        }
         processIdentifier = pid
         standardInput = parentEnds[0].map { FileHandle(fileDescriptor: $0, closeOnDealloc: true) }
         standardOutput = parentEnds[1].map { FileHandle(fileDescriptor: $0, closeOnDealloc: true) }
@@ -202,9 +195,11 @@ private struct FileActions {
     #if canImport(Glibc)
     typealias Storage = posix_spawn_file_actions_t
     private var actions = Storage()
-    #else
+    #elseif canImport(Darwin)
     typealias Storage = posix_spawn_file_actions_t?
     private var actions: Storage = nil
+    #else
+    #error("ChildProcess supports glibc Linux and Darwin")
     #endif
 
     init() throws {
@@ -232,7 +227,7 @@ private struct FileActions {
         }
         let status = unsafeBitCast(symbol, to: CloseFrom.self)(&actions, lowest)
         guard status == 0 else { throw ChildProcessError("posix_spawn_file_actions_addclosefrom_np", errno: status) }
-        #else
+        #elseif canImport(Darwin)
         // Darwin: SpawnAttributes sets POSIX_SPAWN_CLOEXEC_DEFAULT instead.
         #endif
     }
@@ -252,7 +247,7 @@ private struct SpawnAttributes {
     #if canImport(Glibc)
     typealias Storage = posix_spawnattr_t
     private var attributes = Storage()
-    #else
+    #elseif canImport(Darwin)
     typealias Storage = posix_spawnattr_t?
     private var attributes: Storage = nil
     #endif
