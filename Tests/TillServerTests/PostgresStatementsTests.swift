@@ -42,16 +42,28 @@ struct PostgresStatementsTests {
         #expect(Self.everyValueCast(C.sql))
     }
 
+    @Test("prepare's statements: one text with and without a gateway reference and a return URL")
+    func prepare() {
+        typealias P = PostgresStatements.AttemptPrepared
+        #expect(P.query(P.Values(attempt: "a", gatewayReference: "g", returnURL: "https://x", now: 1)).sql == P.sql)
+        #expect(P.query(P.Values(attempt: "a", gatewayReference: nil, returnURL: nil, now: 1)).sql == P.sql)
+        typealias I = PostgresStatements.InsertAttempt
+        #expect(I.query(I.Values(reference: "a", payment: "p", sequence: 3, gateway: "g", status: "created", customerRequested: true, now: 1)).sql
+                == I.sql)
+    }
+
     @Test("the reads and the lock: every value cast, every name distinct")
     func reads() throws {
         #expect(PostgresStatements.PaymentWithAttempts.query((id: "a", merchant: "b")).sql == PostgresStatements.PaymentWithAttempts.sql)
-        for sql in [PostgresStatements.PaymentWithAttempts.sql, PostgresStatements.Attempts.sql, PostgresStatements.ClientSecretHash.sql,
-                    PostgresStatements.LockPaymentOfAttempt.sql] {
+        typealias S = PostgresStatements
+        for sql in [S.PaymentWithAttempts.sql, S.Attempts.sql, S.ClientSecretHash.sql, S.LockPaymentOfAttempt.sql, S.LockPayment.sql,
+                    S.InsertAttempt.sql, S.LockPaymentIDOfAttempt.sql, S.AttemptPrepared.sql, S.PaymentStatuses.sql, S.SetPaymentStatus.sql] {
             #expect(!sql.isEmpty)
             #expect(Self.everyValueCast(sql))
         }
-        let names = [PostgresStatements.PaymentWithAttempts.name, PostgresStatements.Attempts.name, PostgresStatements.ClientSecretHash.name,
-                     PostgresStatements.LockPaymentOfAttempt.name, PostgresStatements.CreatePayment.name, PostgresStatements.WriteEffect.name]
+        let names = [S.PaymentWithAttempts.name, S.Attempts.name, S.ClientSecretHash.name, S.LockPaymentOfAttempt.name, S.CreatePayment.name,
+                     S.WriteEffect.name, S.LockPayment.name, S.InsertAttempt.name, S.LockPaymentIDOfAttempt.name, S.AttemptPrepared.name,
+                     S.PaymentStatuses.name, S.SetPaymentStatus.name]
         #expect(Set(names).count == names.count)
     }
 }

@@ -270,12 +270,10 @@ public final class PostgresPaymentStore: PaymentStore {
                 guard StoreRules.unchanged(current, expected: expected) else {
                     throw StoreError.conflict("the attempts of payment \(payment) changed")
                 }
-                let now = Date().storedMillis
-                try await connection.query("""
-                    INSERT INTO till_attempts (reference, payment_id, sequence, gateway, status, customer_requested, created_at, updated_at)
-                    VALUES (\(reference.rawValue), \(payment), \(expected.count + 1), \(gateway.rawValue), \(PaymentStatus.created.rawValue),
-                            \(customerRequested ? 1 : 0), \(now), \(now))
-                    """, logger: self.logger)
+                let values = PostgresStatements.InsertAttempt.Values(
+                    reference: reference.rawValue, payment: payment, sequence: expected.count + 1, gateway: gateway.rawValue,
+                    status: PaymentStatus.created.rawValue, customerRequested: customerRequested, now: Date().storedMillis)
+                for try await _ in try await connection.run(PostgresStatements.InsertAttempt.self, values, logger: self.logger) {}
                 try await self.refreshPaymentStatus(connection, payment: payment)
             }
         } catch let error as PSQLError where error.isUniqueViolation {
@@ -287,15 +285,13 @@ public final class PostgresPaymentStore: PaymentStore {
         try await transaction { connection in
             // The payment of the attempt, locked, in one round trip.
             var found: String?
-            for try await id in try await connection.query("""
-                SELECT id FROM till_payments WHERE id = (SELECT payment_id FROM till_attempts WHERE reference = \(reference.rawValue)) FOR UPDATE
-                """, logger: self.logger).decode(String.self) { found = id }
+            for try await row in try await connection.run(PostgresStatements.LockPaymentIDOfAttempt.self, reference.rawValue, logger: self.logger) {
+                found = try row.decode(String.self)
+            }
             guard let paymentID = found else { return }
-            try await connection.query("""
-                UPDATE till_attempts SET gateway_reference = \(gatewayReference), return_url = COALESCE(\(returnURL?.absoluteString), return_url),
-                status = CASE WHEN status = 'created' THEN 'pending' ELSE status END, updated_at = \(Date().storedMillis)
-                WHERE reference = \(reference.rawValue)
-                """, logger: self.logger)
+            let values = PostgresStatements.AttemptPrepared.Values(attempt: reference.rawValue, gatewayReference: gatewayReference,
+                                                                   returnURL: returnURL?.absoluteString, now: Date().storedMillis)
+            for try await _ in try await connection.run(PostgresStatements.AttemptPrepared.self, values, logger: self.logger) {}
             try await self.refreshPaymentStatus(connection, payment: paymentID)
         }
     }
@@ -532,7 +528,7 @@ public final class PostgresPaymentStore: PaymentStore {
     }
 
     private func lock(_ connection: PostgresConnection, payment: String) async throws {
-        try await connection.query("SELECT id FROM till_payments WHERE id = \(payment) FOR UPDATE", logger: logger)
+        for try await _ in try await connection.run(PostgresStatements.LockPayment.self, payment, logger: logger) {}
     }
 
     /// Locks the payment an attempt belongs to and loads it with its attempts: two round trips on purpose.
@@ -583,14 +579,13 @@ public final class PostgresPaymentStore: PaymentStore {
     /// Derives the payment's status from its attempts (one round trip to read, one more only when it changes).
     private func refreshPaymentStatus(_ connection: PostgresConnection, payment id: String) async throws {
         var found: (String, [String])?
-        for try await row in try await connection.query("""
-            SELECT p.status, COALESCE(ARRAY(SELECT a.status FROM till_attempts a WHERE a.payment_id = p.id ORDER BY a.sequence), '{}')
-            FROM till_payments p WHERE p.id = \(id)
-            """, logger: logger).decode((String, [String]).self) { found = row }
+        for try await row in try await connection.run(PostgresStatements.PaymentStatuses.self, id, logger: logger) {
+            found = try row.decode((String, [String]).self)
+        }
         guard let (current, statuses) = found else { return }
         if let derived = StoreRules.derivedStatus(current: PaymentStatus(rawValue: current), attempts: statuses.map(PaymentStatus.init(rawValue:))) {
-            try await connection.query("UPDATE till_payments SET status = \(derived.rawValue), updated_at = \(Date().storedMillis) WHERE id = \(id)",
-                                       logger: logger)
+            let values = (payment: id, status: derived.rawValue, now: Date().storedMillis)
+            for try await _ in try await connection.run(PostgresStatements.SetPaymentStatus.self, values, logger: logger) {}
         }
     }
 

@@ -112,6 +112,78 @@ enum PostgresStatements {
         }
     }
 
+    /// Locks a payment's row (every mutation of a payment takes this lock first).
+    enum LockPayment: PreparedQuery {
+        static let name = "till_lock_payment"
+        static let sql = query("").sql
+        static func query(_ payment: String) -> PostgresQuery {
+            "SELECT id FROM till_payments WHERE id = \(payment)::TEXT FOR UPDATE"
+        }
+    }
+
+    /// A new attempt, `created`.
+    enum InsertAttempt: PreparedQuery {
+        struct Values {
+            var reference: String, payment: String, sequence: Int, gateway: String, status: String, customerRequested: Bool, now: Int64
+        }
+        static let name = "till_insert_attempt"
+        static let sql = query(Values(reference: "", payment: "", sequence: 1, gateway: "", status: "", customerRequested: false, now: 0)).sql
+        static func query(_ v: Values) -> PostgresQuery {
+            """
+            INSERT INTO till_attempts (reference, payment_id, sequence, gateway, status, customer_requested, created_at, updated_at)
+            VALUES (\(v.reference)::TEXT, \(v.payment)::TEXT, \(v.sequence)::BIGINT, \(v.gateway)::TEXT, \(v.status)::TEXT,
+                    \(v.customerRequested ? 1 : 0)::BIGINT, \(v.now)::BIGINT, \(v.now)::BIGINT)
+            """
+        }
+    }
+
+    /// Locks the payment an attempt belongs to and answers its id only.
+    enum LockPaymentIDOfAttempt: PreparedQuery {
+        static let name = "till_lock_payment_id_of_attempt"
+        static let sql = query("").sql
+        static func query(_ attempt: String) -> PostgresQuery {
+            "SELECT id FROM till_payments WHERE id = (SELECT payment_id FROM till_attempts WHERE reference = \(attempt)::TEXT) FOR UPDATE"
+        }
+    }
+
+    /// What Prepare returned, on its attempt: the gateway's reference, the chosen return URL (kept when none),
+    /// and `created` moved to `pending`.
+    enum AttemptPrepared: PreparedQuery {
+        struct Values {
+            var attempt: String, gatewayReference: String?, returnURL: String?, now: Int64
+        }
+        static let name = "till_attempt_prepared"
+        static let sql = query(Values(attempt: "", gatewayReference: nil, returnURL: nil, now: 0)).sql
+        static func query(_ v: Values) -> PostgresQuery {
+            """
+            UPDATE till_attempts SET gateway_reference = \(v.gatewayReference)::TEXT, return_url = COALESCE(\(v.returnURL)::TEXT, return_url),
+            status = CASE WHEN status = 'created' THEN 'pending' ELSE status END, updated_at = \(v.now)::BIGINT
+            WHERE reference = \(v.attempt)::TEXT
+            """
+        }
+    }
+
+    /// A payment's status and its attempts' statuses in sequence order, for deriving the payment's status.
+    enum PaymentStatuses: PreparedQuery {
+        static let name = "till_payment_statuses"
+        static let sql = query("").sql
+        static func query(_ payment: String) -> PostgresQuery {
+            """
+            SELECT p.status, COALESCE(ARRAY(SELECT a.status FROM till_attempts a WHERE a.payment_id = p.id ORDER BY a.sequence), '{}')
+            FROM till_payments p WHERE p.id = \(payment)::TEXT
+            """
+        }
+    }
+
+    /// Sets a payment's derived status.
+    enum SetPaymentStatus: PreparedQuery {
+        static let name = "till_set_payment_status"
+        static let sql = query((payment: "", status: "", now: 0)).sql
+        static func query(_ v: (payment: String, status: String, now: Int64)) -> PostgresQuery {
+            "UPDATE till_payments SET status = \(v.status)::TEXT, updated_at = \(v.now)::BIGINT WHERE id = \(v.payment)::TEXT"
+        }
+    }
+
     /// A new payment, and its idempotency key when there is one, inserted together or not at all; answers how
     /// many of each were inserted (0 payments: the reference was taken).
     enum CreatePayment: PreparedQuery {
