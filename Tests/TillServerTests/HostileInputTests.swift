@@ -60,6 +60,53 @@ struct HostileInputTests {
         await server.stop()
     }
 
+    @Test("a key given twice in any API body is refused, named by its path, before anything is stored or sent")
+    func duplicateKeys() async throws {
+        let server = try await ServerHarness(.sqlite)
+        let cases: [(String, String)] = [
+            (#"{"merchantReference":"o-1","amount":{"value":100,"currency":"USD"},"amount":{"value":1,"currency":"USD"},"method":"card"}"#, "body.amount"),
+            (#"{"merchantReference":"o-1","amount":{"value":100,"value":1,"currency":"USD"},"method":"card"}"#, "body.amount.value"),
+            (#"{"merchantReference":"o-1","amount":{"value":100,"currency":"USD"},"method":"card","customer":{"email":"a@b.example","email":"c@d.example"}}"#,
+             "body.customer.email"),
+            (#"{"merchantReference":"o-1","merchantReference":"o-2","amount":{"value":100,"currency":"USD"},"method":"card"}"#, "body.merchantReference"),
+        ]
+        for (body, field) in cases {
+            let answer = try await server.send("POST", "v1/payments", json: body)
+            #expect(answer.status == 400 && answer.errorCode == "duplicate_field" && answer.errorField == field,
+                    "\(field): \(String(decoding: answer.body, as: UTF8.self))")
+        }
+        #expect(try await count(server.store, "till_payments") == 0)
+        let created = try await server.send("POST", "v1/payments", json: ServerHarness.intentJSON("o-dup"))
+        let id = try #require(created.json["id"] as? String)
+        let prepare = try await server.send("POST", "v1/payments/\(id)/attempts", json: #"{"customerRequested":true,"customerRequested":false}"#)
+        #expect(prepare.status == 400 && prepare.errorCode == "duplicate_field" && prepare.errorField == "body.customerRequested")
+        #expect(try await count(server.store, "till_attempts") == 0)
+        let (_, attempt, _) = try await server.createAndPrepare()
+        let outcome = try await server.send("POST", "v1/attempts/\(attempt.rawValue)/outcome",
+                                            json: #"{"kind":"failed","kind":"succeeded"}"#)
+        #expect(outcome.status == 400 && outcome.errorField == "body.kind")
+        let submission = try await server.send("POST", "v1/attempts/\(attempt.rawValue)/submit",
+                                               json: #"{"kind":"sealed_card","fields":{"sealed":"a","sealed":"b"}}"#)
+        #expect(submission.status == 400 && submission.errorField == "body.fields.sealed")
+        #expect(try await count(server.store, "till_attempts", where: "submitted_at IS NOT NULL OR client_outcome IS NOT NULL") == 0)
+        await server.stop()
+    }
+
+    @Test("every answer says X-Content-Type-Options: nosniff, errors and notification acknowledgements included")
+    func noSniff() async throws {
+        let server = try await ServerHarness(.sqlite)
+        let (_, attempt, gateway) = try await server.createAndPrepare()
+        let answers = [
+            try await server.send("GET", "healthz"),
+            try await server.send("POST", "v1/payments", json: "{nope"),
+            try await server.send("GET", "v1/attempts/\(attempt.rawValue)"),
+            try await server.notify(server.gateway(gateway).signedNotification(
+                for: StatusReport(gateway: gateway, attempt: attempt, status: .pending, eventID: "n1")), gateway: gateway),
+        ]
+        for answer in answers { #expect(answer.headers["x-content-type-options"] == "nosniff", "HTTP \(answer.status)") }
+        await server.stop()
+    }
+
     @Test("a merchant's amount ceiling: a payment above it is refused before anything is stored")
     func amountCeiling() async throws {
         let server = try await ServerHarness(.sqlite, merchantSettings: { $0.maxAmounts = ["USD": 100_000] })
@@ -94,6 +141,27 @@ struct HostileInputTests {
         #expect(!text.contains(Self.card) && text.contains("411111******1111"))
         #expect(try await count(server.store, "till_attempts", where: "client_outcome LIKE '%\(Self.card)%'") == 0)
         #expect(try await count(server.store, "till_payments", where: "intent_json LIKE '%\(Self.card)%'") == 0)
+        await server.stop()
+    }
+
+    @Test("a card number in any customer field or in a metadata key is stored and answered masked; a phone number and an order number are kept")
+    func cardNumbersInCustomerFieldsMasked() async throws {
+        let server = try await ServerHarness(.sqlite)
+        let card = Self.card
+        let body = #"{"merchantReference":"o-pan-2","amount":{"value":2500,"currency":"USD"},"method":"card","# +
+            #""customer":{"reference":"c \#(card)","firstName":"Ann \#(card)","lastName":"\#(card)","phone":"\#(card)","email":"\#(card)@mail.example"},"# +
+            #""metadata":{"card \#(card)":"x","order":"100200300","phone":"+1 415 555 0100"}}"#
+        let created = try await server.send("POST", "v1/payments", json: body)
+        #expect(created.status == 201, "\(String(decoding: created.body, as: UTF8.self))")
+        #expect(!String(decoding: created.body, as: UTF8.self).contains(card))
+        #expect(try await count(server.store, "till_payments", where: "intent_json LIKE '%\(card)%'") == 0)
+        for kept in ["card 411111******1111", "Ann 411111******1111", "c 411111******1111", "411111******1111@mail.example", "100200300", "+1 415 555 0100"] {
+            #expect(try await count(server.store, "till_payments", where: "intent_json LIKE '%\(kept)%'") == 1, "\(kept)")
+        }
+        // Two keys that become one once masked are refused, the key named masked.
+        let clash = #"{"merchantReference":"o-pan-3","amount":{"value":2500,"currency":"USD"},"method":"card","metadata":{"\#(card)":"a","4111 1111 1111 1111":"b"}}"#
+        let refused = try await server.send("POST", "v1/payments", json: clash)
+        #expect(refused.status == 400 && refused.errorField == "body.metadata.411111******1111" && !String(decoding: refused.body, as: UTF8.self).contains(card))
         await server.stop()
     }
 

@@ -81,7 +81,9 @@ public func buildApplication(
         logger: logger)
 }
 
-/// Adds a request id to every request's logger and response (`X-Request-Id`, echoed if the caller sent one).
+/// Adds a request id to every request's logger and response (`X-Request-Id`, echoed if the caller sent one),
+/// and `X-Content-Type-Options: nosniff` to every response (a gateway's endpoint-verification echo and a
+/// notification's acknowledgement included), so no browser guesses another type for what the server sends.
 struct RequestIDMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let given = request.headers[.requestID].flatMap { $0.count <= 64 && $0.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" } ? $0 : nil }
@@ -90,6 +92,7 @@ struct RequestIDMiddleware<Context: RequestContext>: RouterMiddleware {
         context.logger[metadataKey: "request_id"] = .string(id)
         var response = try await next(request, context)
         response.headers[.requestID] = id
+        response.headers[.contentTypeOptions] = "nosniff"
         return response
     }
 }
@@ -98,6 +101,7 @@ extension HTTPField.Name {
     static let requestID = HTTPField.Name("X-Request-Id")!
     static let idempotencyKey = HTTPField.Name("Idempotency-Key")!
     static let idempotentReplayed = HTTPField.Name("Idempotent-Replayed")!
+    static let contentTypeOptions = HTTPField.Name("X-Content-Type-Options")!
 }
 
 /// The HTTP adapter over ``PaymentService``: authentication, bodies, JSON answers.
@@ -210,8 +214,19 @@ struct API: Sendable {
     }
 
     func decode<T: Decodable>(_ type: T.Type, _ buffer: ByteBuffer, field: String) throws -> T {
+        let data = Data(buffer: buffer)
+        // A key given twice is refused before decoding: JSONDecoder keeps one of them silently, while the
+        // merchant's own language may keep the other (Python, JavaScript and Go keep the last), so the
+        // merchant's log and Till would disagree about the amount. The strict reader names its path.
         do {
-            return try JSONDecoder().decode(type, from: Data(buffer: buffer))
+            _ = try OrderedJSON.parse(data, field: field)
+        } catch where error.code == .duplicateField {
+            throw ServiceError(status: .badRequest, code: error.code.rawValue, message: error.message, field: error.field)
+        } catch {
+            // Anything else (not JSON at all) is named below, as the decoder sees it.
+        }
+        do {
+            return try JSONDecoder().decode(type, from: data)
         } catch let error as DecodingError {
             let issue = ConfigurationLoader.issue(from: error)
             let path = issue.field == "$" ? field : "\(field).\(issue.field)"
