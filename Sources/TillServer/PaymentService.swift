@@ -88,9 +88,7 @@ public struct PaymentService: Sendable {
                                message: "above this merchant's ceiling of \(ceiling)", field: "body.amount.value")
         }
         // Free text is kept (and shown to gateways) with any card number masked.
-        var intent = intent
-        intent.description = intent.description.map(Redactor.maskCardNumbers(in:))
-        intent.metadata = intent.metadata.mapValues(Redactor.maskCardNumbers(in:))
+        let intent = try Self.maskingCardNumbers(in: intent)
         if let key, key.isEmpty || key.count > 255 {
             throw ServiceError(status: .badRequest, code: "invalid_field", message: "1 to 255 characters", field: "Idempotency-Key")
         }
@@ -120,6 +118,33 @@ public struct PaymentService: Sendable {
         }
     }
 
+    /// The intent with a card number masked (first 6, last 4) wherever the merchant's caller could type
+    /// free text: the description, every customer field, metadata keys and values. Identifiers Till checks
+    /// (the merchant reference, the card IIN, the amount, the country) are not free text and pass as they are.
+    /// - Throws: ``ServiceError`` 400 `invalid_field` when two metadata keys become one once masked.
+    static func maskingCardNumbers(in intent: PaymentIntent) throws -> PaymentIntent {
+        let mask = Redactor.maskCardNumbers(in:)
+        var intent = intent
+        intent.description = intent.description.map(mask)
+        intent.customer.reference = intent.customer.reference.map(mask)
+        intent.customer.email = intent.customer.email.map(mask)
+        intent.customer.firstName = intent.customer.firstName.map(mask)
+        intent.customer.lastName = intent.customer.lastName.map(mask)
+        intent.customer.phone = intent.customer.phone.map(mask)
+        intent.customer.ipAddress = intent.customer.ipAddress.map(mask)
+        intent.customer.locale = intent.customer.locale.map(mask)
+        var metadata: [String: String] = [:]
+        for (key, value) in intent.metadata {
+            let maskedKey = mask(key)
+            guard metadata.updateValue(mask(value), forKey: maskedKey) == nil else {
+                throw ServiceError(status: .badRequest, code: CheckoutError.Code.invalidField.rawValue,
+                                   message: "two metadata keys are the same once their card numbers are masked", field: "body.metadata.\(maskedKey)")
+            }
+        }
+        intent.metadata = metadata
+        return intent
+    }
+
     // MARK: Who is calling
 
     /// Who a request comes from: the merchant's backend (its API key: every route of that merchant), or an
@@ -141,12 +166,12 @@ public struct PaymentService: Sendable {
     /// - Throws: ``ServiceError`` 401 `unauthorized` for anything else.
     public func caller(bearer token: String) async throws -> Caller {
         if let merchant = state.merchant(apiKey: token) { return .merchant(merchant) }
-        guard let (paymentID, secret) = ClientSecret.split(token),
-              let stored = try await store.clientSecretHash(payment: paymentID),
-              ConstantTime.equals(Self.digest(clientSecret: secret), stored.hash),
-              let merchant = state.merchant(id: stored.merchantID) else {
-            throw ServiceError.unauthorized
-        }
+        guard let (paymentID, secret) = ClientSecret.split(token) else { throw ServiceError.unauthorized }
+        // The digest is computed and compared whether or not the payment exists, so the answer's timing does
+        // not tell which payment ids exist.
+        let stored = try await store.clientSecretHash(payment: paymentID)
+        let matches = ConstantTime.equals(Self.digest(clientSecret: secret), stored?.hash ?? Self.absentSecretDigest)
+        guard let stored, matches, let merchant = state.merchant(id: stored.merchantID) else { throw ServiceError.unauthorized }
         return .payment(merchant, paymentID: paymentID)
     }
 
@@ -168,10 +193,14 @@ public struct PaymentService: Sendable {
     }
 
     /// The merchant, when `caller` may reach `attempt`: a client secret only its own payment's attempts.
+    ///
+    /// A client secret's own payment is read and searched for the attempt, so the work (and the time) is the
+    /// same whether the attempt belongs to another payment or does not exist: a secret cannot probe which
+    /// attempt references exist.
     public func authorize(_ caller: Caller, attempt reference: AttemptReference) async throws -> MerchantRuntime {
         if case .payment(let merchant, let own) = caller {
-            guard let payment = try await store.payment(attempt: reference), payment.id == own,
-                  payment.merchantID == merchant.configuration.id else { throw ServiceError.notFound("attempt") }
+            guard let payment = try await store.payment(id: own, merchant: merchant.configuration.id),
+                  payment.attempts.contains(where: { $0.reference == reference }) else { throw ServiceError.notFound("attempt") }
         }
         return caller.merchant
     }
@@ -182,6 +211,10 @@ public struct PaymentService: Sendable {
         let bytes = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
         return Base64.urlEncode(bytes)
     }
+
+    /// Compared against when a client secret names a payment the store does not have: the shape of a stored
+    /// digest, matching no secret (no SHA-256 is all zeros to anyone's knowledge).
+    static let absentSecretDigest = String(repeating: "0", count: 64)
 
     /// What the store keeps of a client secret: the hex SHA-256 of its secret part.
     static func digest(clientSecret part: Substring) -> String {
@@ -450,19 +483,20 @@ public struct PaymentService: Sendable {
         }
         guard !candidates.isEmpty else { throw ServiceError.notFound("gateway") }
         let incoming = IncomingNotification(headers: headers, body: body)
-        var verified: (MerchantRuntime, VerifiedNotification)?
+        // Every merchant configured with this gateway tries to verify it: two merchants may share one gateway
+        // account (one PayFort merchant identifier, one ecommpay project), and then both verify it.
+        var verifiers: [(merchant: MerchantRuntime, notification: VerifiedNotification)] = []
         var failure: CheckoutError?
         for candidate in candidates {
             do {
-                verified = (candidate.merchant, try candidate.gateway.verifyNotification(incoming))
-                break
+                verifiers.append((candidate.merchant, try candidate.gateway.verifyNotification(incoming)))
             } catch let error as CheckoutError {
                 failure = failure ?? error
             } catch {
                 failure = failure ?? CheckoutError(.malformedBody, message: "unverifiable notification")
             }
         }
-        guard let (merchant, notification) = verified else {
+        guard let (merchant, notification) = try await owner(among: verifiers) else {
             Counter(label: "till_notifications_total", dimensions: [("gateway", gatewayID.rawValue), ("result", "rejected")], factory: metrics).increment()
             logger.warning("notification rejected", metadata: ["gateway": .string(gatewayID.rawValue),
                                                                "reason": .string(failure?.message ?? "unverifiable")])
@@ -508,6 +542,19 @@ public struct PaymentService: Sendable {
         }
         // Only now, with the notification durably stored, acknowledge it in the gateway's way.
         return notification.acknowledgement
+    }
+
+    /// Of the merchants whose credentials verify a notification, the one that owns the attempt it names; the
+    /// first when none does (it is quarantined under that merchant). One verifier needs no lookup.
+    func owner(among verifiers: [(merchant: MerchantRuntime, notification: VerifiedNotification)]) async throws
+        -> (MerchantRuntime, VerifiedNotification)? {
+        guard let first = verifiers.first else { return nil }
+        guard verifiers.count > 1 else { return first }
+        for verifier in verifiers {
+            if let payment = try await store.payment(attempt: verifier.notification.report.attempt),
+               payment.merchantID == verifier.merchant.configuration.id { return verifier }
+        }
+        return first
     }
 
     /// A gateway checking its endpoint before it sends to it: the first of its configured instances that

@@ -71,6 +71,36 @@ struct CrossMerchantAttackTests {
         #expect(try await s.send("GET", "v1/payments/\(payment)", as: s.b).json["status"] as? String == "paid")
     }
 
+    @Test("two merchants on one gateway account: a genuine notification about B's attempt applies to B (not quarantined under A), and one about A's to A",
+          arguments: StoreKind.available)
+    func sharedGatewayAccount(kind: StoreKind) async throws {
+        let s = try await TwoMerchantServer(kind, sharedAccount: true)
+        defer { Task { await s.stop() } }
+        func quarantine(_ merchant: TwoMerchantServer.Merchant) async throws -> [[String: Any]] {
+            let listed = try await s.send("GET", "v1/quarantine", as: merchant)
+            return try #require(try JSONSerialization.jsonObject(with: listed.body) as? [[String: Any]])
+        }
+        for (owner, name) in [(s.b, "b"), (s.a, "a")] {
+            let (payment, attempt) = try await s.createAndPrepare(as: owner)
+            // The account's one secret signs it: both merchants' gateways verify it.
+            let genuine = s.a.gateway.signedNotification(for: StatusReport(gateway: "fake", attempt: attempt, status: .paid,
+                                                                           amount: ServerHarness.amount, eventID: "shared-\(name)"))
+            let answer = try await s.send("POST", "v1/notifications/fake", body: genuine.body, as: nil,
+                                          headers: genuine.headers.filter { $0.key != "content-type" })
+            #expect(answer.status == 200)
+            #expect(try await s.send("GET", "v1/payments/\(payment)", as: owner).json["status"] as? String == "paid", "\(name)")
+        }
+        let (quarantinedA, quarantinedB) = (try await quarantine(s.a), try await quarantine(s.b))
+        #expect(quarantinedA.isEmpty && quarantinedB.isEmpty)
+        // A verified notification about an attempt nobody has is still quarantined, once, under the first merchant.
+        let unknown = s.a.gateway.signedNotification(for: StatusReport(gateway: "fake", attempt: AttemptReference.generate(), status: .paid,
+                                                                       amount: ServerHarness.amount, eventID: "nobody"))
+        #expect(try await s.send("POST", "v1/notifications/fake", body: unknown.body, as: nil,
+                                 headers: unknown.headers.filter { $0.key != "content-type" }).status == 200)
+        let (afterA, afterB) = (try await quarantine(s.a), try await quarantine(s.b))
+        #expect(afterA.count + afterB.count == 1)
+    }
+
     @Test("merchant A sending merchant B's idempotency key and merchant reference gets a payment of its own, never a replay of B's",
           arguments: StoreKind.available)
     func idempotencyKeyAcrossMerchants(kind: StoreKind) async throws {

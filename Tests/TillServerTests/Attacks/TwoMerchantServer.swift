@@ -26,8 +26,9 @@ final class TwoMerchantServer: @unchecked Sendable {
     let baseURL: URL
     private let task: Task<Void, any Error>
 
-    init(_ kind: StoreKind) async throws {
-        let (a, b, state) = try Self.merchants(maxAttempts: RetryPolicy().maxAttempts)
+    /// - Parameter sharedAccount: both merchants on one gateway account (B uses A's notification secret).
+    init(_ kind: StoreKind, sharedAccount: Bool = false) async throws {
+        let (a, b, state) = try Self.merchants(maxAttempts: RetryPolicy().maxAttempts, sharedAccount: sharedAccount)
         (self.a, self.b) = (a, b)
         store = try await kind.open()
         let (ports, continuation) = AsyncStream<Int>.makeStream()
@@ -39,12 +40,13 @@ final class TwoMerchantServer: @unchecked Sendable {
 
     /// Two fresh merchants, A and B, each with its own API key and its own `fake` notification secret,
     /// and the server state that serves both (custom return scheme `shop`).
-    static func merchants(maxAttempts: Int, maxBodyBytes: Int = 65_536) throws -> (Merchant, Merchant, ServerState) {
-        func merchant(_ name: String) -> Merchant {
+    static func merchants(maxAttempts: Int, maxBodyBytes: Int = 65_536, sharedAccount: Bool = false) throws -> (Merchant, Merchant, ServerState) {
+        func merchant(_ name: String, secret: String? = nil) -> Merchant {
             Merchant(id: "m\(name)-\(UUID().uuidString.prefix(8).lowercased())", key: "key-\(name)-\(UUID().uuidString)",
-                     secret: "secret-\(name)-\(UUID().uuidString)")
+                     secret: secret ?? "secret-\(name)-\(UUID().uuidString)")
         }
-        let (a, b) = (merchant("a"), merchant("b"))
+        let a = merchant("a")
+        let b = merchant("b", secret: sharedAccount ? a.secret : nil)
         func configuration(_ merchant: Merchant, _ prefix: String) -> MerchantConfiguration {
             MerchantConfiguration(id: merchant.id, apiKey: CredentialReference(env: "\(prefix)_KEY"),
                                   gateways: [GatewayConfiguration(id: "fake", module: "fake",
