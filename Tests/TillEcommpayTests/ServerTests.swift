@@ -240,14 +240,52 @@ struct ServerTests {
         #expect(report.gateway == "ecommpay")
         #expect(report.attempt == Setup.attempt)
         #expect(report.gatewayReference == Setup.attempt.rawValue)
-        #expect(report.amount == Setup.money(1999, "EUR"))
+        if expected == .refunded || expected == .partiallyRefunded {
+            // A sale operation gives nothing back: no refund amount, `payment.sum` read as the balance.
+            #expect(report.amount == nil && report.remaining == Setup.money(1999, "EUR"))
+        } else {
+            #expect(report.amount == Setup.money(1999, "EUR") && report.remaining == nil)
+        }
         #expect(report.gatewayStatus == status + (cascading ? " (cascading_with_redirect)" : ""))
         #expect(report.gatewayCode == "0")
         #expect(report.gatewayMessage == "Success")
-        #expect(report.eventID == "\(Setup.attempt.rawValue):28000000001:sale:\(status):\(cascading)")
+        #expect(report.eventID == "\(Setup.attempt.rawValue):28000000001:sale:\(status):\(status):\(cascading)")
         #expect(verified.acknowledgement.statusCode == 200)
         #expect(verified.acknowledgement.contentType == "text/plain")
         #expect(verified.acknowledgement.body == Data("OK".utf8))
+    }
+
+    @Test("a refund callback: the operation's own sum_initial is the refund, payment.sum the balance; a declined refund reports no amount; a status answer adds its successful refunds up",
+          arguments: [("refund", "success", "partially refunded", Int64(700), Int64(1299), Int64?(700)),
+                      ("reversal", "success", "reversed", 1999, 0, 1999),
+                      ("refund", "decline", "partially refunded", 500, 1299, nil),
+                      ("refund", "processing", "partially refunded", 500, 1299, nil)])
+    func refundCallback(_ type: String, _ operationStatus: String, _ status: String, _ refund: Int64, _ balance: Int64, _ expected: Int64?) throws {
+        var members = Self.callbackMembers(status: status, sum: (balance, "EUR"), operation: type)
+        members = members.map { member in
+            guard member.key == "operation" else { return member }
+            return .init(key: "operation", value: J.object(("id", J.int(28_000_000_002)), ("type", .string(type)), ("status", .string(operationStatus)),
+                                                           ("sum_initial", J.object(("amount", J.int(refund)), ("currency", .string("EUR")))),
+                                                           ("sum_converted", J.object(("amount", J.int(refund * 2)), ("currency", .string("RUB")))),
+                                                           ("code", .string("0")), ("message", .string("Success"))))
+        }
+        let report = try Setup.server().verifyNotification(Self.notification(members)).report
+        #expect(report.amount == expected.map { Setup.money($0, "EUR") })
+        #expect(report.remaining == Setup.money(balance, "EUR"))
+        #expect(report.refundedTotal == nil)
+        #expect(report.eventID.contains(":28000000002:\(type):\(operationStatus):"))
+    }
+
+    @Test("a refund operation without its own amount is refused by name, not read from the balance")
+    func refundWithoutAmount() throws {
+        var members = Self.callbackMembers(status: "partially refunded", sum: (1299, "EUR"), operation: "refund")
+        members = members.map { member in
+            member.key != "operation" ? member : .init(key: "operation", value: J.object(("id", J.int(7)), ("type", .string("refund")), ("status", .string("success"))))
+        }
+        #expect(throws: CheckoutError.self) { try Setup.server().verifyNotification(Self.notification(members)) }
+        do { _ = try Setup.server().verifyNotification(Self.notification(members)) } catch let error as CheckoutError {
+            #expect(error.field == "body.operation.sum_initial" && error.code == .missingField)
+        }
     }
 
     @Test("a cascading decline and the final decline of the same payment are two events")
@@ -354,6 +392,28 @@ struct ServerTests {
         #expect(report.status == .paid)
         #expect(report.amount == Setup.money(1999, "EUR"))
         #expect(report.attempt == Setup.attempt)
+    }
+
+    @Test("inquire a refunded payment: the successful refund and reversal operations' own sum_initial added up, payment.sum the balance, a declined refund left out")
+    func inquireRefunds() async throws {
+        func op(_ id: Int64, _ type: String, _ status: String, _ amount: Int64) -> OrderedJSON {
+            J.object(("id", J.int(id)), ("type", .string(type)), ("status", .string(status)),
+                     ("sum_initial", J.object(("amount", J.int(amount)), ("currency", .string("EUR")))), ("code", .string("0")))
+        }
+        let members = J.members(
+            ("project_id", J.int(Int64(Setup.projectId))),
+            ("payment", J.object(("id", .string(Setup.attempt.rawValue)), ("status", .string("partially refunded")),
+                                 ("sum", J.object(("amount", J.int(1199)), ("currency", .string("EUR")))))),
+            ("operations", .array([op(5, "sale", "success", 1999), op(6, "refund", "success", 500), op(7, "refund", "decline", 900),
+                                   op(8, "refund", "success", 300)])))
+        let transport = RecordingTransport()
+        transport.expect(.post, path: "/v2/payment/status", respond: Setup.json(.object(members)))
+        let report = try await Setup.server(transport).inquire(InquiryQuery(attempt: Setup.attempt))
+        #expect(report.status == .partiallyRefunded)
+        #expect(report.amount == nil && report.refundedTotal == Setup.money(800, "EUR") && report.remaining == Setup.money(1199, "EUR"))
+        // The money rule: 8.00 refunded of 19.99 leaves 11.99, as the balance says.
+        #expect(AttemptPolicy.verdict(for: report, on: .paid, amount: Setup.money(1999, "EUR"), source: .inquiry)
+            == .refund(status: .partiallyRefunded, refundedMinorUnits: 800))
     }
 
     @Test("inquire: answers signed with the project's key are accepted (top level or general), others refused")

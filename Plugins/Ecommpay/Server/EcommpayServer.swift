@@ -319,6 +319,20 @@ public struct EcommpayServer: CheckoutServer {
         }
     }
 
+    /// The report of a callback (`operation`: the operation it is about) or of a Gate status answer
+    /// (`operations[]`: every operation of the payment).
+    ///
+    /// Which field holds which money (ITECOMMPAY/woocommerce-ecommpay 5.0.0, `EcpModuleRefund.php`,
+    /// `EcpGatewayPayment.php` `get_balance()`, `EcpGatewayInfoOperation.php`; the PrestaShop and commercetools
+    /// plugins read refunds the same way):
+    /// - a payment that moved or holds money: `payment.sum`, the payment's amount;
+    /// - one refund or reversal (`operation.type` `refund` or `reversal`, `operation.status` `success`): that
+    ///   operation's own `operation.sum_initial`, never `payment.sum`, which is then the payment's remaining
+    ///   **balance** (reported as ``StatusReport/remaining``, and the money rule checks that it agrees);
+    /// - a status answer's refunds: the `sum_initial` of its successful `refund`/`reversal` operations, added up
+    ///   (``StatusReport/refundedTotal``), with `payment.sum` as the balance again.
+    /// A refund operation that did not succeed reports no refund amount, only the balance, so a declined refund
+    /// books nothing.
     func report(_ body: OrderedJSON, field: String) throws(CheckoutError) -> StatusReport {
         guard let payment = body["payment"], let id = payment["id"]?.stringValue, !id.isEmpty else {
             throw CheckoutError(.missingField, field: "\(field).payment.id", message: "the message names no payment", gateway: gateway)
@@ -333,11 +347,61 @@ public struct EcommpayServer: CheckoutServer {
         if status == .paid || status == .authorized, sum == nil {
             throw CheckoutError(.missingField, field: "\(field).payment.sum", message: "a payment without its amount", gateway: gateway)
         }
+        var amount = sum
+        var refundedTotal: Money?
+        var remaining: Money?
+        if status == .refunded || status == .partiallyRefunded {
+            guard let sum else {
+                throw CheckoutError(.missingField, field: "\(field).payment.sum", message: "a refunded payment without its balance", gateway: gateway)
+            }
+            remaining = sum
+            amount = nil
+            if let operation {
+                if Self.isRefund(operation), operation["status"]?.stringValue == "success" {
+                    amount = try Self.operationAmount(operation, field: "\(field).operation.sum_initial", gateway: gateway)
+                }
+            } else if let operations = body["operations"]?.arrayValue {
+                var total: Money?
+                for (index, entry) in operations.enumerated() where Self.isRefund(entry) && entry["status"]?.stringValue == "success" {
+                    let one = try Self.operationAmount(entry, field: "\(field).operations[\(index)].sum_initial", gateway: gateway)
+                    guard total == nil || total!.currency == one.currency else {
+                        throw CheckoutError(.invalidField, field: "\(field).operations[\(index)].sum_initial.currency",
+                                            message: "refunds in two currencies", gateway: gateway)
+                    }
+                    let (added, overflow) = (total?.minorUnits ?? 0).addingReportingOverflow(one.minorUnits)
+                    guard !overflow else {
+                        throw CheckoutError(.invalidAmount, field: "\(field).operations[\(index)].sum_initial.amount", message: "overflows", gateway: gateway)
+                    }
+                    total = Money(minorUnits: added, currency: one.currency)
+                }
+                refundedTotal = total
+            }
+        }
         let operationID = operation?["id"]?.numberText ?? operation?["id"]?.stringValue ?? ""
         let code = operation?["code"]?.stringValue ?? operation?["code"]?.numberText
-        return StatusReport(gateway: gateway, attempt: AttemptReference(rawValue: id), gatewayReference: id, status: status, amount: sum,
+        let operationStatus = operation?["status"]?.stringValue ?? ""
+        return StatusReport(gateway: gateway, attempt: AttemptReference(rawValue: id), gatewayReference: id, status: status, amount: amount,
+                            refundedTotal: refundedTotal, remaining: remaining,
                             gatewayStatus: raw + (cascading ? " (cascading_with_redirect)" : ""), gatewayCode: code,
                             gatewayMessage: operation?["message"]?.stringValue.flatMap { GatewayText.safe($0) },
-                            eventID: "\(id):\(operationID):\(operation?["type"]?.stringValue ?? ""):\(raw):\(cascading)")
+                            eventID: "\(id):\(operationID):\(operation?["type"]?.stringValue ?? ""):\(operationStatus):\(raw):\(cascading)")
+    }
+
+    /// Whether an operation gives money back: `refund`, or `reversal` (a full refund before the business day
+    /// closes); every ecommpay plugin handles the two alike (WooCommerce `EcpGatewayOperationType.php`).
+    static func isRefund(_ operation: OrderedJSON) -> Bool {
+        ["refund", "reversal"].contains(operation["type"]?.stringValue ?? "")
+    }
+
+    /// An operation's own amount, `sum_initial` (minor units of the request's currency; `sum_converted` is in
+    /// the provider account's currency and is never read).
+    static func operationAmount(_ operation: OrderedJSON, field: String, gateway: GatewayID) throws(CheckoutError) -> Money {
+        guard let money = EcommpayCallback.money(operation["sum_initial"]) else {
+            throw CheckoutError(.missingField, field: field, message: "a refund without its own amount", gateway: gateway)
+        }
+        guard money.minorUnits > 0 else {
+            throw CheckoutError(.invalidAmount, field: "\(field).amount", message: "a refund of \(money) is not a refund", gateway: gateway)
+        }
+        return money
     }
 }

@@ -822,6 +822,11 @@ public struct StatusReport: Sendable, Hashable, Codable {
     /// For a refund, when the gateway reports it: everything refunded on the attempt so far (an
     /// inquiry's `refunded_amount`). Preferred over adding ``amount`` to what was already recorded.
     public var refundedTotal: Money?
+    /// For a refund, when the gateway reports it: what remains of the attempt's money after it (ecommpay's
+    /// `payment.sum`, the payment's balance). The money rule checks that it agrees with what was captured
+    /// less everything refunded; one that does not is confirmed by inquiry (or, from an inquiry, refused).
+    /// Alone, it decides the refunded total (captured less remaining).
+    public var remaining: Money?
     /// The gateway's raw status, code and message, verbatim.
     public var gatewayStatus: String?
     public var gatewayCode: String?
@@ -830,14 +835,15 @@ public struct StatusReport: Sendable, Hashable, Codable {
     public var eventID: String
 
     public init(gateway: GatewayID, attempt: AttemptReference, gatewayReference: String? = nil, status: PaymentStatus,
-                amount: Money? = nil, refundedTotal: Money? = nil, gatewayStatus: String? = nil, gatewayCode: String? = nil,
-                gatewayMessage: String? = nil, eventID: String? = nil) {
+                amount: Money? = nil, refundedTotal: Money? = nil, remaining: Money? = nil, gatewayStatus: String? = nil,
+                gatewayCode: String? = nil, gatewayMessage: String? = nil, eventID: String? = nil) {
         self.gateway = gateway
         self.attempt = attempt
         self.gatewayReference = gatewayReference
         self.status = status
         self.amount = amount
         self.refundedTotal = refundedTotal
+        self.remaining = remaining
         self.gatewayStatus = gatewayStatus
         self.gatewayCode = gatewayCode
         self.gatewayMessage = gatewayMessage

@@ -203,7 +203,7 @@ public struct AttemptPolicy: Sendable, Hashable {
                                refundedMinorUnits: Int64, source: ReportSource) -> Verdict {
         let status = report.status
         if status == .refunded || status == .partiallyRefunded {
-            return refundVerdict(for: report, on: current, captured: amount, refunded: refundedMinorUnits)
+            return refundVerdict(for: report, on: current, captured: amount, refunded: refundedMinorUnits, source: source)
         }
         switch current.transition(to: status) {
         case .unchanged: return .duplicate
@@ -224,31 +224,46 @@ public struct AttemptPolicy: Sendable, Hashable {
         return .apply
     }
 
-    /// The refund half of ``verdict(for:on:amount:refundedMinorUnits:source:)``.
+    /// The refund half of ``verdict(for:on:amount:refundedMinorUnits:source:)``. The refunded total is the
+    /// gateway's running total when it reports one, else what was refunded plus this refund's amount, else
+    /// (a gateway that reports only the balance) what was captured less what remains. A reported balance
+    /// (``StatusReport/remaining``) must agree with the total: one that does not is confirmed by the
+    /// server's own inquiry, and from an inquiry it is refused.
     private static func refundVerdict(for report: StatusReport, on current: PaymentStatus, captured: Money,
-                                      refunded: Int64) -> Verdict {
+                                      refunded: Int64, source: ReportSource) -> Verdict {
         guard current.moneyMoved else {
             return .refuse("a refund of an attempt that never moved money (\(current)) is not applied")
         }
-        guard let reported = report.amount ?? report.refundedTotal else {
-            return .refuse("a refund report without an amount is not applied")
-        }
-        for money in [report.amount, report.refundedTotal].compactMap({ $0 }) where money.currency != captured.currency {
+        for money in [report.amount, report.refundedTotal, report.remaining].compactMap({ $0 }) where money.currency != captured.currency {
             return .refuse("refund currency \(money.currency.code) is not the attempt's \(captured.currency.code)")
         }
-        guard reported.minorUnits > 0 else {
-            return .refuse("a refund of \(reported) is not a refund")
-        }
         let total: Int64
-        if let running = report.refundedTotal {
-            total = running.minorUnits
+        if let reported = report.amount ?? report.refundedTotal {
+            guard reported.minorUnits > 0 else {
+                return .refuse("a refund of \(reported) is not a refund")
+            }
+            if let running = report.refundedTotal {
+                total = running.minorUnits
+            } else {
+                let (sum, overflow) = refunded.addingReportingOverflow(reported.minorUnits)
+                guard !overflow else { return .refuse("refund of \(reported) overflows") }
+                total = sum
+            }
+        } else if let remaining = report.remaining {
+            guard (0...captured.minorUnits).contains(remaining.minorUnits) else {
+                return .refuse("a balance of \(remaining) is outside the captured \(captured)")
+            }
+            total = captured.minorUnits - remaining.minorUnits
         } else {
-            let (sum, overflow) = refunded.addingReportingOverflow(reported.minorUnits)
-            guard !overflow else { return .refuse("refund of \(reported) overflows") }
-            total = sum
+            return .refuse("a refund report without an amount is not applied")
         }
         guard total <= captured.minorUnits else {
             return .refuse("refunds of \(Money(minorUnits: total, currency: captured.currency)) would exceed the captured \(captured)")
+        }
+        if let remaining = report.remaining, captured.minorUnits - total != remaining.minorUnits {
+            let why = "the gateway's balance of \(remaining) does not agree with \(captured) captured less "
+                + "\(Money(minorUnits: total, currency: captured.currency)) refunded"
+            return source == .inquiry ? .refuse(why) : .confirmByInquiry(why)
         }
         guard total > refunded else {
             // A running total that does not grow: this refund is already recorded.
