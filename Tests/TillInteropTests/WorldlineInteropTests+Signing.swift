@@ -46,7 +46,8 @@ extension WorldlineInteropTests {
                                                                        returnURL: URL(string: "https://shop.example.com/return")))
         _ = try await server.inquire(InquiryQuery(attempt: attempt, gatewayReference: paymentId))
         _ = try await server.inquire(InquiryQuery(attempt: attempt))
-        _ = try await server.capture(paymentId: paymentId, amount: 1000, isFinal: false, idempotenceKey: "capture-1")
+        _ = try await server.capture(paymentId: paymentId, amount: Money(minorUnits: 1000, currency: try Currency(code: "EUR")), isFinal: false,
+                                     idempotenceKey: "capture-1")
         _ = try await server.refund(paymentId: paymentId, amount: Money(minorUnits: 500, currency: try Currency(code: "EUR")),
                                     attempt: attempt, sequence: 1)
         _ = try await server.cancel(paymentId: "pay ment/ü")

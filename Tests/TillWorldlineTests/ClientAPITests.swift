@@ -215,7 +215,11 @@ struct ClientAPITests {
         let api = try vendorTestAPI(transport)
         let key = try await api.publicKey()
         #expect(key.keyId == "86b64e4e-f43e-4a27-9863-9bbd5b499f82")
-        #expect(try await api.convert(amount: 3, source: "EUR", target: "USD") == 138)
+        let eur = try Currency(code: "EUR"), usd = try Currency(code: "USD"), jpy = try Currency(code: "JPY")
+        #expect(try await api.convert(Money(minorUnits: 3, currency: eur), to: usd) == Money(minorUnits: 138, currency: usd))
+        // The Connect API's integers have two decimals whatever the currency: the stub's 138 is ¥1.38, not a whole yen.
+        let notWhole = await #expect(throws: CheckoutError.self) { _ = try await api.convert(Money(minorUnits: 3, currency: eur), to: jpy) }
+        #expect(notWhole?.code == .invalidAmount && notWhole?.field == "answer.convertedAmount")
         #expect(try await api.privacyPolicy(productId: 1, locale: "nl_NL").htmlContent == "<p>policy</p>")
         _ = try await api.privacyPolicy()
         #expect(try await api.thirdPartyStatus(paymentId: "000000123") == .waiting)
@@ -223,8 +227,9 @@ struct ClientAPITests {
         let sent = transport.requests
         #expect(queryItems(sent[1]) == convert?["query"] as? [String: String])
         #expect(sent[1].url.query == "amount=3&source=EUR&target=USD")
-        #expect(sent[2].url.query == "paymentProductId=1&locale=nl_NL")
-        #expect(sent[3].url.query == nil)
+        #expect(sent[2].url.query == "amount=3&source=EUR&target=JPY")
+        #expect(sent[3].url.query == "paymentProductId=1&locale=nl_NL")
+        #expect(sent[4].url.query == nil)
         #expect(sent.allSatisfy { $0.method == .get && $0.body == nil })
     }
 

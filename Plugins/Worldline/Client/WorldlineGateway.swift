@@ -27,7 +27,10 @@ public struct WorldlineGateway: Checkout {
     /// What Worldline can do through Till: cards (client-side encrypted), sale and authorise, inquiries
     /// and webhooks.
     public static var capabilities: GatewayCapabilities {
-        GatewayCapabilities(methods: [.card], actions: [.sale, .authorize], supportsInquiry: true, supportsNotifications: true)
+        // Only currencies Worldline's two-decimal amounts express exactly (``WorldlineAmount``): the router never
+        // offers Worldline a KWD payment.
+        GatewayCapabilities(methods: [.card], currencies: WorldlineAmount.currencies, actions: [.sale, .authorize], supportsInquiry: true,
+                            supportsNotifications: true)
     }
 
     public let gateway: GatewayID
@@ -66,7 +69,8 @@ public struct WorldlineGateway: Checkout {
         let session = WorldlineClientSession(clientSessionId: prepared.clientSessionId, customerId: prepared.customerId,
                                              clientApiURL: apiURL, assetURL: assetURL)
         let api = try WorldlineClientAPI(session: session, metaInfo: metaInfo, transport: transport, gateway: gateway)
-        let context = WorldlinePaymentContext(amount: Int(preparation.amount.minorUnits), currencyCode: preparation.amount.currency.code,
+        let wire = try WorldlineAmount.wire(preparation.amount, field: "preparation.amount", gateway: gateway)
+        let context = WorldlinePaymentContext(amount: Int(wire), currencyCode: preparation.amount.currency.code,
                                               countryCode: prepared.countryCode, isRecurring: prepared.isRecurring, locale: prepared.locale)
         return (api, context, prepared)
     }

@@ -69,6 +69,8 @@ public struct WorldlineServer: CheckoutServer {
     ///   the country); the Server API's failures as classified by the status.
     public func prepare(_ context: AttemptContext) async throws -> Preparation {
         let intent = context.intent
+        // Refused before any call: a currency Worldline's amounts cannot express is never sent.
+        _ = try WorldlineAmount.wire(intent.amount, field: "intent.amount.currency", gateway: gateway)
         guard let country = intent.country else {
             throw CheckoutError(.missingField, field: "intent.country", message: "Worldline's payment products depend on the country",
                                 gateway: gateway)
@@ -124,7 +126,8 @@ public struct WorldlineServer: CheckoutServer {
         }
         let body = WorldlineCreatePaymentRequest(
             encryptedCustomerInput: input.encryptedCustomerInput,
-            order: .init(amountOfMoney: WorldlineAmountOfMoney(amount: intent.amount.minorUnits, currencyCode: intent.amount.currency.code),
+            order: .init(amountOfMoney: WorldlineAmountOfMoney(amount: try WorldlineAmount.wire(intent.amount, field: "intent.amount", gateway: gateway),
+                                                               currencyCode: intent.amount.currency.code),
                          references: .init(merchantReference: context.attempt.rawValue, descriptor: nil), customer: customer),
             cardPaymentMethodSpecificInput: card)
         let request = try api.request(.post, "/payments", body: try api.body(body), clientMetaInfo: input.clientMetaInfo,
@@ -294,12 +297,13 @@ public struct WorldlineServer: CheckoutServer {
     // MARK: Follow-up operations
 
     /// Captures an authorised payment (`POST …/payments/{id}/capture`, python `capture_payment_request.py`):
-    /// `amount` in minor units (`nil` captures the rest and is final).
+    /// `amount` (`nil` captures the rest and is final), sent as Worldline's two-decimal integer (``WorldlineAmount``).
     /// - Parameter idempotenceKey: `X-GCS-Idempotence-Key`: the same key for a retry of the same capture
     ///   (after a timeout), so Worldline does not capture twice.
-    public func capture(paymentId: String, amount: Int64? = nil, isFinal: Bool? = nil, idempotenceKey: String) async throws -> WorldlineCapture {
+    public func capture(paymentId: String, amount: Money? = nil, isFinal: Bool? = nil, idempotenceKey: String) async throws -> WorldlineCapture {
+        let wire = try amount.map { money throws(CheckoutError) in try WorldlineAmount.wire(money, field: "amount", gateway: gateway) }
         let request = try api.request(.post, "/payments/\(WorldlineServerAPI.pathSegment(paymentId))/capture",
-                                      body: try api.body(WorldlineCaptureRequest(amount: amount, isFinal: isFinal)), idempotenceKey: idempotenceKey)
+                                      body: try api.body(WorldlineCaptureRequest(amount: wire, isFinal: isFinal)), idempotenceKey: idempotenceKey)
         return try api.decode(try await api.send(request), as: WorldlineCapture.self)
     }
 
@@ -314,7 +318,8 @@ public struct WorldlineServer: CheckoutServer {
     ///   body, `refund_error_response.py`); the Server API's other failures as classified by the status.
     public func refund(paymentId: String, amount: Money, attempt: AttemptReference, sequence: Int) async throws -> WorldlineRefund {
         let reference = "\(attempt.rawValue)-\(sequence)"
-        let body = WorldlineRefundRequest(amountOfMoney: WorldlineAmountOfMoney(amount: amount.minorUnits, currencyCode: amount.currency.code),
+        let body = WorldlineRefundRequest(amountOfMoney: WorldlineAmountOfMoney(amount: try WorldlineAmount.wire(amount, field: "amount", gateway: gateway),
+                                                                                currencyCode: amount.currency.code),
                                           refundReferences: .init(merchantReference: reference))
         let request = try api.request(.post, "/payments/\(WorldlineServerAPI.pathSegment(paymentId))/refund", body: try api.body(body),
                                       idempotenceKey: "refund-\(reference)")

@@ -1,5 +1,6 @@
 import Foundation
 import TillGatewayKit
+import TillWorldline
 
 /// What Worldline's payment statuses mean for the money. The statuses and their categories are the
 /// Python SDK's (`payment.py` `status`, `order_status_output.py` `status_category`):
@@ -42,14 +43,18 @@ enum WorldlineStatus {
         }
     }
 
+    /// An `amountOfMoney` as Till's money (``WorldlineAmount``: Worldline's integer has two decimals whatever
+    /// the currency); nil for an unknown currency or an amount Till cannot read exactly.
     static func money(_ amount: WorldlineAmountOfMoney) -> Money? {
         guard let currency = try? Currency(code: amount.currencyCode) else { return nil }
-        return Money(minorUnits: amount.amount, currency: currency)
+        return try? WorldlineAmount.money(wire: amount.amount, currency: currency)
     }
 
-    /// The report of one payment object (an answer, an inquiry or a webhook's).
+    /// The report of one payment object (an answer, an inquiry or a webhook's). Every amount in it —
+    /// `amountOfMoney`, `amountPaid`, `amountCaptured`, `amountRefunded`, `amountReversed` — is Worldline's
+    /// two-decimal integer in the payment's currency (``WorldlineAmount``).
     /// - Throws: ``CheckoutError`` `malformed_body` when a status that moves money comes without the
-    ///   payment's amount and currency.
+    ///   payment's amount and currency, or with an amount Till cannot read exactly.
     static func report(_ payment: WorldlinePayment, attempt: AttemptReference, gateway: GatewayID, event: String) throws(CheckoutError) -> StatusReport {
         let raw = payment.status
         var status = status(raw)
@@ -57,27 +62,36 @@ enum WorldlineStatus {
         let amount = output?.amountOfMoney.flatMap(money)
         if status.moneyMoved || status == .authorized, amount == nil {
             throw CheckoutError(.malformedBody, category: .unknownOutcome, field: "payment.paymentOutput.amountOfMoney",
-                                message: "a \(raw ?? "") payment without its amount", gateway: gateway)
+                                message: "a \(raw ?? "") payment without an amount Till can read", gateway: gateway)
         }
+        /// Another of the output's amounts, in the payment's currency.
+        func same(_ wire: Int64?, _ name: String) throws(CheckoutError) -> Int64? {
+            guard let wire, let currency = amount?.currency else { return nil }
+            do { return try WorldlineAmount.money(wire: wire, currency: currency, field: "payment.paymentOutput.\(name)", gateway: gateway).minorUnits } catch {
+                throw CheckoutError(.malformedBody, category: .unknownOutcome, field: error.field, message: error.message, gateway: gateway)
+            }
+        }
+        let paid = try same(output?.amountPaid, "amountPaid"), captured = try same(output?.amountCaptured, "amountCaptured")
+        let refundedOut = try same(output?.amountRefunded, "amountRefunded"), reversed = try same(output?.amountReversed, "amountReversed")
         var reported = amount
         // A captured or paid payment's money is what was captured (`amountPaid`, else `amountCaptured`),
         // which a partial capture makes less than the authorised `amountOfMoney`.
         if status == .paid, let amount {
-            let captured = [output?.amountPaid, output?.amountCaptured].compactMap { $0 }.first { $0 > 0 }
+            let captured = [paid, captured].compactMap { $0 }.first { $0 > 0 }
             if let captured { reported = Money(minorUnits: captured, currency: amount.currency) }
         }
         var refundedTotal: Money?
         if status == .refunded, let amount {
             let refunded: Int64
             switch raw {
-            case "REFUNDED": refunded = output?.amountRefunded ?? amount.minorUnits
-            default: refunded = output?.amountReversed ?? amount.minorUnits
+            case "REFUNDED": refunded = refundedOut ?? amount.minorUnits
+            default: refunded = reversed ?? amount.minorUnits
             }
             let total = Money(minorUnits: min(refunded, amount.minorUnits), currency: amount.currency)
             if total.minorUnits < amount.minorUnits { status = .partiallyRefunded }
             refundedTotal = total
             reported = total
-        } else if status == .paid, let amount, let refunded = output?.amountRefunded, refunded > 0 {
+        } else if status == .paid, let amount, let refunded = refundedOut, refunded > 0 {
             // Still COMPLETED with refunds already made: a partial refund.
             status = .partiallyRefunded
             refundedTotal = Money(minorUnits: min(refunded, amount.minorUnits), currency: amount.currency)

@@ -194,18 +194,21 @@ enum WorldlineCatalog {
 
     // MARK: Currency conversion (the emulator's own fixed rates)
 
-    /// Units of each currency per euro, and its minor-unit exponent. **Not vendor data**: fixed rates so
-    /// that `convert/amount` answers something stable.
-    static let rates: [String: (perEuro: Double, exponent: Int)] = [
-        "EUR": (1.0, 2), "USD": (1.08, 2), "GBP": (0.85, 2), "CAD": (1.47, 2), "CHF": (0.95, 2), "JPY": (160.0, 0),
-        "AUD": (1.63, 2), "SEK": (11.5, 2),
+    /// Units of each currency per euro. **Not vendor data**: fixed rates so that `convert/amount` answers
+    /// something stable. The amounts themselves are Worldline's: "in cents with each amount having 2 decimals,
+    /// regardless of the actual decimal places the currency has. So JPY has no decimals in it currency, but you
+    /// will need to add two zeros as cents" (the Connect API reference, `services/convertAmount`), so every
+    /// currency converts with two decimals, JPY included.
+    static let rates: [String: Double] = [
+        "EUR": 1.0, "USD": 1.08, "GBP": 0.85, "CAD": 1.47, "CHF": 0.95, "JPY": 160.0, "AUD": 1.63, "SEK": 11.5,
     ]
 
     static func convert(_ amount: Int64, from source: String, to target: String) -> Int64? {
         guard let from = rates[source], let to = rates[target] else { return nil }
         if source == target { return amount }
-        let major = Double(amount) / pow(10, Double(from.exponent))
-        let converted = major / from.perEuro * to.perEuro * pow(10, Double(to.exponent))
+        var converted = Double(amount) / from * to
+        // A currency without decimals is converted to a whole number of it (its two "cents" digits zero).
+        if target == "JPY" { converted = (converted / 100).rounded() * 100 }
         return Int64(converted.rounded())
     }
 }

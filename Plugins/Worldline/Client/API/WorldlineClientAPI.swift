@@ -171,10 +171,13 @@ public struct WorldlineClientAPI: Sendable {
 
     // MARK: Services
 
-    /// `GET /services/convert/amount?amount&source&target`: `amount` (minor units of `source`) in `target`.
-    public func convert(amount: Int, source: String, target: String) async throws(CheckoutError) -> Int {
-        try await get("/services/convert/amount", query: ["source": source, "target": target, "amount": String(amount)],
-                      as: WorldlineConvertedAmount.self).convertedAmount
+    /// `GET /services/convert/amount?amount&source&target`: `money` in `target`. Both amounts travel as Worldline's
+    /// two-decimal integers (``WorldlineAmount``), whatever the currencies' own decimals.
+    public func convert(_ money: Money, to target: Currency) async throws(CheckoutError) -> Money {
+        let amount = try WorldlineAmount.wire(money, field: "amount", gateway: gateway)
+        let converted = try await get("/services/convert/amount", query: ["source": money.currency.code, "target": target.code, "amount": String(amount)],
+                                      as: WorldlineConvertedAmount.self).convertedAmount
+        return try WorldlineAmount.money(wire: Int64(converted), currency: target, field: "answer.convertedAmount", gateway: gateway)
     }
 
     /// `GET /services/privacypolicy[?paymentProductId][&locale]`: the privacy policy's HTML.

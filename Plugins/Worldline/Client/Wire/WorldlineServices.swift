@@ -109,7 +109,7 @@ public struct WorldlineDirectory: Sendable, Hashable, Codable {
     }
 }
 
-/// `GET /services/convert/amount`: the converted amount in the target currency's minor units.
+/// `GET /services/convert/amount`: the converted amount, in hundredths of the target currency (``WorldlineAmount``).
 public struct WorldlineConvertedAmount: Sendable, Hashable, Codable {
     public var convertedAmount: Int
 

@@ -5,7 +5,8 @@ import Foundation
 // Decoding ignores members Till does not read (the gateway adds members over time); a member Till
 // reads with the wrong type is a decoding error naming its path.
 
-/// `AmountOfMoney` (`amount_of_money.py`): minor units and an ISO 4217 code.
+/// `AmountOfMoney` (`amount_of_money.py`): "Amount in cents and always having 2 decimals" and an ISO 4217 code;
+/// ``WorldlineAmount`` turns Till's money into the amount and back.
 public struct WorldlineAmountOfMoney: Codable, Sendable, Hashable {
     public var amount: Int64
     public var currencyCode: String
