@@ -57,6 +57,9 @@ final class ObservedStore: PaymentStore {
 
     func migrate() async throws { try await inner.migrate() }
     func notificationCount(attempt: AttemptReference) async throws -> Int { try await inner.notificationCount(attempt: attempt) }
+    func notificationsAwaitingInquiry(attempt: AttemptReference, gateway: GatewayID, limit: Int) async throws -> [RawNotification] {
+        try await inner.notificationsAwaitingInquiry(attempt: attempt, gateway: gateway, limit: limit)
+    }
     func create(_ intent: PaymentIntent, merchant: String, id: String, idempotencyKey: String?, requestHash: String,
                 clientSecretHash: String?) async throws -> CreateOutcome {
         try await inner.create(intent, merchant: merchant, id: id, idempotencyKey: idempotencyKey, requestHash: requestHash,

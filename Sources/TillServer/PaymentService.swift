@@ -436,8 +436,8 @@ public struct PaymentService: Sendable {
 
     /// One inquiry of `attempt` and the answer applied (source `inquiry`).
     func inquireAndApply(_ attempt: StoredAttempt, of payment: StoredPayment, on gateway: any CheckoutServer) async throws -> ApplyOutcome {
-        let report = try await gateway.inquire(InquiryQuery(attempt: attempt.reference, gatewayReference: attempt.gatewayReference,
-                                                            amount: payment.intent.amount))
+        let report = try await gateway.inquire(await store.inquiryQuery(for: attempt.reference, gatewayReference: attempt.gatewayReference,
+                                                                        amount: payment.intent.amount, gatewayID: attempt.gateway, on: gateway))
         guard report.attempt == attempt.reference, report.gateway == attempt.gateway else {
             throw CheckoutError(.unknownOutcome, message: "the gateway answered about another attempt", gateway: attempt.gateway)
         }

@@ -226,8 +226,8 @@ public struct Reconciler: Service {
     /// Inquires one claimed attempt and applies the answer (source `inquiry`).
     private func inquire(_ attempt: DueAttempt, on gateway: any CheckoutServer, now: Date) async -> ReconciliationEntry? {
         do {
-            let report = try await gateway.inquire(InquiryQuery(attempt: attempt.reference, gatewayReference: attempt.gatewayReference,
-                                                                amount: attempt.amount))
+            let report = try await gateway.inquire(await store.inquiryQuery(for: attempt.reference, gatewayReference: attempt.gatewayReference,
+                                                                            amount: attempt.amount, gatewayID: attempt.gateway, on: gateway))
             guard report.attempt == attempt.reference, report.gateway == attempt.gateway else {
                 throw CheckoutError(.unknownOutcome, message: "the gateway answered about another attempt", gateway: attempt.gateway)
             }

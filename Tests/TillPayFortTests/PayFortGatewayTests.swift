@@ -600,6 +600,53 @@ struct PayFortGatewayTests {
         try PayFortSignature().verify(sent, phrase: credentials.requestPhrase)
     }
 
+    @Test("CHECK_STATUS confirms a success but carries no amounts (as the only published answer): the amount is the one the confirmed feedback signed, for the same order and the same success only")
+    func checkStatusWithoutAmounts() async throws {
+        let jod = Currency.lookup("JOD")!
+        let answer = [("status", "12"), ("response_code", "12000"), ("merchant_reference", "att1"), ("fort_id", "1443796866848"),
+                      ("transaction_status", "14"), ("transaction_code", "14000"), ("transaction_message", "Success")]
+        func inquire(_ confirming: [StatusReport]) async throws -> StatusReport {
+            let transport = RecordingTransport()
+            transport.expect(.post, path: api, respond: signedAnswer(answer))
+            return try await server(transport).inquire(InquiryQuery(attempt: ref("att1"), gatewayReference: "1443796866848",
+                                                                    amount: Money(minorUnits: 100_000, currency: jod), confirming: confirming))
+        }
+        let feedback = StatusReport(gateway: "payfort", attempt: ref("att1"), gatewayReference: "1443796866848", status: .paid,
+                                    amount: Money(minorUnits: 100_000, currency: jod), eventID: "f")
+        // Alone, the answer says paid without an amount: the money rule would not apply it.
+        let alone = try await inquire([])
+        #expect(alone.status == .paid && alone.amount == nil)
+        #expect(AttemptPolicy.verdict(for: alone, on: .pending, amount: Money(minorUnits: 100_000, currency: jod), source: .inquiry) != .apply)
+        // With the feedback it confirms: paid for the feedback's signed amount, and the money rule applies it.
+        let confirmed = try await inquire([feedback])
+        #expect(confirmed.status == .paid && confirmed.amount == Money(minorUnits: 100_000, currency: jod))
+        #expect(AttemptPolicy.verdict(for: confirmed, on: .pending, amount: Money(minorUnits: 100_000, currency: jod), source: .inquiry) == .apply)
+        // Feedback of another order, or of another status, lends nothing.
+        var otherOrder = feedback
+        otherOrder.gatewayReference = "999"
+        var declined = feedback
+        declined.status = .failed
+        #expect(try await inquire([otherOrder, declined]).amount == nil)
+    }
+
+    @Test("currencies PayFort's own integrations disagree on (ISO exponent 0 or 4: JPY, XOF, XPF, CLF) are refused by name before any call; 2 and 3 decimals are offered")
+    func currencies() async throws {
+        for code in ["JPY", "XOF", "XPF", "KRW", "CLF"] {
+            let transport = RecordingTransport()
+            let money = Money(minorUnits: 1000, currency: try Currency(code: code))
+            let context = AttemptContext(intent: PaymentIntent(merchantReference: "o", amount: money, method: .card,
+                                                               customer: Customer(email: "buyer@example.com"), metadata: ["device_id": "d"]),
+                                         attempt: ref("att1"), returnURL: URL(string: "https://shop.example/return"))
+            let error = await #expect(throws: CheckoutError.self) { _ = try await server(transport).prepare(context) }
+            #expect(error?.code == .unsupportedCurrency && error?.field == "intent.amount.currency" && error?.message.contains(code) == true, "\(code)")
+            #expect(transport.requests.isEmpty)
+            #expect(!PayFortGateway.capabilities.currencies!.contains(money.currency))
+        }
+        for code in ["AED", "SAR", "USD", "EGP", "KWD", "BHD", "JOD", "OMR", "TND", "IQD", "LYD"] {
+            #expect(PayFortGateway.capabilities.currencies!.contains(try Currency(code: code)), "\(code)")
+        }
+    }
+
     @Test("CHECK_STATUS failures: order not found, a failed check, a forged answer")
     func inquiryFailures() async throws {
         func run(_ response: TransportResponse) async -> CheckoutError? {
@@ -608,6 +655,8 @@ struct PayFortGatewayTests {
             return await #expect(throws: CheckoutError.self) { try await server(transport).inquire(InquiryQuery(attempt: ref("att1"))) }
         }
         #expect(await run(signedAnswer([("status", "11"), ("response_code", "11036"), ("merchant_reference", "att1")]))?.code == .attemptNotFound)
+        // The OpenCart and PrestaShop plugins' "order not found": the query worked (status 12) and found nothing.
+        #expect(await run(signedAnswer([("status", "12"), ("response_code", "12036"), ("merchant_reference", "att1")]))?.code == .attemptNotFound)
         #expect(await run(signedAnswer([("status", "00"), ("response_code", "00002")]))?.field == "merchant_reference")
         var forged = signedAnswer([("status", "12"), ("response_code", "12000"), ("transaction_status", "13"), ("merchant_reference", "att1")])
         forged.body = Data(String(decoding: forged.body, as: UTF8.self).replacingOccurrences(of: "\"13\"", with: "\"14\"").utf8)
@@ -630,8 +679,9 @@ struct PayFortGatewayTests {
         #expect(PayFortCodes.failure(status: "20", responseCode: "20064", message: nil, gateway: "p").category == .unknownOutcome)
         #expect(PayFortCodes.failure(status: "13", responseCode: "13777", message: nil, gateway: "p").category == .unknownOutcome)
         let table = server(RecordingTransport()).decisionTable
-        #expect(table.decision(for: "13006") == .retryNext && table.decision(for: "20064") == .stepUp)
-        for stay in ["13666", "13029", "03029", "13071", "03006", "15006", "13064"] { #expect(table.decision(for: stay) == .doNotRetry, "\(stay)") }
+        #expect(table.decision(for: "20064") == .stepUp)
+        // 13006 is on hold in three of PayFort's four plugins and a plain decline in the fourth: never a cascade.
+        for stay in ["13006", "13666", "13029", "03029", "13071", "03006", "15006", "13064"] { #expect(table.decision(for: stay) == .doNotRetry, "\(stay)") }
     }
 
     @Test("capture, refund and void: signed requests, success codes, failures thrown")

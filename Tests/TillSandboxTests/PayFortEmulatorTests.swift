@@ -350,7 +350,7 @@ import FoundationNetworking
 
     // MARK: CHECK_STATUS
 
-    @Test("CHECK_STATUS: 12000 with transaction_* and the amounts, no amount or currency; unknown orders are 11036")
+    @Test("CHECK_STATUS: 12000 with transaction_* and the amounts, no amount or currency; unknown orders are 12036 (the query worked, the order is not found)")
     func checkStatus() async throws {
         try await PayFortHarness.with { harness in
             let reference = PayFortHarness.newReference()
@@ -370,9 +370,9 @@ import FoundationNetworking
             let byFortID = try await harness.checkStatus(fortID: paid["fort_id"])
             #expect(byFortID["merchant_reference"] == reference && byFortID["response_code"] == "12000")
             let unknown = try await harness.checkStatus(reference: "never-used")
-            #expect(unknown["status"] == "11" && unknown["response_code"] == "11036")
+            #expect(unknown["status"] == "12" && unknown["response_code"] == "12036")
             #expect(unknown["response_message"] == "Order not found")
-            #expect(try await harness.checkStatus(reference: reference, fortID: "1")["response_code"] == "11036")
+            #expect(try await harness.checkStatus(reference: reference, fortID: "1")["response_code"] == "12036")
         }
     }
 
@@ -565,7 +565,7 @@ import FoundationNetworking
             let failed = try await harness.post(harness.apiURL, body: Data(signed(params, harness).utf8), contentType: "application/json")
             #expect(failed.status == 503)
             #expect(await harness.emulator.ledger.isEmpty)
-            #expect(try await harness.checkStatus(reference: params["merchant_reference"]?.parameterText)["response_code"] == "11036")
+            #expect(try await harness.checkStatus(reference: params["merchant_reference"]?.parameterText)["response_code"] == "12036")
             // The fault was used once.
             #expect(try await harness.call(params)["response_code"] == "14000")
         }

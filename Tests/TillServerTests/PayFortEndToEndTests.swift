@@ -180,6 +180,19 @@ struct PayFortEndToEndTests {
         // not seen by the app today (see docs/gateways/payfort.md); the feedback settles the payment.
     }
 
+    @Test("3-D Secure when CHECK_STATUS carries no amounts (as the only published answer): the feedback's signed amount and the confirmed status settle it paid, not pending for ever",
+          arguments: [PayFortIntegration.merchantPage, .mobileSDK])
+    func threeDSecureWithoutCheckStatusAmounts(integration: PayFortIntegration) async throws {
+        let w = try await world(card: "4000000000003220", integration: integration)
+        defer { Task { await w.stop() } }
+        await w.emulator.setCheckStatusCarriesAmounts(false)
+        let result = try await w.app.pay(try intent("e2e-3ds-no-amounts-\(integration.rawValue)"))
+        #expect(result.status == .paid)
+        #expect(await w.emulator.ledger.count == 1)
+        #expect(try await count(w.store, "till_notifications",
+                                where: "attempt_reference = '\(result.preparation.attempt.rawValue)' AND outcome = 'needs_inquiry'") >= 1)
+    }
+
     @Test("a declined card fails with PayFort's decline code; nothing charged", arguments: [PayFortIntegration.merchantPage, .mobileSDK])
     func declined(integration: PayFortIntegration) async throws {
         let w = try await world(card: "4000000000000002", integration: integration)

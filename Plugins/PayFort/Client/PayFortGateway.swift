@@ -35,7 +35,7 @@ public struct PayFortGateway: Checkout {
 
     /// What PayFort can do here: cards and mada, sale and authorization, with inquiry (`CHECK_STATUS`)
     /// and notifications (transaction feedback). Both halves declare it.
-    public static let capabilities = GatewayCapabilities(methods: [.card, .mada], actions: [.sale, .authorize],
+    public static let capabilities = GatewayCapabilities(methods: [.card, .mada], currencies: PayFortCurrencies.all, actions: [.sale, .authorize],
                                                          supportsInquiry: true, supportsNotifications: true)
 
     /// What this gateway can do: the same as the static `capabilities`.

@@ -72,13 +72,16 @@ public struct PayFortServer: CheckoutServer {
     /// What PayFort can do: the same as `PayFortGateway.capabilities`.
     public var capabilities: GatewayCapabilities { PayFortGateway.capabilities }
 
-    /// Which declines may move to another gateway: only a purchase that failed with a technical problem
-    /// on PayFort's side (`13006`). An authorization's technical problem (`03006`) is not: PayFort's own
-    /// WooCommerce plugin lists it among the on-hold codes, so a hold may exist and trying another
-    /// gateway could authorise twice. `20064` (3-D Secure check requested) steps up. Card declines
-    /// (`13666`), insufficient funds (`13029`, `03029`) and everything else stay.
+    /// Which declines may move to another gateway: none. `20064` (3-D Secure check requested) steps up.
+    /// A technical problem (`13006`, "Purchase Failure" + "Technical problem.") does not move on: three of
+    /// PayFort's four official plugins list it among the on-hold codes, whose outcome is not known
+    /// (payfort/magento2-payfort@708923f `APS_ONHOLD_RESPONSE_CODES`, payfort/opencart3-payfort@ba4c924 and
+    /// payfort/prestashop-payfort@7aabf85 the same list), and the WooCommerce plugin, which dropped it from that
+    /// list, treats it as a plain decline. Neither reading allows trying another gateway by itself; the
+    /// customer may still choose to pay again. Card declines (`13666`), insufficient funds (`13029`,
+    /// `03029`) and everything else stay.
     public var decisionTable: DecisionTable {
-        DecisionTable(["13006": .retryNext, "20064": .stepUp])
+        DecisionTable(["20064": .stepUp])
     }
 
     private var signer: PayFortSignature { PayFortSignature(credentials.algorithm) }
@@ -191,6 +194,7 @@ public struct PayFortServer: CheckoutServer {
     /// SDK's operation request, and what the server-to-server payment sends.
     func operationFields(for context: AttemptContext) throws(CheckoutError) -> [String: String] {
         let intent = context.intent
+        try PayFortCurrencies.check(intent.amount, field: "intent.amount.currency", gateway: gateway)
         guard let email = intent.customer.email, !email.isEmpty else {
             throw CheckoutError(.missingField, field: "intent.customer.email", message: "PayFort requires the customer's e-mail", gateway: gateway)
         }
@@ -488,8 +492,10 @@ public struct PayFortServer: CheckoutServer {
     /// with the response phrase). The query's own `status` must be `12`; the order's last operation is
     /// `transaction_status`/`transaction_code`, and its money `authorized_amount`, `captured_amount`
     /// and `refunded_amount` (minor units; the answer has no `amount` and no currency, so the currency
-    /// is the attempt's, from `query.amount`). A refund of less than was captured is a partial refund.
-    /// - Throws: ``CheckoutError`` `attempt_not_found` when PayFort has no such order (`036`);
+    /// is the attempt's, from `query.amount`). A refund of less than was captured is a partial refund. A success
+    /// without amounts takes the amount of the verified feedback it confirms (``InquiryQuery/confirming``).
+    /// - Throws: ``CheckoutError`` `attempt_not_found` when PayFort has no such order (`036`, as `12036` or
+    ///   with another status);
     ///   `signature_mismatch` when the answer's signature does not match; `invalid_field` naming
     ///   `merchant_reference` when PayFort could not check the order.
     public func inquire(_ query: InquiryQuery) async throws -> StatusReport {
@@ -498,7 +504,11 @@ public struct PayFortServer: CheckoutServer {
                                                        merchantReference: query.attempt.rawValue, language: language,
                                                        fortID: fortID).parameters)
         let message = try trusted(try await api.post(request))
-        guard message.status == "12" else {
+        // "Order not found" (message `036`) comes as `12036` too: the query itself worked, and found nothing
+        // (payfort/opencart3-payfort@ba4c924 and payfort/prestashop-payfort@7aabf85
+        // `CHECK_STATUS_ORDER_NOT_FOUND_RESPONSE_CODE = '12036'`). Read as a status-12 answer it had no
+        // `transaction_status` and stayed pending for ever; it is not found, so the reconciler can expire it.
+        guard message.status == "12", PayFortCodes.message(of: message.responseCode) != "036" else {
             if PayFortCodes.message(of: message.responseCode) == "036" {
                 throw CheckoutError(.attemptNotFound, field: "merchant_reference", message: "PayFort has no such order", gateway: gateway,
                                     gatewayCode: message.responseCode, gatewayMessage: message.responseMessage)
@@ -531,7 +541,7 @@ public struct PayFortServer: CheckoutServer {
         let captured = money("captured_amount")
         let refunded = money("refunded_amount")
         var status = PayFortCodes.paymentStatus(raw, responseCode: code)
-        let amount: Money?
+        var amount: Money?
         switch status {
         case .paid:
             amount = (captured?.minorUnits ?? 0) > 0 ? captured : authorized
@@ -543,6 +553,16 @@ public struct PayFortServer: CheckoutServer {
             amount = refunded
         default:
             amount = nil
+        }
+        // The only published CHECK_STATUS answer carries none of the amount fields (docs `incommon.md`, "Check
+        // Status Response Example"), and no official plugin reads them. When the answer confirms a success but
+        // names no amount, the amount is the one PayFort signed in the feedback this inquiry confirms: the same
+        // success, of the same order (`fort_id`), in its own `amount` and `currency`. The answer's status
+        // decides; the feedback only supplies the money it signed.
+        if (status == .paid || status == .authorized) && (amount?.minorUnits ?? 0) == 0 {
+            amount = query.confirming.first { report in
+                report.status == status && report.amount != nil && (fortID == nil || report.gatewayReference == nil || report.gatewayReference == fortID)
+            }?.amount
         }
         // `refunded_amount` is PayFort's running total of refunds: the money rule takes it as such.
         let refundedTotal = status == .refunded || status == .partiallyRefunded ? refunded : nil

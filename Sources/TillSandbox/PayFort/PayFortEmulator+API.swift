@@ -380,11 +380,14 @@ extension PayFortEmulator {
 
     /// CHECK_STATUS (check-status-response.json): `12000` with the order's last operation in
     /// `transaction_*` and its money in `authorized_amount`, `captured_amount`, `refunded_amount`;
-    /// no `amount`, no `currency`. An order it cannot find is `11036` "Order not found".
+    /// no `amount`, no `currency` (without the amounts when ``PayFortEmulator/setCheckStatusCarriesAmounts(_:)``
+    /// says so). An order it cannot find is `12036` "Order not found": the query worked and found nothing
+    /// (payfort/opencart3-payfort@ba4c924 `AMAZON_PS_CHECK_STATUS_ORDER_NOT_FOUND_RESPONSE_CODE = '12036'`,
+    /// payfort/prestashop-payfort@7aabf85 the same constant).
     private func checkStatus(_ request: Parameters, merchant: PayFortMerchant) -> PaymentAPIAnswer {
         var response = echo(request)
         guard let order = findOrder(request, merchant: merchant) else {
-            Self.setOutcome(&response, status: "11", code: "036", message: "Order not found")
+            Self.setOutcome(&response, status: "12", code: "036", message: "Order not found")
             return respond(response, merchant: merchant)
         }
         response["merchant_reference"] = order.reference
@@ -395,9 +398,11 @@ extension PayFortEmulator {
         // Authorized: still held or taken (a voided authorization holds nothing).
         let authorized: Int64 = order.charged && !order.voided ? order.amountMinor : 0
         let captured = order.command == "PURCHASE" ? authorized : order.captured
-        response["authorized_amount"] = String(authorized)
-        response["captured_amount"] = String(captured)
-        response["refunded_amount"] = String(order.refunded)
+        if checkStatusCarriesAmounts {
+            response["authorized_amount"] = String(authorized)
+            response["captured_amount"] = String(captured)
+            response["refunded_amount"] = String(order.refunded)
+        }
         if let code = order.current["authorization_code"], order.charged { response["authorization_code"] = code }
         Self.setOutcome(&response, status: "12", code: "000", message: "Success")
         return respond(response, merchant: merchant)

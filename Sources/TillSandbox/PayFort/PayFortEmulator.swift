@@ -166,6 +166,9 @@ public actor PayFortEmulator {
     var orderKeysByFortID: [String: String] = [:]
     var orderKeysBySession: [String: String] = [:]
     var pendingFaults: [(fault: Fault, command: String?)] = []
+    /// Whether CHECK_STATUS answers carry `authorized_amount`, `captured_amount` and `refunded_amount`. The
+    /// docs' field table lists them (docs `incommon.md`), but the only published answer carries none of them.
+    var checkStatusCarriesAmounts = true
     /// Set while processing a request that drew the `technicalProblem` fault.
     var declineWithTechnicalProblem = false
     var attempts: [NotificationAttempt] = []
@@ -220,6 +223,12 @@ public actor PayFortEmulator {
     ///   `"CHECK_STATUS"`, …) matches; `nil` matches any request.
     public func injectFault(_ fault: Fault, matching command: String? = nil) {
         pendingFaults.append((fault, command))
+    }
+
+    /// Makes CHECK_STATUS answers carry the order's amounts (the docs' field table) or none of them (the only
+    /// published CHECK_STATUS answer, docs `incommon.md` "Check Status Response Example").
+    public func setCheckStatusCarriesAmounts(_ carries: Bool) {
+        checkStatusCarriesAmounts = carries
     }
 
     /// Every feedback delivery attempt so far, oldest first.

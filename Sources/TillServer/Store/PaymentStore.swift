@@ -100,6 +100,11 @@ public protocol PaymentStore: Sendable {
     /// is stored once).
     func notificationCount(attempt: AttemptReference) async throws -> Int
 
+    /// The verified notifications about `attempt` from `gateway` that were stored to be confirmed by the server's
+    /// own inquiry (outcome `needs_inquiry`), newest first, at most `limit`: an inquiry hands them to the gateway
+    /// module (``InquiryQuery/confirming``), which may take from them what its status answer lacks.
+    func notificationsAwaitingInquiry(attempt: AttemptReference, gateway: GatewayID, limit: Int) async throws -> [RawNotification]
+
     /// Creates a payment, honouring an idempotency key.
     /// - Parameters:
     ///   - requestHash: a digest of the canonical request, compared on replay.

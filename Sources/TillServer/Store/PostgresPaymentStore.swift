@@ -500,6 +500,22 @@ public final class PostgresPaymentStore: PaymentStore {
         }
     }
 
+    public func notificationsAwaitingInquiry(attempt: AttemptReference, gateway: GatewayID, limit: Int) async throws -> [RawNotification] {
+        try await client.withConnection { connection in
+            let rows = try await connection.query("""
+                SELECT headers_json, body, received_at FROM till_notifications
+                WHERE attempt_reference = \(attempt.rawValue) AND gateway = \(gateway.rawValue) AND outcome = 'needs_inquiry'
+                ORDER BY id DESC LIMIT \(limit)
+                """, logger: self.logger)
+            var out: [RawNotification] = []
+            for try await (headers, body, received) in rows.decode((String, ByteBuffer, Int64).self) {
+                out.append(RawNotification(gateway: gateway, headers: (try? SQLitePaymentStore.decode([String: String].self, headers)) ?? [:],
+                                           body: Data(buffer: body), receivedAt: Date(storedMillis: received)))
+            }
+            return out
+        }
+    }
+
     func count(_ table: String, where condition: String = "1 = 1") async throws -> Int {
         try await client.withConnection { connection in
             var total = 0

@@ -303,6 +303,18 @@ public final class SQLitePaymentStore: PaymentStore {
         }
     }
 
+    public func notificationsAwaitingInquiry(attempt: AttemptReference, gateway: GatewayID, limit: Int) async throws -> [RawNotification] {
+        try await pool.read { db in
+            try Row.fetchAll(db.cachedStatement(sql: """
+                SELECT headers_json, body, received_at FROM till_notifications
+                WHERE attempt_reference = ? AND gateway = ? AND outcome = 'needs_inquiry' ORDER BY id DESC LIMIT ?
+                """), arguments: [attempt.rawValue, gateway.rawValue, limit]).map { row in
+                RawNotification(gateway: gateway, headers: (try? Self.decode([String: String].self, row["headers_json"])) ?? [:],
+                                body: row["body"], receivedAt: Date(storedMillis: row["received_at"]))
+            }
+        }
+    }
+
     /// How many write transactions committed and how many writes they held (tests and diagnostics).
     var groupCommitStatistics: (transactions: Int, writes: Int) { writer.statistics }
 
