@@ -351,10 +351,12 @@ struct CitconGatewayTests {
     @Test("IPN: verified, then read only from signed fields; refunds; the attempt it claims")
     func verifyIPN() throws {
         let gateway = Fixtures.server(RecordingTransport())
-        func body(status: String, type: String = "charge", amount: String = "1999", refunded: String = "", captured: String = "") throws -> Data {
+        func body(status: String, type: String = "charge", amount: String = "1999", refunded: String = "", captured: String = "",
+                  completed: String = "1700000000") throws -> Data {
             var fields = CitconIPNFields([("id", "ch0001"), ("transaction_type", type), ("reference", attempt), ("amount", amount),
                                           ("currency", "USD"), ("status", status), ("amount_refunded", refunded), ("amount_captured", captured),
-                                          ("fields", "id,transaction_type,reference,amount,currency,status,amount_refunded,amount_captured")])
+                                          ("time_completed", completed),
+                                          ("fields", "id,transaction_type,reference,amount,currency,status,amount_refunded,amount_captured,time_completed")])
             let sign = try CitconSignature.sign(fields, secret: Fixtures.secret)
             fields = CitconIPNFields(fields.names.map { ($0, fields[$0]!) } + [("sign", sign)])
             return Data(fields.names.map { "\($0)=\(fields[$0]!)" }.joined(separator: "&").utf8)
@@ -367,17 +369,28 @@ struct CitconGatewayTests {
         #expect(paid.report.amount?.minorUnits == 1999)
         let again = try gateway.verifyNotification(IncomingNotification(body: try body(status: "success")))
         #expect(again.report.eventID == paid.report.eventID)
-        // A refund's amount is the refund's own (as in Citcon's refund answer): 500 of 500 refunded is
-        // still only part of the charge.
+        // A refund IPN's `amount` is not known to be the refund's: only the running total `amount_refunded` is read,
+        // and the server's inquiry confirms it before anything applies. 500 refunded is still only part of the charge.
         let partial = try gateway.verifyNotification(IncomingNotification(body: try body(status: "success", type: "refund", amount: "500", refunded: "500")))
-        #expect(partial.report.status == .partiallyRefunded)
-        #expect(partial.report.amount?.minorUnits == 500)
+        #expect(partial.report.status == .partiallyRefunded && partial.confirmBeforeApplying)
+        #expect(partial.report.amount == nil)
         #expect(partial.report.refundedTotal?.minorUnits == 500)
         let full = try gateway.verifyNotification(IncomingNotification(body: try body(status: "success", type: "refund", amount: "1499",
                                                                                      refunded: "1999", captured: "1999")))
-        #expect(full.report.status == .refunded)
-        #expect(full.report.amount?.minorUnits == 1499 && full.report.refundedTotal?.minorUnits == 1999)
+        #expect(full.report.status == .refunded && full.confirmBeforeApplying)
+        #expect(full.report.amount == nil && full.report.refundedTotal?.minorUnits == 1999)
         #expect(full.report.eventID != partial.report.eventID)
+        // The IPN document's own example leaves amount_refunded empty: two refunds of $20 are two events, and neither
+        // books anything by itself (no running total, no amount read), so the inquiry decides.
+        let twenty = try gateway.verifyNotification(IncomingNotification(body: try body(status: "success", type: "refund", amount: "2000", refunded: "")))
+        let again20 = try gateway.verifyNotification(IncomingNotification(body: try body(status: "success", type: "refund", amount: "2000", refunded: "",
+                                                                                        completed: "1700000001")))
+        #expect(twenty.report.amount == nil && twenty.report.refundedTotal == nil && twenty.confirmBeforeApplying)
+        #expect(AttemptPolicy.verdict(for: twenty.report, on: .paid, amount: Money(minorUnits: 10_000, currency: Currency.lookup("USD")!),
+                                      source: .notificationToConfirm) != .refund(status: .refunded, refundedMinorUnits: 10_000))
+        #expect(twenty.report.eventID != again20.report.eventID)
+        // A charge IPN applies as it comes.
+        #expect(!paid.confirmBeforeApplying)
 
         #expect(gateway.claimedAttempt(in: IncomingNotification(body: Data("reference=\(attempt)&status=success".utf8)))?.rawValue == attempt)
         let forged = IncomingNotification(body: Data("id=ch0001&reference=\(attempt)&amount=1999&currency=USD&status=success&fields=id,reference,amount,currency,status&sign=00".utf8))
@@ -477,7 +490,8 @@ struct CitconHardeningTests {
         let refund = charge.map { $0.0 == "transaction_type" ? ("transaction_type", "refund") : $0 }
         let report = try gateway.verifyNotification(IncomingNotification(body: try body(refund, extra: [("amount_refunded", "1999")]))).report
         #expect(report.status == .partiallyRefunded)
-        #expect(!report.eventID.contains("1999:"), "the event id is built from signed fields only")
+        // id:type:status:amount_refunded:…: the unsigned amount_refunded is not in it.
+        #expect(report.eventID.split(separator: ":", omittingEmptySubsequences: false)[3] == "", "the event id is built from signed fields only")
     }
 
     @Test("a refund that did not succeed says nothing about the charge; a signed 'paid' without an amount is recorded, never paid")

@@ -52,6 +52,11 @@ struct CitconEndToEndTests {
         func storedNotifications(_ attempt: AttemptReference) async throws -> Int {
             try await store.notificationCount(attempt: attempt)
         }
+
+        /// What the server has recorded as refunded on an attempt.
+        func refundedMinorUnits(_ attempt: AttemptReference) async throws -> Int64? {
+            try await store.payment(attempt: attempt)?.attempts.first { $0.reference == attempt }?.refundedMinorUnits
+        }
     }
 
     func world(ipnFormat: CitconEmulator.Merchant.IPNFormat = .form) async throws -> World {
@@ -239,12 +244,29 @@ struct CitconEndToEndTests {
             #expect((response as? HTTPURLResponse)?.statusCode == 401)
             #expect(try await w.backend.status(of: attempt)?.status == .paid)
 
-            // A partial refund with the server token; its IPN makes the payment partially refunded.
+            // A partial refund with the server token; its IPN makes the server inquire, and the inquiry's running
+            // total makes the payment partially refunded: 5.00 of 19.99.
             let refund = try await w.serverGateway.refund(transactionID: chargeID, reference: CitconServer.refundReference(for: attempt, sequence: 1),
                                                           amount: try Money(decimal: "5.00", currency: Currency(code: "USD")))
             #expect(refund.status == "succeeded")
             await w.emulator.waitForNotifications()
-            #expect(try await w.backend.status(of: attempt)?.status == .partiallyRefunded)
+            var status = try await w.backend.status(of: attempt)?.status
+            for _ in 0..<100 where status != .partiallyRefunded {
+                try await Task.sleep(for: .milliseconds(20))
+                status = try await w.backend.status(of: attempt)?.status
+            }
+            #expect(status == .partiallyRefunded)
+            #expect(try await w.refundedMinorUnits(attempt) == 500)
+            // A second refund of the same amount is a second refund, not a repeat of the first.
+            _ = try await w.serverGateway.refund(transactionID: chargeID, reference: CitconServer.refundReference(for: attempt, sequence: 2),
+                                                 amount: try Money(decimal: "5.00", currency: Currency(code: "USD")))
+            await w.emulator.waitForNotifications()
+            var refunded = try await w.refundedMinorUnits(attempt)
+            for _ in 0..<100 where refunded != 1000 {
+                try await Task.sleep(for: .milliseconds(20))
+                refunded = try await w.refundedMinorUnits(attempt)
+            }
+            #expect(refunded == 1000)
         }
     }
 

@@ -256,7 +256,11 @@ public struct CitconServer: CheckoutServer {
         } catch {
             throw error.attributed(to: gateway)
         }
-        return VerifiedNotification(report: try report(fromIPN: fields, signed: signed))
+        let report = try report(fromIPN: fields, signed: signed)
+        // A refund IPN triggers, the server's inquiry decides: no source says whether its `amount` is the refund's
+        // or the charge's, and `amount_refunded` may be empty (the IPN document's own example), so the IPN alone
+        // could book a $20 refund of a $100 charge as a full one. The inquiry's `amount_refunded` is the total.
+        return VerifiedNotification(report: report, confirmBeforeApplying: report.status == .refunded || report.status == .partiallyRefunded)
     }
 
     /// The `reference` an IPN claims, unverified (to start an inquiry when verification fails).
@@ -272,9 +276,13 @@ public struct CitconServer: CheckoutServer {
     ///   a readable amount and currency becomes `citcon_charge_<status>_without_amount` (never applied).
     /// - `refund`: for the attempt its `reference` names, or the attempt of a Till refund reference
     ///   (``refundReference(for:sequence:)``). A successful refund is `refunded` only when the signed
-    ///   `amount_refunded` reaches the signed `amount_captured`; otherwise `partially_refunded`. The
-    ///   refund's own `amount` is the report's amount and `amount_refunded` its ``StatusReport/refundedTotal``
-    ///   (Till's money rule prefers the running total). A refund that did not succeed is `citcon_refund_<status>`.
+    ///   `amount_refunded` reaches the signed `amount_captured`; otherwise `partially_refunded`. Its only
+    ///   money is `amount_refunded`, the running total (``StatusReport/refundedTotal``), when it is there:
+    ///   the IPN document defines `amount` as "transaction amount" without saying whose, so it is never read
+    ///   as the refund's. It is confirmed by the server's inquiry before anything applies. Each refund IPN is
+    ///   its own event (its `id`, `amount`, `amount_refunded` and times are in the event id), so a second
+    ///   refund of the same amount is not taken for a repeat of the first. A refund that did not succeed is
+    ///   `citcon_refund_<status>`.
     /// - `chargeback`, `vault` and any other type: `citcon_<type>_<status>`, no amount.
     func report(fromIPN all: CitconIPNFields, signed: Set<String>) throws -> StatusReport {
         func value(_ name: String) -> String? {
@@ -313,8 +321,8 @@ public struct CitconServer: CheckoutServer {
                 } else {
                     status = .partiallyRefunded
                 }
-                // `amount_refunded` is the running total: the policy takes it over adding this refund's amount.
-                reported = amount
+                // `amount_refunded` is the running total; `amount` is not known to be this refund's.
+                reported = nil
                 refundedTotal = total
             } else {
                 status = Self.unmapped("refund", raw)
@@ -324,7 +332,15 @@ public struct CitconServer: CheckoutServer {
         }
         return StatusReport(gateway: gateway, attempt: AttemptReference(rawValue: about), gatewayReference: id,
                             status: status, amount: reported, refundedTotal: refundedTotal, gatewayStatus: raw.isEmpty ? nil : raw,
-                            eventID: "\(id ?? about):\(type):\(raw):\(refunded)")
+                            eventID: Self.eventID(id: id ?? about, type: type, status: raw, refunded: refunded, value: value))
+    }
+
+    /// A verified IPN's event id: for a charge its id, type, status and refunded total (as before); for a refund
+    /// also its `amount` and its times, which two refunds of one charge do not share even when their amount is.
+    static func eventID(id: String, type: String, status: String, refunded: String, value: (String) -> String?) -> String {
+        let base = "\(id):\(type):\(status):\(refunded)"
+        guard type == "refund" else { return base }
+        return base + ":" + ["amount", "time_created", "time_completed"].map { value($0) ?? "" }.joined(separator: ":")
     }
 
     /// The reference Till gives a refund of `attempt`: `<attempt>-r<sequence>`. Citcon's refund answer
