@@ -123,6 +123,15 @@ public actor FakeGatewayLedger {
 
     func record(_ attempt: AttemptReference) -> Record? { records[attempt] }
 
+    /// Changes what the gateway holds about an attempt behind the server's back, without notifying anyone (an
+    /// order paid and refunded in the gateway's own back office, seen only by the next inquiry).
+    public func setBehindTheScenes(_ attempt: AttemptReference, status: PaymentStatus, amount: Money? = nil) {
+        guard var record = records[attempt] else { return }
+        record.status = status
+        if let amount { record.amount = amount }
+        records[attempt] = record
+    }
+
     func post(_ notification: IncomingNotification) { outbox.append(notification) }
 
     func takeOutbox() -> [IncomingNotification] {

@@ -494,6 +494,27 @@ struct CitconHardeningTests {
         #expect(report.eventID.split(separator: ":", omittingEmptySubsequences: false)[3] == "", "the event id is built from signed fields only")
     }
 
+    @Test("a partial capture: amount_captured below the charge's amount is what moved (inquiry and IPN), so the money rule does not book the whole; null or equal changes nothing")
+    func partialCapture() throws {
+        let gateway = Fixtures.server(RecordingTransport())
+        let usd = Currency.lookup("USD")!
+        func inquiry(_ captured: String) throws -> StatusReport {
+            let json = #"{"object":"charge","id":"ch1","reference":"att-pc","amount":10000,"currency":"USD","status":"captured","amount_captured":\#(captured)}"#
+            return try gateway.report(fromInquiry: try JSONDecoder().decode(CitconCharge.self, from: Data(json.utf8)), attempt: AttemptReference(rawValue: "att-pc"))
+        }
+        let partial = try inquiry("2000")
+        #expect(partial.status == .paid && partial.amount == Money(minorUnits: 2000, currency: usd))
+        #expect(AttemptPolicy.verdict(for: partial, on: .authorized, amount: Money(minorUnits: 10_000, currency: usd), source: .inquiry) != .apply)
+        #expect(try inquiry("null").amount == Money(minorUnits: 10_000, currency: usd))
+        #expect(try inquiry("10000").amount == Money(minorUnits: 10_000, currency: usd))
+        var fields = CitconIPNFields([("id", "ch1"), ("transaction_type", "charge"), ("reference", "att-pc"), ("amount", "10000"), ("currency", "USD"),
+                                      ("status", "captured"), ("amount_captured", "2000"),
+                                      ("fields", "id,transaction_type,reference,amount,currency,status,amount_captured")])
+        fields = CitconIPNFields(fields.names.map { ($0, fields[$0]!) } + [("sign", try CitconSignature.sign(fields, secret: Fixtures.secret))])
+        let ipn = try gateway.verifyNotification(IncomingNotification(body: Data(fields.names.map { "\($0)=\(fields[$0]!)" }.joined(separator: "&").utf8)))
+        #expect(ipn.report.status == .paid && ipn.report.amount == Money(minorUnits: 2000, currency: usd))
+    }
+
     @Test("a refund that did not succeed says nothing about the charge; a signed 'paid' without an amount is recorded, never paid")
     func refundFailureAndMissingAmount() throws {
         let gateway = Fixtures.server(RecordingTransport())

@@ -313,6 +313,10 @@ public struct CitconServer: CheckoutServer {
             if status == .paid || status == .authorized, amount == nil {
                 status = Self.unmapped("charge", raw, suffix: "without_amount")
             }
+            // A partial capture: the signed `amount_captured` below the charge's amount is what moved (see the inquiry).
+            if status == .paid, let amount, let captured = money("amount_captured"), captured.minorUnits > 0, captured.minorUnits < amount.minorUnits {
+                reported = captured
+            }
         case "refund":
             if CitconGateway.status(raw) == .paid {
                 let total = money("amount_refunded")
@@ -397,6 +401,13 @@ public struct CitconServer: CheckoutServer {
             throw CheckoutError(.unknownOutcome, message: "Citcon's answer confirms a payment without its amount", gateway: gateway)
         }
         var reported = amount
+        // A partial capture (in Citcon's portal, or through the API): `amount_captured` is "amount captured from
+        // Customer" (the IPN document; the Android SDK's inquiry model). When it is there and below the charge's
+        // amount, the money that moved is it, not the charge's amount, and the money rule will not book the whole.
+        // It "might be null" (the iOS guide; invalid for WeChat Pay, Alipay, UnionPay): then the amount decides.
+        if status == .paid, let amount, let captured = charge.amountCaptured, captured > 0, captured < amount.minorUnits {
+            reported = Money(minorUnits: captured, currency: amount.currency)
+        }
         var refundedTotal: Money?
         if status == .paid, let amount, let refunded = charge.amountRefunded, refunded > 0 {
             status = refunded >= amount.minorUnits ? .refunded : .partiallyRefunded

@@ -176,7 +176,8 @@ public struct AttemptPolicy: Sendable, Hashable {
     ///
     /// - A report that says money moved or is held (`paid`, `authorized`) must carry an amount in the
     ///   attempt's currency equal to the attempt's amount; without one it is not applied.
-    /// - A refund (`refunded`, `partially_refunded`) applies only to an attempt that moved money, and must
+    /// - A refund (`refunded`, `partially_refunded`) applies only to an attempt that moved money (or, from the
+    ///   server's own inquiry, one Till never saw paid: the gateway's word that it was paid and refunded), and must
     ///   carry its amount in the attempt's currency. Refunds add up (or the gateway's running total,
     ///   ``StatusReport/refundedTotal``, replaces the sum) and never exceed what was captured (the
     ///   attempt's amount). The amounts decide the status: `refunded` when everything captured went
@@ -231,7 +232,10 @@ public struct AttemptPolicy: Sendable, Hashable {
     /// server's own inquiry, and from an inquiry it is refused.
     private static func refundVerdict(for report: StatusReport, on current: PaymentStatus, captured: Money,
                                       refunded: Int64, source: ReportSource) -> Verdict {
-        guard current.moneyMoved else {
+        // Only the server's own inquiry may say that money moved on an attempt Till never saw paid (an order paid
+        // and refunded before any notification arrived): then the attempt takes the refund, within its amount, and
+        // does not stay pending for ever. A notification alone never does.
+        guard current.moneyMoved || source == .inquiry else {
             return .refuse("a refund of an attempt that never moved money (\(current)) is not applied")
         }
         for money in [report.amount, report.refundedTotal, report.remaining].compactMap({ $0 }) where money.currency != captured.currency {

@@ -83,6 +83,30 @@ struct RefundAttackTests {
         }
     }
 
+    @Test("an attempt still pending whose order the gateway paid and refunded before any notification: the server's own inquiry moves it to refunded (or partially refunded, within its amount); a notification saying the same does not",
+          arguments: StoreKind.available)
+    func paidAndRefundedBehindTheScenes(kind: StoreKind) async throws {
+        let h = try await ServerHarness(kind)
+        defer { Task { await h.stop() } }
+        for (status, refunded, expected) in [(PaymentStatus.refunded, Int64(2500), "refunded"), (.partiallyRefunded, 1000, "partially_refunded")] {
+            let (id, attempt, gateway) = try await h.createAndPrepare()
+            // The same news as a notification first: kept, never applied.
+            #expect(try await Self.post(h, attempt, status.rawValue, amount: Self.usd(refunded), event: "n-\(status.rawValue)").status == 200)
+            #expect(try await Self.state(h, id, attempt).attempt == .pending)
+            await h.gateway(gateway).ledger.setBehindTheScenes(attempt, status: status,
+                                                               amount: Money(minorUnits: refunded, currency: ServerHarness.amount.currency))
+            let inquired = try await h.send("POST", "v1/attempts/\(attempt.rawValue)/inquire")
+            #expect(inquired.status == 200, "\(String(decoding: inquired.body, as: UTF8.self))")
+            let now = try await Self.state(h, id, attempt)
+            #expect(now.payment == expected && now.attempt == PaymentStatus(rawValue: expected) && now.refunded == refunded, "\(now)")
+        }
+        // More refunded than the attempt's amount: refused even from the inquiry.
+        let (id, attempt, gateway) = try await h.createAndPrepare()
+        await h.gateway(gateway).ledger.setBehindTheScenes(attempt, status: .refunded, amount: Money(minorUnits: 2501, currency: ServerHarness.amount.currency))
+        _ = try await h.send("POST", "v1/attempts/\(attempt.rawValue)/inquire")
+        #expect(try await Self.state(h, id, attempt).attempt == .pending)
+    }
+
     // MARK: Paid attempts, refunds the rule refuses
 
     @Test("on a paid attempt, a signed refund without an amount, in EUR or JPY, above the captured 25.00, of zero, negative, or Int64.max is acknowledged, kept as stale, and moves nothing: paid, refunded_minor 0",
