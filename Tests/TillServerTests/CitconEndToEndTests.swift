@@ -267,6 +267,28 @@ struct CitconEndToEndTests {
                 refunded = try await w.refundedMinorUnits(attempt)
             }
             #expect(refunded == 1000)
+            // A third refund whose IPN leaves amount_refunded empty, as the IPN document's own example does: nothing
+            // in it can be booked, but the server inquires, and Citcon's total (13.00) is booked.
+            await w.emulator.holdIPNs()
+            _ = try await w.serverGateway.refund(transactionID: chargeID, reference: CitconServer.refundReference(for: attempt, sequence: 3),
+                                                 amount: try Money(decimal: "3.00", currency: Currency(code: "USD")))
+            var ipn = CitconIPNFields([("id", chargeID), ("transaction_type", "refund"), ("reference", attempt.rawValue), ("amount", "1999"),
+                                       ("currency", "USD"), ("status", "success"), ("time_completed", "2026-11-27T10:00:00Z"),
+                                       ("amount_refunded", ""),
+                                       ("fields", "id,transaction_type,reference,amount,currency,status,time_completed,amount_refunded")])
+            ipn = CitconIPNFields(ipn.names.map { ($0, ipn[$0]!) } + [("sign", try CitconSignature.sign(ipn, secret: Self.apiSecret))])
+            var post = URLRequest(url: w.serverURL.appendingPathComponent("v1/notifications/citcon"))
+            post.httpMethod = "POST"
+            post.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
+            post.httpBody = Data(ipn.names.map { "\($0)=\(ipn[$0]!)" }.joined(separator: "&").utf8)
+            let (_, posted) = try await URLSession.shared.data(for: post)
+            #expect((posted as? HTTPURLResponse)?.statusCode == 200)
+            refunded = try await w.refundedMinorUnits(attempt)
+            for _ in 0..<100 where refunded != 1300 {
+                try await Task.sleep(for: .milliseconds(20))
+                refunded = try await w.refundedMinorUnits(attempt)
+            }
+            #expect(refunded == 1300)
         }
     }
 

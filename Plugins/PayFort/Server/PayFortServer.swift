@@ -507,7 +507,7 @@ public struct PayFortServer: CheckoutServer {
         // "Order not found" (message `036`) comes as `12036` too: the query itself worked, and found nothing
         // (payfort/opencart3-payfort@ba4c924 and payfort/prestashop-payfort@7aabf85
         // `CHECK_STATUS_ORDER_NOT_FOUND_RESPONSE_CODE = '12036'`). Read as a status-12 answer it had no
-        // `transaction_status` and stayed pending for ever; it is not found, so the reconciler can expire it.
+        // `transaction_status` and looked pending; it is not found.
         guard message.status == "12", PayFortCodes.message(of: message.responseCode) != "036" else {
             if PayFortCodes.message(of: message.responseCode) == "036" {
                 throw CheckoutError(.attemptNotFound, field: "merchant_reference", message: "PayFort has no such order", gateway: gateway,

@@ -177,7 +177,7 @@ public struct AttemptPolicy: Sendable, Hashable {
     /// - A report that says money moved or is held (`paid`, `authorized`) must carry an amount in the
     ///   attempt's currency equal to the attempt's amount; without one it is not applied.
     /// - A refund (`refunded`, `partially_refunded`) applies only to an attempt that moved money (or, from the
-    ///   server's own inquiry, one Till never saw paid: the gateway's word that it was paid and refunded), and must
+    ///   server's own inquiry, a refund of the whole amount of one Till never saw paid), and must
     ///   carry its amount in the attempt's currency. Refunds add up (or the gateway's running total,
     ///   ``StatusReport/refundedTotal``, replaces the sum) and never exceed what was captured (the
     ///   attempt's amount). The amounts decide the status: `refunded` when everything captured went
@@ -194,6 +194,12 @@ public struct AttemptPolicy: Sendable, Hashable {
         case .apply, .refund:
             guard source == .notificationToConfirm else { return verdict }
             return .confirmByInquiry("the gateway's \(report.status) notification is confirmed by the server's own inquiry before it applies")
+        case .refuse(let why) where source == .notificationToConfirm && current.moneyMoved
+            && (report.status == .refunded || report.status == .partiallyRefunded):
+            // A refund notification that only triggers (Citcon's, whose amounts may be empty) asks the inquiry even
+            // when its own amounts could not be applied: otherwise a paid attempt, which the reconciler never
+            // revisits, would never learn of the refund.
+            return .confirmByInquiry("the gateway's refund notification is confirmed by the server's own inquiry (\(why))")
         case .duplicate, .refuse, .confirmByInquiry:
             return verdict
         }
@@ -233,8 +239,10 @@ public struct AttemptPolicy: Sendable, Hashable {
     private static func refundVerdict(for report: StatusReport, on current: PaymentStatus, captured: Money,
                                       refunded: Int64, source: ReportSource) -> Verdict {
         // Only the server's own inquiry may say that money moved on an attempt Till never saw paid (an order paid
-        // and refunded before any notification arrived): then the attempt takes the refund, within its amount, and
-        // does not stay pending for ever. A notification alone never does.
+        // and refunded before any notification arrived), and only a refund of the attempt's whole amount: then
+        // nothing is held whatever was captured, and the attempt is `refunded` instead of pending for ever. A
+        // partial refund of it is not applied: what was captured is not known (a partial capture, then a refund of
+        // it, would show money held that is not). A notification alone never does either.
         guard current.moneyMoved || source == .inquiry else {
             return .refuse("a refund of an attempt that never moved money (\(current)) is not applied")
         }
@@ -263,6 +271,9 @@ public struct AttemptPolicy: Sendable, Hashable {
         }
         guard total <= captured.minorUnits else {
             return .refuse("refunds of \(Money(minorUnits: total, currency: captured.currency)) would exceed the captured \(captured)")
+        }
+        guard current.moneyMoved || total == captured.minorUnits else {
+            return .refuse("a partial refund of an attempt Till never saw paid (\(current)) is not applied: what was captured is not known")
         }
         if let remaining = report.remaining, captured.minorUnits - total != remaining.minorUnits {
             let why = "the gateway's balance of \(remaining) does not agree with \(captured) captured less "

@@ -109,9 +109,10 @@ public struct WorldlineBasicPaymentProduct: Sendable, Hashable, Codable, Identif
     public var allowsInstallments: Bool
     public var authenticationIndicator: WorldlineAuthenticationIndicator?
     public var deviceFingerprintEnabled: Bool
-    /// The smallest amount the product takes, in minor units.
+    /// The smallest amount the product takes, in hundredths of the currency whatever its decimals ("in cents
+    /// (using 2 decimals, so 1 EUR becomes 100 cents)", `payment_product.py`; ``WorldlineAmount`` reads it).
     public var minAmount: Int?
-    /// The largest amount the product takes, in minor units.
+    /// The largest amount the product takes, in hundredths of the currency (as ``minAmount``).
     public var maxAmount: Int?
     /// `card`, `redirect`, `mobile`, … (absent in some of the vendor's own samples).
     public var paymentMethod: String?
