@@ -118,21 +118,24 @@ public struct PaymentService: Sendable {
         }
     }
 
-    /// The intent with a card number masked (first 6, last 4) wherever the merchant's caller could type
-    /// free text: the description, every customer field, metadata keys and values. Identifiers Till checks
-    /// (the merchant reference, the card IIN, the amount, the country) are not free text and pass as they are.
+    /// The intent with a card number masked (first 6, last 4) wherever someone could type one as text: the
+    /// description, the customer's names and e-mail, metadata keys and values; in the phone, only a run longer
+    /// than any phone number (16 digits and more: E.164 allows 15).
+    ///
+    /// Identifiers pass as they are, because masking one corrupts it: the merchant reference, and the customer
+    /// reference above all. A numeric customer id of 13–19 digits passes the Luhn check one time in ten or more,
+    /// and two such ids masked alike would be one customer to a gateway (ecommpay's `customer_id` shows the
+    /// customer's saved cards). A card number used as an identifier is the merchant's own data, as the merchant
+    /// reference is; the card IIN, amount and country are checked values, not text.
     /// - Throws: ``ServiceError`` 400 `invalid_field` when two metadata keys become one once masked.
     static func maskingCardNumbers(in intent: PaymentIntent) throws -> PaymentIntent {
-        let mask = Redactor.maskCardNumbers(in:)
+        let mask = { (text: String) in Redactor.maskCardNumbers(in: text) }
         var intent = intent
         intent.description = intent.description.map(mask)
-        intent.customer.reference = intent.customer.reference.map(mask)
         intent.customer.email = intent.customer.email.map(mask)
         intent.customer.firstName = intent.customer.firstName.map(mask)
         intent.customer.lastName = intent.customer.lastName.map(mask)
-        intent.customer.phone = intent.customer.phone.map(mask)
-        intent.customer.ipAddress = intent.customer.ipAddress.map(mask)
-        intent.customer.locale = intent.customer.locale.map(mask)
+        intent.customer.phone = intent.customer.phone.map { Redactor.maskCardNumbers(in: $0, minimumRunDigits: 16) }
         var metadata: [String: String] = [:]
         for (key, value) in intent.metadata {
             let maskedKey = mask(key)
@@ -456,8 +459,8 @@ public struct PaymentService: Sendable {
         }
         // Free text the app sends is kept with any card number masked (a customer may type one anywhere).
         var outcome = outcome
-        outcome.message = outcome.message.map(Redactor.maskCardNumbers(in:))
-        outcome.gatewayCode = outcome.gatewayCode.map(Redactor.maskCardNumbers(in:))
+        outcome.message = outcome.message.map { Redactor.maskCardNumbers(in: $0) }
+        outcome.gatewayCode = outcome.gatewayCode.map { Redactor.maskCardNumbers(in: $0) }
         try await store.recordClientOutcome(outcome, attempt: reference)
         (logger ?? self.logger).info("client outcome recorded (informational)", metadata: [
             "attempt": .string(reference.rawValue), "kind": .string(outcome.kind.rawValue)])

@@ -559,9 +559,11 @@ public struct PayFortServer: CheckoutServer {
         // names no amount, the amount is the one PayFort signed in the feedback this inquiry confirms: the same
         // success, of the same order (`fort_id`), in its own `amount` and `currency`. The answer's status
         // decides; the feedback only supplies the money it signed.
-        if (status == .paid || status == .authorized) && (amount?.minorUnits ?? 0) == 0 {
+        // The order must be named on both sides: the answer's `fort_id` (else the attempt's known one) and the
+        // feedback's.
+        if (status == .paid || status == .authorized) && (amount?.minorUnits ?? 0) == 0, let order = fortID ?? query.gatewayReference {
             amount = query.confirming.first { report in
-                report.status == status && report.amount != nil && (fortID == nil || report.gatewayReference == nil || report.gatewayReference == fortID)
+                report.status == status && report.amount != nil && report.gatewayReference == order
             }?.amount
         }
         // `refunded_amount` is PayFort's running total of refunds: the money rule takes it as such.

@@ -242,8 +242,11 @@ public struct AttemptPolicy: Sendable, Hashable {
         // and refunded before any notification arrived), and only a refund of the attempt's whole amount: then
         // nothing is held whatever was captured, and the attempt is `refunded` instead of pending for ever. A
         // partial refund of it is not applied: what was captured is not known (a partial capture, then a refund of
-        // it, would show money held that is not). A notification alone never does either.
-        guard current.moneyMoved || source == .inquiry else {
+        // it, would show money held that is not). Only an attempt that is still open or holds an authorisation:
+        // after a failed, cancelled or expired one another attempt may exist, and a refunded attempt would then
+        // hide the money that one holds. A notification alone never does any of this.
+        let mayTakeFromInquiry = source == .inquiry && (current == .created || current == .pending || current == .authorized)
+        guard current.moneyMoved || mayTakeFromInquiry else {
             return .refuse("a refund of an attempt that never moved money (\(current)) is not applied")
         }
         for money in [report.amount, report.refundedTotal, report.remaining].compactMap({ $0 }) where money.currency != captured.currency {

@@ -77,7 +77,10 @@ public struct Redactor: Sendable, Hashable {
     /// Masks every run of digits (optionally grouped by single spaces or dashes) that holds a
     /// Luhn-valid 13–19-digit card number anywhere inside it: the whole run is shown as its first 6
     /// and last 4 digits. Digit runs with no such window (timestamps, order numbers) are left alone.
-    public static func maskCardNumbers(in text: String) -> String {
+    ///
+    /// - Parameter minimumRunDigits: a run with fewer digits is left alone whatever it holds (a phone number
+    ///   has at most 15 digits under E.164, so a phone field masks only runs of 16 and more).
+    public static func maskCardNumbers(in text: String, minimumRunDigits: Int = 13) -> String {
         let scalars = Array(text.unicodeScalars)
         var out = String.UnicodeScalarView()
         var index = 0
@@ -98,7 +101,7 @@ public struct Redactor: Sendable, Hashable {
                     end += 1
                 } else { break }
             }
-            if digits.count >= 13, containsCardNumber(digits) {
+            if digits.count >= max(13, minimumRunDigits), containsCardNumber(digits) {
                 let masked = digits.prefix(6).map(String.init).joined()
                     + String(repeating: "*", count: digits.count - 10) + digits.suffix(4).map(String.init).joined()
                 out.append(contentsOf: masked.unicodeScalars)

@@ -215,15 +215,18 @@ struct API: Sendable {
 
     func decode<T: Decodable>(_ type: T.Type, _ buffer: ByteBuffer, field: String) throws -> T {
         let data = Data(buffer: buffer)
-        // A key given twice is refused before decoding: JSONDecoder keeps one of them silently, while the
-        // merchant's own language may keep the other (Python, JavaScript and Go keep the last), so the
-        // merchant's log and Till would disagree about the amount. The strict reader names its path.
+        // Every body is read first by the strict RFC 8259 reader, and only what it accepts reaches JSONDecoder.
+        // A key given twice is refused by its path: JSONDecoder keeps the first silently, while the merchant's
+        // own language may keep the last (Python, JavaScript and Go do), so the merchant's log and Till would
+        // disagree about the amount. Anything else the strict reader refuses — a byte-order mark, UTF-16, a
+        // trailing comma, a lone surrogate, `007` — is not JSON, even where JSONDecoder would take it; taking it
+        // would let a duplicate key past the check.
         do {
             _ = try OrderedJSON.parse(data, field: field)
         } catch where error.code == .duplicateField {
             throw ServiceError(status: .badRequest, code: error.code.rawValue, message: error.message, field: error.field)
         } catch {
-            // Anything else (not JSON at all) is named below, as the decoder sees it.
+            throw ServiceError(status: .badRequest, code: "malformed_json", message: "the body is not valid JSON (\(error.message))", field: field)
         }
         do {
             return try JSONDecoder().decode(type, from: data)
