@@ -114,6 +114,19 @@ struct CitconPluginTests {
                 == .qa(URL(string: base)!))
     }
 
+    @Test("a misspelt setting or credential is refused by name on both halves, never ignored (a misspelt base_url fell back to Citcon's UAT host)",
+          arguments: [(["base_ur": "http://127.0.0.1:8080/citcon/v1/"], [String: String]?.none, "settings.base_ur"),
+                      (["unionpay-mode": "01"], nil, "settings.unionpay-mode"),
+                      ([:], ["api_key": "k", "api_secret": "s", "apisecret": "s"], "credentials.apisecret")])
+    func unknownNames(settings: [String: String], credentials: [String: String]?, field: String) {
+        let server = #expect(throws: CheckoutError.self) { try CitconPlugin.plugin.makeServer(context(settings, credentials: credentials)) }
+        #expect(server?.field == field && server?.code == .misconfigured && server?.message.contains("no such") == true)
+        if field.hasPrefix("settings.") {
+            let app = #expect(throws: CheckoutError.self) { try CitconPlugin.plugin.makeClient(context(settings, credentials: [:])) }
+            #expect(app?.field == field)
+        }
+    }
+
     @Test("the app half is built from settings alone, without credentials")
     func buildsClient() throws {
         let built = try CitconPlugin.plugin.makeClient(context(["environment": "prod"], credentials: [:]))

@@ -57,12 +57,18 @@ struct PayFortPluginTests {
         (["base_url": "not a url"], goodCredentials, "settings.base_url"),
         ([:], goodCredentials.filter { $0.key != "request_phrase" }, "credentials.request_phrase"),
         ([:], goodCredentials.merging(["access_code": ""]) { _, empty in empty }, "credentials.access_code"),
+        // A misspelt name used to be ignored: `base_ur` fell back to PayFort's real sandbox host with these credentials.
+        (["base_ur": "http://127.0.0.1:8080"], goodCredentials, "settings.base_ur"),
+        (["Integration": "mobile_sdk"], goodCredentials, "settings.Integration"),
+        ([:], goodCredentials.merging(["request_phase": "x"]) { $1 }, "credentials.request_phase"),
     ])
     func refuses(settings: [String: String], credentials: [String: String], field: String) {
         let error = #expect(throws: CheckoutError.self) { try PayFortPlugin.plugin.makeServer(context(settings, credentials: credentials)) }
         #expect(error?.field == field)
         #expect(error?.category == .configuration)
-        if field.hasPrefix("credentials.") {
+        if field == "credentials.request_phase" {
+            #expect(error?.code == .misconfigured)
+        } else if field.hasPrefix("credentials.") {
             #expect(error?.code == .missingSecret)
         } else {
             #expect(error?.code == .misconfigured)

@@ -21,18 +21,26 @@ import TillGatewayKit
 public enum CitconPlugin {
     /// The `citcon` module: ``CitconServer`` on the server, ``CitconGateway`` in the app, and the IPN
     /// signature debugger (`till sign citcon`, `till verify citcon`).
+    /// Every setting and credential the module reads; any other name is refused (a misspelt `base_url` would
+    /// otherwise fall back to Citcon's UAT host with the configured credentials).
+    static let knownSettings: Set<String> = ["environment", "base_url", "wallet_client", "country_accelerator", "unionpay_mode",
+                                             "request_3ds", "charge_lifetime_seconds"]
+    static let knownCredentials: Set<String> = ["api_key", "api_secret"]
+
     public static let plugin = GatewayPlugin(
         module: "citcon",
         capabilities: CitconGateway.capabilities,
         makeServer: { context in try server(context) },
         makeClient: { context in
-            CitconGateway(id: context.id, environment: try environment(context.settings), transport: context.transport)
+            try context.settings.rejectUnknown(settings: knownSettings, credentials: knownCredentials)
+            return CitconGateway(id: context.id, environment: try environment(context.settings), transport: context.transport)
         },
         debugger: debugger)
 
     /// The server half of one configured gateway, from its settings and credentials.
     static func server(_ context: GatewayPluginContext) throws(CheckoutError) -> CitconServer {
         let settings = context.settings
+        try settings.rejectUnknown(settings: knownSettings, credentials: knownCredentials)
         let environment = try environment(settings)
         var options = CitconSettings()
         let clients = CitconSettings.WalletClient.allCases.map(\.rawValue)

@@ -16,6 +16,11 @@ import TillPayFort
 public enum PayFortPlugin {
     /// The module's description: builds ``PayFortServer`` (with credentials) and `PayFortGateway`
     /// (settings only), and debugs signatures for `till sign payfort` and `till verify payfort`.
+    /// Every setting and credential the module reads; any other name is refused (a misspelt `base_url` would
+    /// otherwise fall back to PayFort's real host with the configured credentials).
+    static let knownSettings: Set<String> = ["environment", "base_url", "sha", "language", "integration", "confirm_feedback"]
+    static let knownCredentials: Set<String> = ["access_code", "merchant_identifier", "request_phrase", "response_phrase"]
+
     public static let plugin = GatewayPlugin(
         module: "payfort",
         capabilities: PayFortGateway.capabilities,
@@ -26,6 +31,7 @@ public enum PayFortPlugin {
     /// The server half of one configured gateway, from its settings and credentials.
     static func server(_ context: GatewayPluginContext) throws(CheckoutError) -> PayFortServer {
         let settings = context.settings
+        try settings.rejectUnknown(settings: knownSettings, credentials: knownCredentials)
         let environment = try environment(settings)
         let sha = try settings.choice("sha", ["sha256", "sha512"], default: "sha256") ?? "sha256"
         let algorithm = PayFortSignature.Algorithm(rawValue: sha) ?? .sha256
@@ -46,6 +52,7 @@ public enum PayFortPlugin {
 
     /// The app half of one configured gateway, from its settings only.
     static func client(_ context: GatewayPluginContext) throws(CheckoutError) -> PayFortGateway {
+        try context.settings.rejectUnknown(settings: knownSettings, credentials: knownCredentials)
         _ = try integration(context.settings)   // refused the same way on both sides
         _ = try confirmFeedback(context.settings)
         return PayFortGateway(id: context.id, environment: try environment(context.settings), language: try language(context.settings))
