@@ -141,9 +141,7 @@ struct GatewayTests {
         let mine = try await Self.preparation(Setup.intent(method: .alipay), returnURL: Setup.webReturn)
         var other = mine
         other.attempt = AttemptReference(rawValue: "att0000000000000000000002")
-        await // Was a known issue, fixed in the module.
-            await #expect(throws: CheckoutError.self) { _ = try await app.present(other, input: .start) }
-        
+        await #expect(throws: CheckoutError.self) { _ = try await app.present(other, input: .start) }
     }
 
     // MARK: Return

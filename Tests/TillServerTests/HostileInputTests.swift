@@ -56,6 +56,13 @@ struct HostileInputTests {
         }
         let notJSON = try await server.send("POST", "v1/payments", json: "{nope")
         #expect(notJSON.errorCode == "malformed_json" && notJSON.errorField == "body")
+        // An enum value Till does not know lists the ones it does.
+        let action = try await server.send("POST", "v1/payments", json: #"{"merchantReference":"o-1","amount":{"value":100,"currency":"USD"},"method":"card","action":"auth"}"#)
+        #expect(action.errorField == "body.action" && (action.json["error"] as? [String: Any])?["message"] as? String
+                == #""auth" is not one of: sale, authorize, verify"#, "\(String(decoding: action.body, as: UTF8.self))")
+        // An unknown route answers in the API's error shape, not an empty body.
+        let nowhere = try await server.send("GET", "v1/paymnts")
+        #expect(nowhere.status == 404 && nowhere.errorCode == "not_found" && nowhere.headers["content-type"] == "application/json")
         #expect(try await count(server.store, "till_payments") == 0)
         await server.stop()
     }

@@ -702,7 +702,10 @@ public enum ReturnEvent: Sendable, Hashable {
 
 /// What the app may show after Present/Return. Never final: only Confirm is.
 public struct ClientOutcome: Sendable, Hashable, Codable {
-    public enum Kind: String, Sendable, Codable {
+    public enum Kind: String, Sendable, Codable, CaseIterable {
+        /// Decodes a kind; another value is an error naming the field and listing the kinds.
+        public init(from decoder: any Decoder) throws { self = try decoder.decodeOneOf(Self.self) }
+
         /// The client side believes the customer paid. Awaiting confirmation.
         case succeeded
         /// Still in progress.

@@ -50,4 +50,7 @@ public enum PaymentAction: String, Sendable, Codable, CaseIterable {
     case authorize
     /// Check the payment instrument without moving money (ecommpay Verify, zero-amount auth).
     case verify
+
+    /// Decodes an action; another value is an error naming the field and listing the actions.
+    public init(from decoder: any Decoder) throws { self = try decoder.decodeOneOf(Self.self) }
 }

@@ -34,6 +34,19 @@ extension Decoder {
             underlyingError: CheckoutError(.invalidField, field: field, message: "unknown key \"\(CheckoutError.printable(unknown.stringValue))\"")))
     }
 
+    /// Decodes one of a closed set of string values; any other is an error naming the path and listing the
+    /// values there are (`body.action: "auth" is not one of: sale, authorize, verify`).
+    package func decodeOneOf<Value: RawRepresentable & CaseIterable>(_ type: Value.Type) throws -> Value where Value.RawValue == String {
+        let raw = try singleValueContainer().decode(String.self)
+        guard let value = Value(rawValue: raw) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: codingPath, debugDescription: "not one of the values",
+                underlyingError: CheckoutError(.invalidField, field: codingPath.isEmpty ? nil : codingPath.fieldPath,
+                                               message: "\"\(CheckoutError.printable(raw))\" is not one of: "
+                                                + Value.allCases.map(\.rawValue).joined(separator: ", "))))
+        }
+        return value
+    }
+
     package func reportUnknownKeys(allowed: Set<String>) throws {
         guard let collector = userInfo[.tillIssueCollector] as? IssueCollector else { return }
         let container = try self.container(keyedBy: AnyCodingKey.self)

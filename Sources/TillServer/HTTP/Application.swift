@@ -90,7 +90,20 @@ struct RequestIDMiddleware<Context: RequestContext>: RouterMiddleware {
         let id = given ?? UUID().uuidString.lowercased()
         var context = context
         context.logger[metadataKey: "request_id"] = .string(id)
-        var response = try await next(request, context)
+        var response: Response
+        do {
+            response = try await next(request, context)
+        } catch let error as HTTPError {
+            // The router's own refusals (no such route, a method the route does not take) answer in the API's
+            // error shape too, never with an empty body.
+            let code = error.status == .notFound ? "not_found" : error.status == .methodNotAllowed ? "method_not_allowed" : "http_error"
+            let path = CheckoutError.printable(request.uri.path)
+            let message = error.status == .notFound ? "no such route: \(request.method) \(path)"
+                : error.status == .methodNotAllowed ? "\(request.method) is not allowed on \(path)" : error.status.reasonPhrase
+            response = (try? API.json(ErrorBody(error: .init(code: code, message: message)), status: error.status))
+                ?? Response(status: error.status)
+            response.headers.append(contentsOf: error.headers)
+        }
         response.headers[.requestID] = id
         response.headers[.contentTypeOptions] = "nosniff"
         return response
