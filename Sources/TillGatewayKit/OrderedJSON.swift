@@ -204,7 +204,12 @@ struct OrderedJSONParser {
     // MARK: Errors
 
     private func malformed(_ why: String) -> CheckoutError {
-        CheckoutError(.malformedBody, field: field, message: "invalid JSON at byte \(index): \(why)")
+        // Line and column (1-based; the column counts bytes) as an editor shows them, and the byte offset.
+        var line = 1, column = 1
+        for byte in bytes[..<min(index, bytes.count)] {
+            if byte == 0x0A { line += 1; column = 1 } else { column += 1 }
+        }
+        return CheckoutError(.malformedBody, field: field, message: "invalid JSON at line \(line), column \(column) (byte \(index)): \(why)")
     }
 
     private func renderedPath(adding key: String) -> String {

@@ -91,6 +91,20 @@ struct ConfigurationTests {
         #expect(error.issues.contains { $0.field == field }, "\(error.issues)")
     }
 
+    @Test("a syntax error names its line and column; a key given twice names its path")
+    func syntaxErrors() {
+        let missingColon = "{\n  \"merchants\": [\n    {\"id\" \"m\"}\n  ]\n}"
+        guard case .failure(let error) = ConfigurationLoader.load(Data(missingColon.utf8), modules: fakeModules) else {
+            Issue.record("loaded"); return
+        }
+        #expect(error.issues.count == 1 && error.issues[0].field == "$" && error.issues[0].message.contains("line 3, column 11"), "\(error.issues)")
+        let twice = #"{"merchants": [{"id": "m", "id": "n", "gateways": [{"id": "g", "module": "fake"}]}]}"#
+        guard case .failure(let duplicate) = ConfigurationLoader.load(Data(twice.utf8), modules: fakeModules) else {
+            Issue.record("loaded"); return
+        }
+        #expect(duplicate.issues.first?.field == "merchants[0].id" && duplicate.issues.first?.code == .duplicateField, "\(duplicate.issues)")
+    }
+
     @Test("returnURLSchemes load lower-cased; allowLoopbackHTTPReturnURLs defaults to false")
     func returnURLSchemes() throws {
         let json = #"{"merchants":[{"id":"m","gateways":[{"id":"g","module":"fake"}],"returnURLSchemes":["TillShop","com.example.app+pay"]}]}"#

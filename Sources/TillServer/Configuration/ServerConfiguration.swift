@@ -1,5 +1,6 @@
 import Foundation
 import Till
+import TillGatewayKit
 
 // The merchant server's configuration file and secret resolution. They live here, not in the module
 // an app links: an app never reads secrets or server settings.
@@ -172,8 +173,17 @@ extension ConfigurationLoader {
     ///
     /// - Parameter modules: the gateway modules this build knows, by module name, with their
     ///   declared capabilities.
+    ///
+    /// The text is read strictly first (RFC 8259): a syntax error names its line and column, and a key given
+    /// twice names its path (JSONDecoder would keep one of the two silently).
     public static func load(_ data: Data, modules: [String: GatewayCapabilities]) -> Result<TillConfiguration, ConfigurationError> {
-        decode(TillConfiguration.self, from: data) { $0.validate(modules: modules) }
+        do {
+            _ = try OrderedJSON.parse(data, field: "$")
+        } catch {
+            let field = error.field.map { $0.hasPrefix("$.") ? String($0.dropFirst(2)) : $0 } ?? "$"
+            return .failure(ConfigurationError(issues: [ValidationIssue(field: field, code: error.code, message: error.message)]))
+        }
+        return decode(TillConfiguration.self, from: data) { $0.validate(modules: modules) }
     }
 
     /// Reads and loads a file.
