@@ -130,6 +130,20 @@ struct HostileInputTests {
         await server.stop()
     }
 
+    @Test("a payment no gateway of the merchant could ever take is refused at create, naming the field and what the gateways do take, before it is stored")
+    func noEligibleGateway() async throws {
+        let server = try await ServerHarness(.sqlite)
+        let methods = FakeGateway().capabilities.methods.map(\.rawValue).sorted().joined(separator: ", ")
+        let wechat = try await server.send("POST", "v1/payments", json: ServerHarness.intentJSON("o-wechat", method: "wechat"))
+        #expect(wechat.status == 422 && wechat.errorCode == "unsupported_method" && wechat.errorField == "body.method")
+        #expect(((wechat.json["error"] as? [String: Any])?["message"] as? String)?.hasSuffix("they take: \(methods)") == true,
+                "\(String(decoding: wechat.body, as: UTF8.self))")
+        #expect(try await count(server.store, "till_payments") == 0)
+        // The same merchant reference is still free: nothing was spent.
+        #expect(try await server.send("POST", "v1/payments", json: ServerHarness.intentJSON("o-wechat")).status == 201)
+        await server.stop()
+    }
+
     @Test("a merchant's amount ceiling: a payment above it is refused before anything is stored")
     func amountCeiling() async throws {
         let server = try await ServerHarness(.sqlite, merchantSettings: { $0.maxAmounts = ["USD": 100_000] })

@@ -27,6 +27,33 @@ struct RouterTests {
         #expect(decision.notes.contains(RoutingDecision.Note.skipped("spare", reasons: ["disabled"])))
     }
 
+    @Test("a payment no enabled gateway can take is named by the first field that rules them all out: method, currency, country, action")
+    func eligibilityIssue() throws {
+        let modules: [String: GatewayCapabilities] = [
+            "cards": GatewayCapabilities(methods: [.card], currencies: [Self.usd, Currency.lookup("EUR")!], countries: [try CountryCode("DE")],
+                                         actions: [.sale]),
+            "wallets": GatewayCapabilities(methods: [.alipay], actions: [.sale, .authorize]),
+        ]
+        var merchant = MerchantConfiguration(id: "m", gateways: [GatewayConfiguration(id: "c", module: "cards"),
+                                                                 GatewayConfiguration(id: "w", module: "wallets"),
+                                                                 GatewayConfiguration(id: "off", module: "wallets", enabled: false)])
+        merchant.routing = RoutingConfiguration(fallback: ["c", "w"])
+        let router = try GatewayRouter(merchant: merchant, modules: modules)
+        func issue(_ intent: PaymentIntent) -> (String, CheckoutError.Code)? {
+            router.eligibilityIssue(for: intent, path: "body").map { ($0.field, $0.code) }
+        }
+        #expect(issue(try intent(.card)) == nil)
+        #expect(issue(try intent(.alipay, "1000", currency: "JPY", country: nil)) == nil)
+        #expect(issue(try intent(.wechatPay)).map { $0.0 } == "body.method")
+        #expect(router.eligibilityIssue(for: try intent(.wechatPay), path: "body")?.message.hasSuffix("they take: alipay, card") == true)
+        #expect(issue(try intent(.card, "1000", currency: "JPY")).map { $0.1 } == .unsupportedCurrency)
+        #expect(issue(try intent(.card, country: "FR")).map { $0.1 } == .invalidCountry)
+        #expect(issue(try intent(.card, country: nil)).map { $0.1 } == .missingField)
+        var authorize = try intent(.card)
+        authorize.action = .authorize
+        #expect(issue(authorize).map { $0.0 } == "body.action")
+    }
+
     @Test("first matching rule wins: the big-US-cards rule beats the split")
     func firstMatch() throws {
         var generator = SeededGenerator(seed: 1)

@@ -52,6 +52,43 @@ public struct GatewayRouter: Sendable {
         fallback = (merchant.routing.fallback ?? merchant.enabledGateways.map(\.id)).compactMap { index[$0] }
     }
 
+    /// Why no enabled gateway of this merchant can ever take `intent`, or nil when one can (health aside).
+    ///
+    /// Asked when a payment is created, so a payment no gateway could take is refused before it is stored,
+    /// instead of failing at its first prepare as `no_gateway_left` with its merchant reference spent. The issue
+    /// names the first field that rules every gateway out, in the order method, currency, country, action, and
+    /// lists what the merchant's gateways do take there (`body.method: no gateway of this merchant takes
+    /// "wechat"; they take: alipay, card, wechatpay`).
+    public func eligibilityIssue(for intent: PaymentIntent, path: String) -> ValidationIssue? {
+        let enabled = gatewayIDs.indices.filter { enabledMask & (1 << UInt64($0)) != 0 }.map { gatewayCapabilities[$0] }
+        guard !enabled.contains(where: { $0.ineligibility(for: intent).isEmpty }) else { return nil }
+        let byMethod = enabled.filter { $0.methods.contains(intent.method) }
+        guard !byMethod.isEmpty else {
+            let methods = Set(enabled.flatMap(\.methods)).map(\.rawValue).sorted()
+            return ValidationIssue(field: "\(path).method", code: .unsupportedMethod,
+                                   message: "no gateway of this merchant takes \"\(CheckoutError.printable(intent.method.rawValue))\"; they take: "
+                                    + methods.joined(separator: ", "))
+        }
+        let byCurrency = byMethod.filter { $0.currencies?.contains(intent.amount.currency) ?? true }
+        guard !byCurrency.isEmpty else {
+            return ValidationIssue(field: "\(path).amount.currency", code: .unsupportedCurrency,
+                                   message: "no gateway of this merchant that takes \(intent.method.rawValue) takes \(intent.amount.currency.code)")
+        }
+        let byCountry = byCurrency.filter { capabilities in
+            guard let countries = capabilities.countries else { return true }
+            return intent.country.map(countries.contains) ?? false
+        }
+        guard !byCountry.isEmpty else {
+            return ValidationIssue(field: "\(path).country", code: intent.country == nil ? .missingField : .invalidCountry,
+                                   message: intent.country == nil ? "the gateways that take this payment need the customer's country"
+                                    : "no gateway of this merchant that takes this payment serves \(intent.country!.code)")
+        }
+        let actions = Set(byCountry.flatMap(\.actions)).map(\.rawValue).sorted()
+        return ValidationIssue(field: "\(path).action", code: .unsupportedAction,
+                               message: "no gateway of this merchant that takes this payment can \(intent.action.rawValue); they can: "
+                                + actions.joined(separator: ", "))
+    }
+
     /// Routes one payment.
     ///
     /// - Parameters:
