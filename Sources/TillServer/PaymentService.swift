@@ -286,7 +286,11 @@ public struct PaymentService: Sendable {
                 ?? CheckoutError(.unknownOutcome, message: "the gateway module failed unexpectedly", gateway: gatewayID)
             merchant.health.record(gatewayID, success: failure.category != .unavailable && failure.category != .unknownOutcome,
                                    releasingProbe: probe)
-            try await close(reference, on: gatewayID, after: failure, stage: "prepare")
+            // A Prepare that refuses the payment's own data (a field the gateway needs is missing or wrong) moves no
+            // money — no customer has presented anything yet — so it is a mistake to fix, not a decline: the attempt
+            // is closed as never sent, and the next prepare may move on instead of finding the payment not retryable.
+            let refusedInput = failure.category == .invalidInput && failure.code != .malformedBody
+            try await close(reference, on: gatewayID, after: failure, stage: "prepare", as: refusedInput ? .neverSent : nil)
             throw ServiceError(status: failure.category == .invalidInput ? .unprocessableContent : .badGateway,
                                code: failure.code.rawValue, message: failure.message, field: failure.field, category: failure.category)
         }
@@ -300,8 +304,10 @@ public struct PaymentService: Sendable {
     /// After a failed Prepare or Submit: an attempt known not to have charged is closed as failed (so
     /// the next prepare may cascade, as the attempt policy allows); one that may have reached the
     /// gateway stays open (pending) for an inquiry to settle.
-    func close(_ reference: AttemptReference, on gatewayID: GatewayID, after failure: CheckoutError, stage: String) async throws {
-        if let code = AttemptFailure(failure).recordedCode {
+    /// - Parameter classified: what the failure means for the money, when the stage knows better than the error.
+    func close(_ reference: AttemptReference, on gatewayID: GatewayID, after failure: CheckoutError, stage: String,
+               as classified: AttemptFailure? = nil) async throws {
+        if let code = (classified ?? AttemptFailure(failure)).recordedCode {
             _ = try await store.apply(StatusReport(gateway: gatewayID, attempt: reference, status: .failed, gatewayCode: code,
                                                    eventID: "\(stage):\(reference)"), source: .answer)
         } else {

@@ -26,6 +26,9 @@ public enum FakeBehavior: Sendable, Hashable {
     case delayedCharge
     /// Prepare itself fails this way (the session or token could not be created).
     case failPrepare(TransportError.Kind)
+    /// Prepare refuses the payment's data before anything is sent (a gateway module missing a field it needs:
+    /// PayFort without the customer's e-mail): `missing_field` naming `intent.<field>`, category invalid input.
+    case refuseInput(field: String)
     /// Send the customer to a wallet page; the customer's choice decides (``FakeGateway/customerActs(on:approve:)``).
     case walletHandoff
 }
@@ -218,6 +221,9 @@ public struct FakeGateway: CheckoutGateway {
         if case .failPrepare(let kind) = record.behavior {
             throw TransportError(kind, "scripted prepare failure").checkoutError(gateway: gateway)
         }
+        if case .refuseInput(let field) = record.behavior {
+            throw CheckoutError(.missingField, field: "intent.\(field)", message: "this gateway needs it", gateway: gateway)
+        }
         return Preparation(gateway: gateway, attempt: context.attempt, method: context.intent.method,
                            amount: context.intent.amount, gatewayReference: "fake_\(context.attempt.rawValue)",
                            parameters: ["flow": record.behavior == .walletHandoff ? "wallet" : "card"],
@@ -330,6 +336,8 @@ public struct FakeGateway: CheckoutGateway {
             throw TransportError(.timedOut, "no answer").checkoutError(gateway: gateway)
         case .failPrepare(let kind):
             throw TransportError(kind, "scripted failure").checkoutError(gateway: gateway)
+        case .refuseInput(let field):
+            throw CheckoutError(.missingField, field: "intent.\(field)", message: "this gateway needs it", gateway: gateway)
         }
     }
 

@@ -144,6 +144,27 @@ struct HostileInputTests {
         await server.stop()
     }
 
+    @Test("a prepare the gateway refuses for the payment's own data is a mistake, not a decline: 422 naming the field, the attempt closed as never sent, the next prepare moves on")
+    func prepareRefusedInputDoesNotSpendThePayment() async throws {
+        let server = try await ServerHarness(.sqlite, gateways: ["needs-email", "other"])
+        await server.gateway("needs-email").ledger.enqueue([.refuseInput(field: "customer.email")])
+        let created = try await server.send("POST", "v1/payments", json: ServerHarness.intentJSON("o-email"))
+        let id = try #require(created.json["id"] as? String)
+        var answer = try await server.send("POST", "v1/payments/\(id)/attempts", json: "{}")
+        // The fallback list puts the gateway that needs the e-mail first.
+        #expect(answer.status == 422)
+        if answer.status == 422 {
+            #expect(answer.status == 422 && answer.errorCode == "missing_field" && answer.errorField == "intent.customer.email",
+                    "\(String(decoding: answer.body, as: UTF8.self))")
+            let stored = try #require(try await server.store.payment(id: id, merchant: server.merchant))
+            #expect(stored.attempts.count == 1 && stored.attempts[0].gatewayCode == AttemptFailure.notSentCode)
+            // Not `not_retryable`: the next prepare moves on to the gateway that does not need the field.
+            answer = try await server.send("POST", "v1/payments/\(id)/attempts", json: "{}")
+            #expect(answer.status == 201 && answer.json["gateway"] as? String == "other", "\(String(decoding: answer.body, as: UTF8.self))")
+        }
+        await server.stop()
+    }
+
     @Test("a merchant's amount ceiling: a payment above it is refused before anything is stored")
     func amountCeiling() async throws {
         let server = try await ServerHarness(.sqlite, merchantSettings: { $0.maxAmounts = ["USD": 100_000] })
