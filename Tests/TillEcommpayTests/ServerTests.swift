@@ -276,6 +276,27 @@ struct ServerTests {
         #expect(report.eventID.contains(":28000000002:\(type):\(operationStatus):"))
     }
 
+    @Test("the fields Fixtures/refund-fields.json names (from ecommpay's own plugins) decide a refund: its amount at the refund_amount path, the balance at the balance path, the types and the success status as listed")
+    func refundFieldsFixture() throws {
+        let facts = try #require(try JSONSerialization.jsonObject(with: fixture("refund-fields.json")) as? [String: Any])
+        func path(_ key: String) throws -> [String] { try #require((facts[key] as? [String: Any])?["path"] as? [String]) }
+        #expect(try path("refund_amount") == ["operation", "sum_initial", "amount"] && path("balance") == ["payment", "sum", "amount"])
+        let types = try #require((facts["refund_operation_types"] as? [String: Any])?["values"] as? [String])
+        let success = try #require((facts["operation_succeeded"] as? [String: Any])?["value"] as? String)
+        for type in types {
+            #expect(EcommpayServer.isRefund(J.object(("type", .string(type)))))
+            var members = Self.callbackMembers(status: "partially refunded", sum: (1500, "EUR"), operation: type)
+            members = members.map { member in
+                member.key != "operation" ? member : .init(key: "operation", value: J.object(
+                    ("id", J.int(9)), ("type", .string(type)), ("status", .string(success)),
+                    ("sum_initial", J.object(("amount", J.int(499)), ("currency", .string("EUR"))))))
+            }
+            let report = try Setup.server().verifyNotification(Self.notification(members)).report
+            #expect(report.amount == Setup.money(499, "EUR") && report.remaining == Setup.money(1500, "EUR"), "\(type)")
+        }
+        #expect(!EcommpayServer.isRefund(J.object(("type", .string("sale")))))
+    }
+
     @Test("a refund operation without its own amount is refused by name, not read from the balance")
     func refundWithoutAmount() throws {
         var members = Self.callbackMembers(status: "partially refunded", sum: (1299, "EUR"), operation: "refund")

@@ -631,6 +631,24 @@ struct PayFortGatewayTests {
         #expect(try await inquire([otherOrder, declined, unnamed]).amount == nil)
     }
 
+    @Test("Fixtures/wire/aps-currencies-and-check-status.json: Till sends exactly the currencies on whose decimals every vendor table agrees with ISO 4217, those of 2 or 3")
+    func currencyTablesFixture() throws {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/wire/aps-currencies-and-check-status.json")
+        let facts = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
+        let tables = try #require(facts["currency_decimal_tables"] as? [[String: Any]])
+        for currency in Currency.allISO {
+            let agree = tables.allSatisfy { table in
+                guard let fallback = table["default"] as? Int else { return true }   // the ISO table
+                return ((table["decimals"] as? [String: Int])?[currency.code] ?? fallback) == currency.minorUnits
+            }
+            // Every table agrees with ISO for the currency exactly when its ISO exponent is 2 or 3 …
+            #expect(agree == (currency.minorUnits == 2 || currency.minorUnits == 3), "\(currency.code)")
+            // … and those are the currencies PayFort is offered.
+            #expect(PayFortCurrencies.supports(currency) == agree, "\(currency.code)")
+        }
+        #expect((facts["check_status"] as? [String: Any])?["order_not_found_response_code"] as? String == "12036")
+    }
+
     @Test("currencies PayFort's own integrations disagree on (ISO exponent 0 or 4: JPY, XOF, XPF, CLF) are refused by name before any call; 2 and 3 decimals are offered")
     func currencies() async throws {
         for code in ["JPY", "XOF", "XPF", "KRW", "CLF"] {

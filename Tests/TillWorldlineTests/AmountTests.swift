@@ -33,6 +33,22 @@ struct WorldlineAmountTests {
         #expect(WorldlineGateway.capabilities.currencies == WorldlineAmount.currencies)
     }
 
+    @Test("the vendor's examples (Fixtures/amounts.json, from the API reference and the Python SDK): each converts both ways; what no source settles is refused")
+    func vendorExamples() throws {
+        let fixture = try #require(try JSONSerialization.jsonObject(with: worldlineFixture("amounts.json")) as? [String: Any])
+        for example in try #require(fixture["examples"] as? [[String: Any]]) {
+            let currency = try Currency(code: try #require(example["currency"] as? String))
+            let money = Money(minorUnits: Int64(try #require(example["iso_minor_units"] as? Int)), currency: currency)
+            let wire = Int64(try #require(example["wire"] as? Int))
+            #expect(try WorldlineAmount.wire(money) == wire, "\(money)")
+            #expect(try WorldlineAmount.money(wire: wire, currency: currency) == money, "\(money)")
+        }
+        for refused in try #require(fixture["not_settled"] as? [[String: Any]]) {
+            let currency = try Currency(code: try #require(refused["currency"] as? String))
+            #expect(!WorldlineAmount.supports(currency), "\(currency.code)")
+        }
+    }
+
     @Test("a ¥1000 payment is created for 100000 (¥1000.00), and Worldline's answer of 100000 is ¥1000: the attempt's amount")
     func yenPayment() async throws {
         let jpy = try Currency(code: "JPY")
