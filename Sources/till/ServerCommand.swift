@@ -36,6 +36,17 @@ struct ServerCommand: AsyncParsableCommand {
             printError(error.description)
             throw ExitCode.failure
         }
+        // One server per SQLite file: a second one is refused at once, with the reason, not started beside it.
+        var instanceLock: SQLiteInstanceLock?
+        if settings.storage.hasPrefix("sqlite:") {
+            do {
+                instanceLock = try SQLiteInstanceLock(database: String(settings.storage.dropFirst("sqlite:".count)))
+            } catch StoreError.unavailable(let why) {
+                printError("till server: \(why)")
+                throw ExitCode.failure
+            }
+        }
+        defer { withExtendedLifetime(instanceLock) {} }
         let store = try openStore(settings.storage, postgresConnections: settings.postgresConnections)
         // A database that cannot be reached is a failed start, said once, not a silent wait.
         do {
