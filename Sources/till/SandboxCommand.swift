@@ -12,8 +12,11 @@ struct SandboxCommand: AsyncParsableCommand {
     @Option(help: "Port to listen on (0 picks a free one).")
     var port = 0
 
-    @Option(name: .customLong("notification-url"), help: "Where gateways with a fixed notification URL post (PayFort's transaction feedback, e.g. http://127.0.0.1:8080/v1/notifications/payfort; Worldline's webhooks go to the same path ending in /worldline).")
+    @Option(name: .customLong("notification-url"), help: "Where gateways with a fixed notification URL post: PayFort's transaction feedback, e.g. http://127.0.0.1:8080/v1/notifications/payfort; Worldline's webhooks and ecommpay's callbacks go to the same directory, ending in their gateway id (/worldline, /ecommpay unless --gateway-id says otherwise). Citcon and iPayNow post to the URL each payment names.")
     var notificationURL: String?
+
+    @Option(name: .customLong("gateway-id"), help: "MODULE=ID: the gateway id your configuration gives a module (e.g. worldline=wl-eu), so its notifications reach the server's /v1/notifications/ID. Repeatable.")
+    var gatewayIDs: [String] = []
 
     @Option(name: .customLong("retry-interval-ms"), help: "Milliseconds between notification retries (the gateways': 10000).")
     var retryIntervalMillis = 10_000
@@ -26,7 +29,18 @@ struct SandboxCommand: AsyncParsableCommand {
             }
             notification = url
         }
-        let emulators = try Gateways.sandboxEmulators(retryInterval: .milliseconds(retryIntervalMillis), notificationURL: notification)
+        var ids: [String: String] = [:]
+        for pair in gatewayIDs {
+            let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
+            let modules = ["payfort", "citcon", "worldline", "ipaynow", "ecommpay"]
+            guard parts.count == 2, modules.contains(parts[0]), !parts[1].isEmpty,
+                  parts[1].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) }) else {
+                throw ValidationError("--gateway-id expects MODULE=ID with MODULE one of \(modules.joined(separator: ", ")) and ID of A-Z a-z 0-9 - _ . (got \(pair))")
+            }
+            ids[parts[0]] = parts[1]
+        }
+        let emulators = try Gateways.sandboxEmulators(retryInterval: .milliseconds(retryIntervalMillis), notificationURL: notification,
+                                                      gatewayIDs: ids)
         let sandbox = try await Sandbox.start(emulators: emulators, port: port)
         var lines = ["till sandbox on \(sandbox.baseURL)"]
         for emulator in emulators {

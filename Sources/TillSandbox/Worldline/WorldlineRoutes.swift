@@ -187,7 +187,8 @@ extension WorldlineEmulator: SandboxEmulator {
                 settings: ["base_url": moduleBaseURL(in: sandbox).absoluteString, "merchant_id": merchant.merchantId],
                 credentials: ["api_key_id": merchant.apiKeyId, "secret_api_key": merchant.secretApiKey,
                               "webhook_key_id": merchant.webhookKeyId, "webhook_secret_key": merchant.webhookSecretKey],
-                summary: "merchant \(merchant.merchantId), API key id \"\(merchant.apiKeyId)\", webhook key id \"\(merchant.webhookKeyId)\"; "
+                summary: "merchant \(merchant.merchantId), API key id \"\(merchant.apiKeyId)\", secret API key \"\(merchant.secretApiKey)\", "
+                    + "webhook key id \"\(merchant.webhookKeyId)\", webhook secret key \"\(merchant.webhookSecretKey)\"; "
                     + "webhooks to \(url?.absoluteString ?? "nowhere (POST /admin/worldline/merchants/\(merchant.merchantId)/webhook)")")
         }
     }
