@@ -65,16 +65,24 @@ struct ReconcileCommand: AsyncParsableCommand {
             case .skipped, .skippedBudget, nil: summary.skipped += 1
             }
         }
+        if entries.isEmpty {
+            // Zeros say nothing by themselves: say what a pass looks at.
+            summary.note = "no attempt was due: a pass inquires attempts still created or pending that are at least "
+                + "\(settings.reconciliation.minimumAgeSeconds) s old (server.reconciliation.minimumAgeSeconds) and whose next inquiry "
+                + "is due, at most \(settings.reconciliation.maxInquiriesPerGatewayPerPass) per gateway; --now moves the clock"
+        }
         try printJSONLine(summary)
     }
 
-    /// The last line: attempts inquired (settled, expired, unchanged or failed), and each outcome's count.
+    /// The last line: attempts inquired (settled, expired, unchanged or failed), and each outcome's count; with
+    /// nothing to do, a note saying what a pass looks at.
     struct Summary: Encodable {
         var inquired = 0
         var settled = 0
         var expired = 0
         var failed = 0
         var skipped = 0
+        var note: String?
     }
 }
 

@@ -45,3 +45,28 @@ struct SandboxCommandTests {
         }
     }
 }
+
+@Suite("till reconcile, the command")
+struct ReconcileCommandTests {
+    @Test("a pass with nothing due says why in its summary line instead of printing bare zeros")
+    func nothingDueSaysWhy() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("till-reconcile-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let config = folder.appendingPathComponent("till.json")
+        try Data("""
+            {"server": {"listen": "127.0.0.1:0", "storage": "sqlite:\(folder.appendingPathComponent("till.sqlite").path)"},
+             "merchants": [{"id": "r", "apiKey": {"env": "R_API_KEY"},
+               "gateways": [{"id": "fake", "module": "fake", "credentials": {"notification_secret": {"env": "R_SECRET"}}}]}]}
+            """.utf8).write(to: config)
+        let process = try ChildProcess(ServerProcess.executable, arguments: ["reconcile", "--config", config.path],
+                                       environment: ChildProcess.inheritedEnvironment(["R_API_KEY": "reconcile-test-api-key-0123", "R_SECRET": "s"]),
+                                       stdout: .pipe, stderr: .null)
+        let text = String(decoding: process.standardOutput!.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.waitUntilExit() == .exited(0))
+        let last = try #require(text.split(separator: "\n").last)
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any])
+        #expect(summary["inquired"] as? Int == 0)
+        #expect((summary["note"] as? String)?.contains("600 s old (server.reconciliation.minimumAgeSeconds)") == true, "\(text)")
+    }
+}
