@@ -102,7 +102,11 @@ public enum ReconciliationAction: String, Sendable, Hashable, CaseIterable {
 /// inquired, so one instance inquires it per round. Every action goes to the reconciliation log
 /// (``PaymentStore/reconciliationLog(limit:)``), to swift-log under the reconciler's logger, and to the
 /// counter `till_reconciliation_total{action}`.
-public struct Reconciler: Service {
+public struct Reconciler: Service, CustomStringConvertible {
+    /// Its name only: the service group logs its services' descriptions at debug level, and the reconciler's
+    /// state holds the merchants' configuration (API key digests among it), which no log line should show.
+    public var description: String { "Reconciler" }
+
     public let state: ServerState
     public let store: any PaymentStore
     public let settings: ReconciliationSettings

@@ -23,7 +23,28 @@ struct ServerCommand: AsyncParsableCommand {
     @Option(help: "Override server.storage (sqlite:PATH or postgres://…).")
     var storage: String?
 
+    @Option(name: .customLong("log-level"), help: "The lowest level logged: trace, debug, info, notice, warning, error or critical.")
+    var logLevel: String = "info"
+
+    @Option(name: .customLong("log-format"), help: "text (one readable line each) or json (one JSON object per line: time, level, label, message, metadata).")
+    var logFormat: String = "text"
+
+    func validate() throws {
+        guard Logger.Level(rawValue: logLevel) != nil else {
+            throw ValidationError("--log-level: one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")) (got \(logLevel))")
+        }
+        guard ["text", "json"].contains(logFormat) else { throw ValidationError("--log-format: text or json (got \(logFormat))") }
+    }
+
     func run() async throws {
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        let json = logFormat == "json"
+        LoggingSystem.bootstrap { label in
+            if json { return JSONLogHandler(label: label, level: level) }
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
         var configuration = try loadConfiguration(config)
         var settings = configuration.server ?? ServerSettings()
         if let listen { settings.listen = listen }
