@@ -11,7 +11,7 @@ struct ConfigCommand: ParsableCommand {
 
     struct Check: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Validate a configuration file and report every problem with its path.")
+            abstract: "Validate a configuration file and report every problem with its path, the gateway modules' own checks included.")
 
         @Argument(help: "The configuration file (JSON).")
         var file: String
@@ -19,6 +19,13 @@ struct ConfigCommand: ParsableCommand {
         func run() throws {
             switch ConfigurationLoader.load(contentsOf: URL(fileURLWithPath: file), modules: Gateways.capabilities) {
             case .success(let configuration):
+                // The gateway modules check their own settings and credential names, as the server will at start.
+                let issues = ServerState.moduleIssues(of: configuration, plugins: Gateways.plugins)
+                guard issues.isEmpty else {
+                    for issue in issues { print("\(file): \(issue)") }
+                    print("\(issues.count) problem(s)")
+                    throw ExitCode.failure
+                }
                 let gateways = configuration.merchants.map(\.gateways.count).reduce(0, +)
                 let rules = configuration.merchants.map(\.routing.rules.count).reduce(0, +)
                 print("\(file): OK — \(configuration.merchants.count) merchant(s), \(gateways) gateway(s), \(rules) rule(s)")
