@@ -40,6 +40,21 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     }
 }
 
+/// Where the environment says PostgreSQL must be there (`.ci/run` sets `TILL_TEST_REQUIRE_POSTGRES=1` after
+/// starting it), its store tests must not be skipped: a CI run that silently tested SQLite alone would pass.
+@Suite("The store tests run where they must")
+struct StoreKindRequirementTests {
+    @Test("with TILL_TEST_REQUIRE_POSTGRES=1, TILL_TEST_POSTGRES_URL is set and PostgreSQL answers, so no PostgreSQL case is skipped")
+    func postgresWhenRequired() async throws {
+        guard ProcessInfo.processInfo.environment["TILL_TEST_REQUIRE_POSTGRES"] == "1" else { return }
+        #expect(StoreKind.available.contains(.postgres), "TILL_TEST_POSTGRES_URL is not set: every PostgreSQL case would be skipped")
+        if StoreKind.postgresURL != nil {
+            let store = try await StoreKind.postgres.open()
+            try await store.close()
+        }
+    }
+}
+
 func count(_ store: any PaymentStore, _ table: String, where condition: String = "1 = 1") async throws -> Int {
     if let sqlite = store as? SQLitePaymentStore { return try await sqlite.count(table, where: condition) }
     if let postgres = store as? PostgresPaymentStore { return try await postgres.count(table, where: condition) }
