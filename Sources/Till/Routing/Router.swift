@@ -60,8 +60,10 @@ public struct GatewayRouter: Sendable {
     /// lists what the merchant's gateways do take there (`body.method: no gateway of this merchant takes
     /// "wechat"; they take: alipay, card, wechatpay`).
     public func eligibilityIssue(for intent: PaymentIntent, path: String) -> ValidationIssue? {
+        // The router's own eligibility test first (no allocation): any enabled gateway that would be a candidate.
+        let key = IntentKey(intent, vocabulary: vocabulary)
+        for i in gatewayIDs.indices where enabledMask & (1 << UInt64(i)) != 0 && fastCapabilities[i].accepts(key) { return nil }
         let enabled = gatewayIDs.indices.filter { enabledMask & (1 << UInt64($0)) != 0 }.map { gatewayCapabilities[$0] }
-        guard !enabled.contains(where: { $0.ineligibility(for: intent).isEmpty }) else { return nil }
         let byMethod = enabled.filter { $0.methods.contains(intent.method) }
         guard !byMethod.isEmpty else {
             let methods = Set(enabled.flatMap(\.methods)).map(\.rawValue).sorted()
