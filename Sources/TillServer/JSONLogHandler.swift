@@ -13,9 +13,10 @@ public struct JSONLogHandler: LogHandler {
 
     /// - Parameters:
     ///   - level: the lowest level written.
-    ///   - write: where each line goes (standard error by default), the newline included.
+    ///   - write: where each line goes (standard error by default, a failed write ignored: a reader that went away
+    ///     or a full disk must not stop the server), the newline included.
     public init(label: String, level: Logger.Level = .info, metadataProvider: Logger.MetadataProvider? = nil,
-                write: @escaping @Sendable (Data) -> Void = { FileHandle.standardError.write($0) }) {
+                write: @escaping @Sendable (Data) -> Void = { try? FileHandle.standardError.write(contentsOf: $0) }) {
         self.label = label
         self.logLevel = level
         self.metadataProvider = metadataProvider
@@ -27,8 +28,11 @@ public struct JSONLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    public func log(level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?, source: String,
-                    file: String, function: String, line: UInt) {
+    public func log(event: LogEvent) {
+        write(level: event.level, message: event.message, metadata: event.metadata, source: event.source)
+    }
+
+    private func write(level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?, source: String) {
         var merged = metadata
         if let provided = metadataProvider?.get() { merged.merge(provided) { _, new in new } }
         if let explicit { merged.merge(explicit) { _, new in new } }

@@ -83,7 +83,13 @@ public struct PaymentService: Sendable {
     public func createPayment(_ intent: PaymentIntent, merchant: MerchantRuntime, idempotencyKey key: String?,
                               logger: Logger? = nil) async throws -> (payment: PaymentView, replayed: Bool) {
         if let issue = intent.validate(path: "body").first { throw ServiceError(issue.error) }
-        if let issue = merchant.router.eligibilityIssue(for: intent, path: "body") { throw ServiceError(issue.error, status: .unprocessableContent) }
+        // A payment no gateway could take is refused before it is stored — unless it is a replay of a create that
+        // was stored (the configuration may have changed since): a retried request gets its first answer.
+        if let issue = merchant.router.eligibilityIssue(for: intent, path: "body") {
+            var replay = false
+            if let key { replay = try await store.hasIdempotencyKey(key, merchant: merchant.configuration.id) }
+            if !replay { throw ServiceError(issue.error, status: .unprocessableContent) }
+        }
         if let ceiling = merchant.configuration.maxAmount(for: intent.amount.currency), intent.amount.minorUnits > ceiling.minorUnits {
             throw ServiceError(status: .unprocessableContent, code: CheckoutError.Code.invalidAmount.rawValue,
                                message: "above this merchant's ceiling of \(ceiling)", field: "body.amount.value")

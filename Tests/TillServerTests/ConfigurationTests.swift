@@ -103,6 +103,9 @@ struct ConfigurationTests {
             Issue.record("loaded"); return
         }
         #expect(duplicate.issues.first?.field == "merchants[0].id" && duplicate.issues.first?.code == .duplicateField, "\(duplicate.issues)")
+        // A file saved with a UTF-8 byte-order mark loads (RFC 8259 lets a parser ignore it).
+        let marked = Data([0xEF, 0xBB, 0xBF]) + Data(#"{"merchants": [{"id": "m", "gateways": [{"id": "g", "module": "fake"}]}]}"#.utf8)
+        #expect((try? ConfigurationLoader.load(marked, modules: fakeModules).get()) != nil)
     }
 
     @Test("returnURLSchemes load lower-cased; allowLoopbackHTTPReturnURLs defaults to false")

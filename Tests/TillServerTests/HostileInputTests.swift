@@ -141,6 +141,33 @@ struct HostileInputTests {
         #expect(try await count(server.store, "till_payments") == 0)
         // The same merchant reference is still free: nothing was spent.
         #expect(try await server.send("POST", "v1/payments", json: ServerHarness.intentJSON("o-wechat")).status == 201)
+        // A replay of a create that was stored answers as the first time, even if no gateway could take it now: with
+        // the key, the store decides (replay), not the check.
+        let key = ["Idempotency-Key": "replay-\(UUID().uuidString)"]
+        let first = try await server.send("POST", "v1/payments", json: ServerHarness.intentJSON("o-replay"), headers: key)
+        #expect(first.status == 201)
+        #expect(try await server.store.hasIdempotencyKey(key["Idempotency-Key"]!, merchant: server.merchant))
+        #expect(!(try await server.store.hasIdempotencyKey("never-used", merchant: server.merchant)))
+        // The configuration changes: the merchant's gateway now takes only WeChat Pay. The replay still gets its payment;
+        // a new card payment is refused.
+        var narrowed = MerchantConfiguration(id: server.merchant, apiKey: CredentialReference(env: "API_KEY"),
+                                             gateways: [GatewayConfiguration(id: "fake", module: "fake",
+                                                                                         credentials: ["notification_secret": CredentialReference(env: "SECRET")],
+                                                                                         limits: CapabilityLimits(methods: [.wechatPay]))],
+                                             routing: RoutingConfiguration(fallback: ["fake"]), returnURLSchemes: ["shop"])
+        narrowed.retry = RetryPolicy(maxAttempts: 3)
+        let state = try ServerState(configuration: TillConfiguration(merchants: [narrowed],
+                                                                     server: ServerSettings(listen: "127.0.0.1:0", storage: "sqlite:unused")),
+                                    plugins: [FakeGateway.plugin], environment: ["API_KEY": server.apiKey, "SECRET": "s"])
+        let service = PaymentService(state: state, store: server.store)
+        let merchant = try #require(state.merchants.first)
+        let intent = try JSONDecoder().decode(PaymentIntent.self, from: Data(ServerHarness.intentJSON("o-replay").utf8))
+        let replayed = try await service.createPayment(intent, merchant: merchant, idempotencyKey: key["Idempotency-Key"])
+        #expect(replayed.replayed && replayed.payment.id == first.json["id"] as? String)
+        await #expect(throws: ServiceError.self) {
+            _ = try await service.createPayment(try JSONDecoder().decode(PaymentIntent.self, from: Data(ServerHarness.intentJSON("o-new").utf8)),
+                                                merchant: merchant, idempotencyKey: nil)
+        }
         await server.stop()
     }
 

@@ -58,6 +58,7 @@ final class ReadRecordingStore: PaymentStore, @unchecked Sendable {
 
     func migrate() async throws { try await inner.migrate() }
     func notificationCount(attempt: AttemptReference) async throws -> Int { try await inner.notificationCount(attempt: attempt) }
+    func hasIdempotencyKey(_ key: String, merchant: String) async throws -> Bool { try await inner.hasIdempotencyKey(key, merchant: merchant) }
     func notificationsAwaitingInquiry(attempt: AttemptReference, gateway: GatewayID, limit: Int) async throws -> [RawNotification] {
         try await inner.notificationsAwaitingInquiry(attempt: attempt, gateway: gateway, limit: limit)
     }

@@ -39,7 +39,7 @@ struct SandboxCommandTests {
 
     @Test("a --gateway-id that names no module, or an id with other characters, is refused naming the option")
     func badGatewayID() throws {
-        for bad in ["worldlin=wl", "worldline=", "worldline=a/b"] {
+        for bad in ["worldlin=wl", "worldline=", "worldline=a/b", "citcon=cc"] {
             let (text, ended) = try output(["--gateway-id", bad])
             #expect(ended != nil && ended != .exited(0) && text.contains("--gateway-id expects MODULE=ID"), "\(bad): \(text)")
         }

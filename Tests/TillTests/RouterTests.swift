@@ -52,6 +52,12 @@ struct RouterTests {
         var authorize = try intent(.card)
         authorize.action = .authorize
         #expect(issue(authorize).map { $0.0 } == "body.action")
+        // A gateway could take it, but the routing never offers it one: the fallback names only the card gateway.
+        merchant.routing = RoutingConfiguration(fallback: ["c"])
+        let narrow = try GatewayRouter(merchant: merchant, modules: modules)
+        #expect(narrow.eligibilityIssue(for: try intent(.alipay, "1000", currency: "JPY", country: nil), path: "body").map { ($0.field, $0.code) }
+                .map { $0.0 == "body" && $0.1 == "not_routable" } == true)
+        #expect(narrow.eligibilityIssue(for: try intent(.card), path: "body") == nil)
     }
 
     @Test("first matching rule wins: the big-US-cards rule beats the split")

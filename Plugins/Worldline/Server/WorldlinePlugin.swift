@@ -25,12 +25,21 @@ public enum WorldlinePlugin {
         module: "worldline",
         capabilities: WorldlineGateway.capabilities,
         makeServer: { context in try server(context) },
-        makeClient: { context in WorldlineGateway(id: context.id, transport: context.transport) },
+        makeClient: { context in
+            try context.settings.rejectUnknown(settings: knownSettings, credentials: knownCredentials)
+            return WorldlineGateway(id: context.id, transport: context.transport)
+        },
         debugger: WorldlineSigning.debugger)
+
+    /// Every setting and credential the module reads; any other name is refused (a misspelt `base_url` would
+    /// otherwise fall back to Worldline's pre-production host with the configured credentials).
+    static let knownSettings: Set<String> = ["merchant_id", "authorization_mode", "integrator", "base_url", "environment"]
+    static let knownCredentials: Set<String> = ["api_key_id", "secret_api_key", "webhook_key_id", "webhook_secret_key"]
 
     /// The server half of one configured gateway, from its settings and credentials.
     static func server(_ context: GatewayPluginContext) throws(CheckoutError) -> WorldlineServer {
         let settings = context.settings
+        try settings.rejectUnknown(settings: knownSettings, credentials: knownCredentials)
         guard let merchantId = settings.string("merchant_id"), !merchantId.isEmpty,
               merchantId.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else {
             throw CheckoutError(.misconfigured, field: "\(settings.path)settings.merchant_id",

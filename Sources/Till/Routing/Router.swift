@@ -60,9 +60,9 @@ public struct GatewayRouter: Sendable {
     /// lists what the merchant's gateways do take there (`body.method: no gateway of this merchant takes
     /// "wechat"; they take: alipay, card, wechatpay`).
     public func eligibilityIssue(for intent: PaymentIntent, path: String) -> ValidationIssue? {
-        // The router's own eligibility test first (no allocation): any enabled gateway that would be a candidate.
-        let key = IntentKey(intent, vocabulary: vocabulary)
-        for i in gatewayIDs.indices where enabledMask & (1 << UInt64(i)) != 0 && fastCapabilities[i].accepts(key) { return nil }
+        // The router itself decides (health aside): a payment it would offer to any gateway passes.
+        var generator = SeededGenerator(seed: 0)
+        guard route(intent, using: &generator).candidates.isEmpty else { return nil }
         let enabled = gatewayIDs.indices.filter { enabledMask & (1 << UInt64($0)) != 0 }.map { gatewayCapabilities[$0] }
         let byMethod = enabled.filter { $0.methods.contains(intent.method) }
         guard !byMethod.isEmpty else {
@@ -84,6 +84,11 @@ public struct GatewayRouter: Sendable {
             return ValidationIssue(field: "\(path).country", code: intent.country == nil ? .missingField : .invalidCountry,
                                    message: intent.country == nil ? "the gateways that take this payment need the customer's country"
                                     : "no gateway of this merchant that takes this payment serves \(intent.country!.code)")
+        }
+        guard !byCountry.contains(where: { $0.actions.contains(intent.action) }) else {
+            // A gateway could take it, but none the routing offers it to (its rules' targets and fallback list).
+            return ValidationIssue(field: path, code: "not_routable",
+                                   message: "a gateway of this merchant could take this payment, but neither a matching rule nor the fallback list names one")
         }
         let actions = Set(byCountry.flatMap(\.actions)).map(\.rawValue).sorted()
         return ValidationIssue(field: "\(path).action", code: .unsupportedAction,

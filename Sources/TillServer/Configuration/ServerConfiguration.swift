@@ -177,6 +177,9 @@ extension ConfigurationLoader {
     /// The text is read strictly first (RFC 8259): a syntax error names its line and column, and a key given
     /// twice names its path (JSONDecoder would keep one of the two silently).
     public static func load(_ data: Data, modules: [String: GatewayCapabilities]) -> Result<TillConfiguration, ConfigurationError> {
+        // A file an editor saved with a UTF-8 byte-order mark: RFC 8259 lets a parser ignore it, and a file is not an
+        // API body (where a mark is refused, as it could hide a duplicate key from one reader and not the other).
+        let data = data.starts(with: [0xEF, 0xBB, 0xBF]) ? data.dropFirst(3) : data
         do {
             _ = try OrderedJSON.parse(data, field: "$")
         } catch {

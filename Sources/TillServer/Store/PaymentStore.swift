@@ -105,6 +105,10 @@ public protocol PaymentStore: Sendable {
     /// module (``InquiryQuery/confirming``), which may take from them what its status answer lacks.
     func notificationsAwaitingInquiry(attempt: AttemptReference, gateway: GatewayID, limit: Int) async throws -> [RawNotification]
 
+    /// Whether `merchant` has used the idempotency key `key` (a create with it would be a replay or a conflict,
+    /// never a new payment).
+    func hasIdempotencyKey(_ key: String, merchant: String) async throws -> Bool
+
     /// Creates a payment, honouring an idempotency key.
     /// - Parameters:
     ///   - requestHash: a digest of the canonical request, compared on replay.

@@ -500,6 +500,16 @@ public final class PostgresPaymentStore: PaymentStore {
         }
     }
 
+    public func hasIdempotencyKey(_ key: String, merchant: String) async throws -> Bool {
+        try await client.withConnection { connection in
+            var found = false
+            for try await _ in try await connection.query(
+                "SELECT 1::INT FROM till_idempotency_keys WHERE merchant_id = \(merchant) AND idempotency_key = \(key)", logger: self.logger
+            ).decode(Int32.self) { found = true }
+            return found
+        }
+    }
+
     public func notificationsAwaitingInquiry(attempt: AttemptReference, gateway: GatewayID, limit: Int) async throws -> [RawNotification] {
         try await client.withConnection { connection in
             let rows = try await connection.query("""

@@ -22,7 +22,8 @@ public final class SQLiteInstanceLock: @unchecked Sendable {
     /// - Throws: ``StoreError/unavailable(_:)`` saying another instance holds the file, or why the lock file
     ///   cannot be opened.
     public init(database: String) throws {
-        path = database + ".till-lock"
+        // The file itself, whatever path names it (a symbolic link to the same database takes the same lock).
+        path = URL(fileURLWithPath: database).resolvingSymlinksInPath().path + ".till-lock"
         let fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             throw StoreError.unavailable("cannot open the instance lock \(path): \(String(cString: strerror(errno)))")

@@ -41,6 +41,13 @@ public final class SQLitePaymentStore: PaymentStore {
         }
     }
 
+    public func hasIdempotencyKey(_ key: String, merchant: String) async throws -> Bool {
+        try await pool.read { db in
+            try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM till_idempotency_keys WHERE merchant_id = ? AND idempotency_key = ?"),
+                              arguments: [merchant, key]) != nil
+        }
+    }
+
     public func create(_ intent: PaymentIntent, merchant: String, id: String, idempotencyKey: String?,
                        requestHash: String, clientSecretHash: String?) async throws -> CreateOutcome {
         let intentJSON = try Self.encode(intent)
