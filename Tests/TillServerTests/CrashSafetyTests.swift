@@ -60,37 +60,13 @@ struct CrashSafetyTests {
         return ((response as! HTTPURLResponse).statusCode, (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:])
     }
 
-    @Test("one server per SQLite file: a second on the same file is refused at once with the reason; once the first is killed, a new one starts")
-    func oneInstancePerSQLiteFile() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("till-lock-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let database = folder.appendingPathComponent("till.sqlite").path
-        let config = folder.appendingPathComponent("till.json")
-        try Data("""
-            {"server": {"listen": "127.0.0.1:0", "storage": "sqlite:\(database)"},
-             "merchants": [{"id": "lock", "apiKey": {"env": "LOCK_API_KEY"},
-               "gateways": [{"id": "fake", "module": "fake", "credentials": {"notification_secret": {"env": "LOCK_SECRET"}}}]}]}
-            """.utf8).write(to: config)
-        let environment = ChildProcess.inheritedEnvironment(["LOCK_API_KEY": Self.apiKey, "LOCK_SECRET": Self.secret])
-        let first = try ServerProcess(config: config, environment: ["LOCK_API_KEY": Self.apiKey, "LOCK_SECRET": Self.secret])
-        let second = try ChildProcess(ServerProcess.executable, arguments: ["server", "--config", config.path], environment: environment,
-                                      stdout: .pipe, stderr: .pipe)
-        let said = String(decoding: second.standardError!.readDataToEndOfFile(), as: UTF8.self)
-        #expect(second.waitUntilExit() == .exited(1))
-        #expect(said.contains("another till server is already using \(database)"), "\(said)")
-        first.process.send(SIGKILL)
-        #expect(first.process.waitUntilExit() == .signalled(SIGKILL))
-        let third = try ServerProcess(config: config, environment: ["LOCK_API_KEY": Self.apiKey, "LOCK_SECRET": Self.secret])
-        third.stop()
-    }
+    /// The environment the configuration of ``sqliteServerFiles(_:)`` names its secrets in.
+    static let environment = ["CRASH_API_KEY": apiKey, "CRASH_SECRET": secret]
 
-    @Test("killed before acknowledging a notification, the server applies the gateway's retry exactly once",
-          arguments: ["after-store", "before-store"])
-    func crashAndRetry(point: String) async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("till-crash-\(UUID().uuidString)")
+    /// A fresh folder with a configuration for one merchant with the fake gateway on a SQLite file in it.
+    static func sqliteServerFiles(_ prefix: String) throws -> (folder: URL, database: String, config: URL) {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
         let database = folder.appendingPathComponent("till.sqlite").path
         let config = folder.appendingPathComponent("till.json")
         try Data("""
@@ -98,7 +74,32 @@ struct CrashSafetyTests {
              "merchants": [{"id": "crash", "apiKey": {"env": "CRASH_API_KEY"},
                "gateways": [{"id": "fake", "module": "fake", "credentials": {"notification_secret": {"env": "CRASH_SECRET"}}}]}]}
             """.utf8).write(to: config)
-        let environment = ["CRASH_API_KEY": Self.apiKey, "CRASH_SECRET": Self.secret]
+        return (folder, database, config)
+    }
+
+    @Test("one server per SQLite file: a second on the same file is refused at once with the reason; once the first is killed, a new one starts")
+    func oneInstancePerSQLiteFile() async throws {
+        let (folder, database, config) = try Self.sqliteServerFiles("till-lock")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let first = try ServerProcess(config: config, environment: Self.environment)
+        let second = try ChildProcess(ServerProcess.executable, arguments: ["server", "--config", config.path],
+                                      environment: ChildProcess.inheritedEnvironment(Self.environment),
+                                      stdout: .pipe, stderr: .pipe)
+        let said = String(decoding: second.standardError!.readDataToEndOfFile(), as: UTF8.self)
+        #expect(second.waitUntilExit() == .exited(1))
+        #expect(said.contains("another till server is already using \(database)"), "\(said)")
+        first.process.send(SIGKILL)
+        #expect(first.process.waitUntilExit() == .signalled(SIGKILL))
+        let third = try ServerProcess(config: config, environment: Self.environment)
+        third.stop()
+    }
+
+    @Test("killed before acknowledging a notification, the server applies the gateway's retry exactly once",
+          arguments: ["after-store", "before-store"])
+    func crashAndRetry(point: String) async throws {
+        let (folder, database, config) = try Self.sqliteServerFiles("till-crash")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let environment = Self.environment
         let auth = ["Authorization": "Bearer \(Self.apiKey)", "Content-Type": "application/json"]
 
         // 1. A server that will die at the crash point while handling a notification.
