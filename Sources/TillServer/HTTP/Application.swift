@@ -237,7 +237,9 @@ struct API: Sendable {
         do {
             _ = try OrderedJSON.parse(data, field: field)
         } catch where error.code == .duplicateField {
-            throw ServiceError(status: .badRequest, code: error.code.rawValue, message: error.message, field: error.field)
+            // The path names a key the caller typed: a card number typed as a key is answered masked.
+            throw ServiceError(status: .badRequest, code: error.code.rawValue, message: error.message,
+                               field: error.field.map { Redactor.maskCardNumbers(in: $0) })
         } catch {
             throw ServiceError(status: .badRequest, code: "malformed_json", message: "the body is not valid JSON (\(error.message))", field: field)
         }
