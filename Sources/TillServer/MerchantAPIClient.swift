@@ -75,8 +75,13 @@ public actor ClientSecretBackend: MerchantBackend {
     }
 
     public func prepare(_ intent: PaymentIntent, returnURLs: [URL], customerRequested: Bool) async throws -> Preparation {
+        try await prepare(intent, returnURLs: returnURLs, customerRequested: customerRequested, appData: [:])
+    }
+
+    public func prepare(_ intent: PaymentIntent, returnURLs: [URL], customerRequested: Bool,
+                        appData: [String: String]) async throws -> Preparation {
         let backend = try await backend(for: intent)
-        let preparation = try await backend.prepare(intent, returnURLs: returnURLs, customerRequested: customerRequested)
+        let preparation = try await backend.prepare(intent, returnURLs: returnURLs, customerRequested: customerRequested, appData: appData)
         byAttempt[preparation.attempt] = backend
         return preparation
     }

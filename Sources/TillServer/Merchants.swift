@@ -32,6 +32,10 @@ public struct ServerState: Sendable {
     public let merchants: [MerchantRuntime]
     /// The server's clock for budgets and circuits (a virtual one in the chaos run).
     public let clock: any TillClock
+    /// Every key of ``PrepareRequest/appData`` some gateway module reads (``GatewayCapabilities/appDataKeys``):
+    /// an app linking a module this server's merchants no longer configure may still send its key, which is
+    /// then ignored; any other key is a mistake, refused by name.
+    public let appDataKeys: Set<String>
 
     /// Resolves every merchant's API key and every gateway's credentials from `environment` (or
     /// files), and builds each gateway's server half with its module's ``GatewayPlugin``. Refuses,
@@ -47,6 +51,7 @@ public struct ServerState: Sendable {
                 clock: any TillClock = SystemClock()) throws {
         self.clock = clock
         let catalog = Dictionary(plugins.map { ($0.module, $0) }, uniquingKeysWith: { first, _ in first })
+        appDataKeys = Set(plugins.flatMap(\.capabilities.appDataKeys))
         let issues = configuration.validate(modules: catalog.mapValues(\.capabilities))
         guard issues.isEmpty else { throw StartupError(problems: issues.map(\.description)) }
         var problems: [String] = []

@@ -85,7 +85,7 @@ public struct PaymentService: Sendable {
         if let issue = intent.validate(path: "body").first { throw ServiceError(issue.error) }
         // A payment no gateway could take is refused before it is stored — unless it is a replay of a create that
         // was stored (the configuration may have changed since): a retried request gets its first answer.
-        if let issue = merchant.router.eligibilityIssue(for: intent, path: "body") {
+        if let issue = Self.admissionIssue(for: intent, merchant: merchant, path: "body") {
             var replay = false
             if let key { replay = try await store.hasIdempotencyKey(key, merchant: merchant.configuration.id) }
             if !replay { throw ServiceError(issue.error, status: .unprocessableContent) }
@@ -109,11 +109,11 @@ public struct PaymentService: Sendable {
         case .created(let payment):
             Counter(label: "till_payments_created_total", dimensions: [("merchant", merchant.configuration.id)], factory: metrics).increment()
             (logger ?? self.logger).info("payment created", metadata: ["payment": .string(payment.id)])
-            var view = PaymentView(payment)
+            var view = PaymentView(payment, forMerchant: true)
             view.clientSecret = try ClientSecret("\(payment.id)_secret_\(secret)")
             return (view, false)
         case .replayed(let payment):
-            var view = PaymentView(payment)
+            var view = PaymentView(payment, forMerchant: true)
             view.clientSecret = try ClientSecret("\(payment.id)_secret_\(secret)")
             return (view, true)
         case .idempotencyConflict:
@@ -123,6 +123,31 @@ public struct PaymentService: Sendable {
             throw ServiceError(status: .conflict, code: "duplicate_reference",
                                message: "another payment already uses this merchant reference", field: "body.merchantReference")
         }
+    }
+
+    /// Why this merchant could not send `intent` to any gateway, or `nil` when one can take it: the router's
+    /// eligibility first (method, currency, country, action, routing), then what each gateway the router would
+    /// offer it to needs of the payment (``CheckoutServer/requirementIssues(for:)``): one that can take it is
+    /// enough; when none can, the first candidate's first problem, its field under `path`
+    /// (`body.customer.email`). Asked at create and at every change of the payment, so no attempt ever starts
+    /// with a payment its gateway must refuse.
+    static func admissionIssue(for intent: PaymentIntent, merchant: MerchantRuntime, path: String) -> ValidationIssue? {
+        if let issue = merchant.router.eligibilityIssue(for: intent, path: path) { return issue }
+        var generator = SeededGenerator(seed: 0)
+        var first: ValidationIssue?
+        for candidate in merchant.router.route(intent, using: &generator).candidates {
+            guard let issue = requirementIssue(intent, on: candidate, merchant: merchant, path: path) else { return nil }
+            first = first ?? issue
+        }
+        return first
+    }
+
+    /// The first thing gateway `id` needs of `intent` and does not find, with its field under `path`.
+    static func requirementIssue(_ intent: PaymentIntent, on id: GatewayID, merchant: MerchantRuntime, path: String) -> ValidationIssue? {
+        guard let gateway = merchant.gateways[id], let problem = gateway.requirementIssues(for: intent).first else { return nil }
+        var field = problem.field ?? "intent"
+        if field == "intent" { field = path } else if field.hasPrefix("intent.") { field = path + field.dropFirst("intent".count) }
+        return ValidationIssue(field: field, code: problem.code, message: "gateway \(id) needs it: \(problem.message)")
     }
 
     /// The intent with a card number masked (first 6, last 4) wherever someone could type one as text: the
@@ -232,9 +257,41 @@ public struct PaymentService: Sendable {
     }
 
     /// A merchant's payment.
-    public func payment(id: String, merchant: MerchantRuntime) async throws -> PaymentView {
+    /// - Parameter forMerchant: the merchant's key asks (the answer adds the customer, description and metadata).
+    public func payment(id: String, merchant: MerchantRuntime, forMerchant: Bool = false) async throws -> PaymentView {
         guard let payment = try await store.payment(id: id, merchant: merchant.configuration.id) else { throw ServiceError.notFound("payment") }
-        return PaymentView(payment)
+        return PaymentView(payment, forMerchant: forMerchant)
+    }
+
+    /// Changes what the merchant may change of a payment — the customer, the description, the metadata —
+    /// while nothing has been sent that could move money: every attempt so far ended without money
+    /// (failed, cancelled, expired) and none is open. The changed payment is checked as a new one is
+    /// (the intent's rules, card numbers masked, a gateway that can take it), and written only if its
+    /// attempts are still exactly those the decision was made on.
+    /// - Throws: ``ServiceError`` 409 `payment_not_editable` once an attempt is open or money may have moved;
+    ///   422 naming the field the change gets wrong; 409 `attempt_in_progress` when an attempt started meanwhile.
+    public func updatePayment(id: String, merchant: MerchantRuntime, update: PaymentUpdate, logger: Logger? = nil) async throws -> PaymentView {
+        guard let payment = try await store.payment(id: id, merchant: merchant.configuration.id) else { throw ServiceError.notFound("payment") }
+        if let open = payment.attempts.first(where: { !$0.status.isNegative }) {
+            throw ServiceError(status: .conflict, code: "payment_not_editable",
+                               message: "attempt \(open.reference) is \(open.status): a payment changes only before anything that could move money was sent")
+        }
+        let changed = update.applied(to: payment.intent)
+        if let issue = changed.validate(path: "body").first { throw ServiceError(issue.error, status: .unprocessableContent) }
+        if let issue = Self.admissionIssue(for: changed, merchant: merchant, path: "body") {
+            throw ServiceError(issue.error, status: .unprocessableContent)
+        }
+        let masked = try Self.maskingCardNumbers(in: changed)
+        let stored: StoredPayment
+        do {
+            guard let updated = try await store.replaceIntent(masked, payment: payment.id, merchant: merchant.configuration.id,
+                                                              expected: payment.attempts) else { throw ServiceError.notFound("payment") }
+            stored = updated
+        } catch StoreError.conflict {
+            throw ServiceError(status: .conflict, code: "attempt_in_progress", message: "the payment changed meanwhile (an attempt started); read it again")
+        }
+        (logger ?? self.logger).info("payment updated", metadata: ["payment": .string(payment.id)])
+        return PaymentView(stored, forMerchant: true)
     }
 
     /// The payment an attempt belongs to (the app knows its attempt from the preparation).
@@ -257,6 +314,7 @@ public struct PaymentService: Sendable {
         // stored or any gateway hears of it: a gateway would send the customer's browser wherever it points.
         do { try merchant.configuration.returnURLRule.check(input, path: "body") } catch { throw ServiceError(error, status: .unprocessableContent) }
         let customerRequested = input.customerRequested == true
+        let appData = try checkedAppData(input.appData ?? [:])
         let gatewayID = try chooseGateway(for: payment, merchant: merchant, customerRequested: customerRequested)
         guard let gateway = merchant.gateways[gatewayID] else {
             throw ServiceError(status: .serviceUnavailable, code: "misconfigured", message: "gateway \(gatewayID) is not available")
@@ -278,7 +336,8 @@ public struct PaymentService: Sendable {
             // The app offered every route it has; the chosen gateway takes the one that fits it.
             let returnURL = try gateway.returnURL(from: input.offeredReturnURLs, for: payment.intent)
             var preparation = try await gateway.prepare(AttemptContext(intent: payment.intent, attempt: reference,
-                                                                       returnURL: returnURL, notificationURL: notificationURL(for: gatewayID)))
+                                                                       returnURL: returnURL, notificationURL: notificationURL(for: gatewayID),
+                                                                       appData: appData.filter { gateway.capabilities.appDataKeys.contains($0.key) }))
             preparation.returnURL = preparation.returnURL ?? returnURL
             recordPrepareDuration(gatewayID, since: start)
             merchant.health.record(gatewayID, success: true, releasingProbe: probe)
@@ -296,10 +355,32 @@ public struct PaymentService: Sendable {
             // money — no customer has presented anything yet — so it is a mistake to fix, not a decline: the attempt
             // is closed as never sent, and the next prepare may move on instead of finding the payment not retryable.
             let refusedInput = failure.category == .invalidInput && failure.code != .malformedBody
-            try await close(reference, on: gatewayID, after: failure, stage: "prepare", as: refusedInput ? .neverSent : nil)
+            try await close(reference, on: gatewayID, after: failure, stage: "prepare", as: refusedInput ? .inputRefused : nil)
             throw ServiceError(status: failure.category == .invalidInput ? .unprocessableContent : .badGateway,
                                code: failure.code.rawValue, message: failure.message, field: failure.field, category: failure.category)
         }
+    }
+
+    /// The app's ``PrepareRequest/appData``, checked before anything is stored: at most 16 keys, each one some
+    /// gateway module reads, each value 1 to 1024 characters without control characters. The chosen gateway
+    /// then checks its own values by its own rules.
+    func checkedAppData(_ data: [String: String]) throws -> [String: String] {
+        guard data.count <= 16 else {
+            throw ServiceError(status: .unprocessableContent, code: "invalid_field", message: "at most 16 entries", field: "body.appData")
+        }
+        for (key, value) in data.sorted(by: { $0.key < $1.key }) {
+            let field = "body.appData.\(CheckoutError.printable(String(key.prefix(64))))"
+            guard state.appDataKeys.contains(key) else {
+                let known = state.appDataKeys.sorted().joined(separator: ", ")
+                throw ServiceError(status: .unprocessableContent, code: "invalid_field",
+                                   message: "no gateway module reads this; they read: \(known.isEmpty ? "nothing" : known)", field: field)
+            }
+            guard !value.isEmpty, value.count <= 1_024, !value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+                throw ServiceError(status: .unprocessableContent, code: "invalid_field",
+                                   message: "1 to 1024 characters, no control characters", field: field)
+            }
+        }
+        return data
     }
 
     private func recordPrepareDuration(_ gateway: GatewayID, since start: ContinuousClock.Instant) {
@@ -342,8 +423,16 @@ public struct PaymentService: Sendable {
         var generator = SeededGenerator(seed: UInt64(truncatingIfNeeded: payment.id.utf8.reduce(UInt64(14_695_981_039_346_656_037)) {
             ($0 ^ UInt64($1)) &* 1_099_511_628_211 }))
         let decision = merchant.router.route(payment.intent, health: merchant.health, using: &generator)
-        if let next = decision.candidates.first(where: { !tried.contains($0) }) { return next }
-        if customerRequested, let first = decision.candidates.first { return first }
+        // A gateway that needs something the payment lacks is passed over (it would only refuse); when every
+        // gateway left needs something, the merchant is told what to fix (PATCH /v1/payments/{id}) and no
+        // attempt starts.
+        var unmet: ValidationIssue?
+        let open = decision.candidates.filter { !tried.contains($0) }
+        for candidate in open.isEmpty && customerRequested ? decision.candidates : open {
+            guard let issue = Self.requirementIssue(payment.intent, on: candidate, merchant: merchant, path: "payment") else { return candidate }
+            unmet = unmet ?? issue
+        }
+        if let unmet { throw ServiceError(unmet.error, status: .unprocessableContent) }
         throw ServiceError(status: .conflict, code: "no_gateway_left", message: "no untried gateway can take this payment")
     }
 
@@ -385,7 +474,7 @@ public struct PaymentService: Sendable {
                                                     "category": .string(failure.category.rawValue)])
             let status: HTTPResponse.Status = switch AttemptFailure(failure) {
             case .declined: failure.category == .invalidInput ? .unprocessableContent : .init(code: 402)
-            case .neverSent, .unknown: .badGateway
+            case .neverSent, .inputRefused, .unknown: .badGateway
             }
             throw ServiceError(status: status, code: failure.code.rawValue, message: failure.message, field: failure.field,
                                category: failure.category)

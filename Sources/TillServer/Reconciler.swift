@@ -79,7 +79,8 @@ public struct ReconciliationSettings: Sendable, Hashable, Codable {
 public enum ReconciliationAction: String, Sendable, Hashable, CaseIterable {
     /// The gateway's answer moved the attempt.
     case settled
-    /// The gateway never saw the attempt and its lifetime there is over: closed as expired.
+    /// The gateway never saw the attempt and its lifetime there is over, or the customer never finished it
+    /// within the time the gateway gives: closed as expired.
     case expired
     /// The gateway answered; nothing moved (still pending, not seen yet, or an answer the rules refuse).
     case unchanged
@@ -95,7 +96,8 @@ public enum ReconciliationAction: String, Sendable, Hashable, CaseIterable {
 /// notification never arrived. Every `intervalSeconds` it takes the open attempts older than
 /// `minimumAgeSeconds` whose next inquiry is due, oldest first, and asks each one's gateway, within a
 /// per-gateway budget, with an exponential backoff per attempt. An attempt the gateway says it never saw
-/// is expired once it is older than the gateway's documented ``GatewayCapabilities/attemptLifetimeSeconds``.
+/// is expired once it is older than the gateway's documented ``GatewayCapabilities/attemptLifetimeSeconds``; one
+/// it still reports waiting for the customer, once older than ``GatewayCapabilities/abandonedAttemptSeconds``.
 ///
 /// Any number of server instances may each run one over the same store: an attempt is claimed
 /// (``PaymentStore/claimInquiry(_:expected:next:)``, a compare-and-set on its schedule) before it is
@@ -115,6 +117,9 @@ public struct Reconciler: Service, CustomStringConvertible {
 
     /// The `gatewayCode` of an attempt the reconciler expired because its gateway never saw it.
     public static let expiredUnseenCode = "till_expired_unseen"
+    /// The `gatewayCode` of an attempt the reconciler expired because the customer never finished it at the
+    /// gateway within the time the gateway gives (``GatewayCapabilities/abandonedAttemptSeconds``).
+    public static let expiredAbandonedCode = "till_expired_abandoned"
 
     public init(state: ServerState, store: any PaymentStore, settings: ReconciliationSettings,
                 logger: Logger = Logger(label: "till.reconciler"), metrics: any MetricsFactory = MetricsSystem.factory) {
@@ -235,6 +240,12 @@ public struct Reconciler: Service, CustomStringConvertible {
             guard report.attempt == attempt.reference, report.gateway == attempt.gateway else {
                 throw CheckoutError(.unknownOutcome, message: "the gateway answered about another attempt", gateway: attempt.gateway)
             }
+            let age = Int(now.timeIntervalSince(attempt.createdAt))
+            if report.status == .pending, let window = gateway.capabilities.abandonedAttemptSeconds, age > window {
+                let still = "the gateway still reports it waiting" + (report.gatewayCode.map { " (code \($0))" } ?? "")
+                return await expire(attempt, code: Self.expiredAbandonedCode, now: now,
+                                    reason: "\(still) \(age) s after it started, past the \(window) s a customer has to finish it there")
+            }
             let outcome = try await store.apply(report, source: .inquiry)
             let reported = "the gateway reports \(report.status)" + (report.gatewayCode.map { " (code \($0))" } ?? "")
             switch outcome {
@@ -267,9 +278,15 @@ public struct Reconciler: Service, CustomStringConvertible {
             return await record(attempt, .unchanged, "the gateway has no such attempt yet (\(age) s old; its lifetime there is \(lifetime) s)",
                                 now: now)
         }
-        let reason = "the gateway never saw the attempt and it is \(age) s old, past the gateway's attempt lifetime of \(lifetime) s"
+        return await expire(attempt, code: Self.expiredUnseenCode, now: now,
+                            reason: "the gateway never saw the attempt and it is \(age) s old, past the gateway's attempt lifetime of \(lifetime) s")
+    }
+
+    /// Closes an attempt as expired (``expiredUnseenCode`` or ``expiredAbandonedCode``), through the store's
+    /// one status rule: a later verified success still moves it to paid.
+    private func expire(_ attempt: DueAttempt, code: String, now: Date, reason: String) async -> ReconciliationEntry? {
         let report = StatusReport(gateway: attempt.gateway, attempt: attempt.reference, status: .expired,
-                                  gatewayCode: Self.expiredUnseenCode, gatewayMessage: reason,
+                                  gatewayCode: code, gatewayMessage: reason,
                                   eventID: "reconciler:\(attempt.reference.rawValue):expired")
         do {
             switch try await store.apply(report, source: .inquiry) {

@@ -7,6 +7,7 @@ import Logging
 import Till
 import TillEcommpayServer
 import TillGatewayKit
+import TillPayFort
 import TillSandbox
 import TillServer
 import TillWorldline
@@ -98,9 +99,15 @@ struct DemoCommand: AsyncParsableCommand {
             gateways.append(GatewayConfiguration(id: id, module: account.module, credentials: credentials, settings: settings,
                                                  limits: currency.map { CapabilityLimits(currencies: [$0]) }))
             guard let plugin = Gateways.plugin(account.module) else { throw CheckoutError(.misconfigured, message: "no \(account.module) module") }
-            appGateways.append(try plugin.makeClient(GatewayPluginContext(
+            var client = try plugin.makeClient(GatewayPluginContext(
                 id: id, settings: ModuleSettings(module: account.module, settings: settings, credentials: [:]),
-                transport: URLSessionTransport())))
+                transport: URLSessionTransport()))
+            // The app's FORT SDK knows its device id; the app half sends it with every attempt.
+            if let payFort = client as? PayFortGateway {
+                client = PayFortGateway(id: payFort.gateway, environment: payFort.environment, language: payFort.language,
+                                        deviceID: SandboxPayFortCustomer.defaultDeviceID)
+            }
+            appGateways.append(client)
             say("▶ sandbox      \(id): \(account.settings["base_url"] ?? "")" + (settings["integration"].map { " (\($0))" } ?? ""))
         }
         let payFortIDs = gateways.filter { $0.module == "payfort" }.map(\.id)
@@ -155,8 +162,7 @@ struct DemoCommand: AsyncParsableCommand {
                                        confirmationInterval: .milliseconds(50), maxAttempts: 3)
             let intent = PaymentIntent(merchantReference: "demo-\(index)-\(UUID().uuidString.prefix(6).lowercased())",
                                        amount: try Money(decimal: amount, currency: sar), country: try CountryCode("SA"), method: .card,
-                                       action: action, customer: Customer(email: "customer@example.com"), description: "Demo order \(index)",
-                                       metadata: ["device_id": SandboxPayFortCustomer.defaultDeviceID])
+                                       action: action, customer: Customer(email: "customer@example.com"), description: "Demo order \(index)")
             say("  app     pays \(intent.amount) (\(action == .sale ? "PURCHASE" : "AUTHORIZATION")) with card \(Redactor.maskPAN(card))")
             var result = try await checkout.pay(intent)
             if tapsPayAgain, result.status == .failed {

@@ -36,7 +36,7 @@ func signedAnswer(_ pairs: [(String, String)], algorithm: PayFortSignature.Algor
 
 func intent(_ amount: String = "100.000", currency: String = "JOD", method: PaymentMethod = .card, action: PaymentAction = .sale,
             email: String? = "buyer@example.com", description: String? = "Order 42", firstName: String? = nil,
-            metadata: [String: String] = ["device_id": "ffffffff-a9fa-0b44-7b27-29e70033c587"]) throws -> PaymentIntent {
+            metadata: [String: String] = [:]) throws -> PaymentIntent {
     PaymentIntent(merchantReference: "order-42", amount: try Money(decimal: amount, currency: Currency(code: currency)), method: method,
                   action: action, customer: Customer(email: email, firstName: firstName, ipAddress: "192.168.1.10"),
                   description: description, metadata: metadata)
@@ -50,6 +50,8 @@ func server(_ transport: RecordingTransport, integration: PayFortIntegration = .
 
 /// The app half: no credentials, no transport.
 let app = PayFortGateway(environment: .custom(testBase))
+/// What the app's FORT SDK sends with an attempt.
+let device = ["device_id": "ffffffff-a9fa-0b44-7b27-29e70033c587"]
 
 /// An attempt reference from a literal.
 func ref(_ raw: String) -> AttemptReference { AttemptReference(rawValue: raw) }
@@ -69,7 +71,7 @@ struct PayFortMobileSDKTests {
             ("response_code", "22000"), ("response_message", "Success"), ("status", "22"),
         ]))
         let attempt = AttemptReference.generate()
-        let preparation = try await server(transport, integration: .mobileSDK).prepare(AttemptContext(intent: try intent(), attempt: attempt))
+        let preparation = try await server(transport, integration: .mobileSDK).prepare(AttemptContext(intent: try intent(), attempt: attempt, appData: device))
         let sent = try body(transport.requests.first)
         #expect(sent.keys == ["service_command", "access_code", "merchant_identifier", "language", "device_id", "signature"])
         #expect(sent.text("device_id") == "ffffffff-a9fa-0b44-7b27-29e70033c587")
@@ -82,16 +84,37 @@ struct PayFortMobileSDKTests {
         try transport.verify()
     }
 
-    @Test("prepare refuses without the SDK's device id, never falling back to the attempt; nothing is sent")
+    @Test("prepare refuses without the SDK's device id sent with the attempt (never read from the payment's metadata); nothing is sent")
     func deviceIDRequired() async throws {
-        for metadata in [[:], ["device_id": ""], ["device_id": "has space"]] {
+        for (appData, metadata) in [([:], [:]), (["device_id": ""], [:]), (["device_id": "has space"], [:]), ([:], device)] {
             let transport = RecordingTransport()
             let error = await #expect(throws: CheckoutError.self) {
-                try await server(transport, integration: .mobileSDK).prepare(AttemptContext(intent: try intent(metadata: metadata), attempt: .generate()))
+                try await server(transport, integration: .mobileSDK).prepare(AttemptContext(intent: try intent(metadata: metadata), attempt: .generate(),
+                                                                                           appData: appData))
             }
-            #expect(error?.field == "intent.metadata.device_id")
+            #expect(error?.field == "appData.device_id")
             #expect(transport.requests.isEmpty)
         }
+    }
+
+    @Test("the app half sends the FORT SDK's device id under the key the module declares; the merchant page sends nothing")
+    func appHalfSendsDevice() async throws {
+        #expect(PayFortGateway.capabilities.appDataKeys == ["device_id"])
+        #expect(try await PayFortGateway(environment: .sandbox, deviceID: "dev-1").appData() == ["device_id": "dev-1"])
+        #expect(try await PayFortGateway(environment: .sandbox).appData().isEmpty)
+    }
+
+    @Test("requirements checked before anything is stored: the e-mail, the currency and each operation field, named by the intent's field")
+    func requirements() throws {
+        let payFort = server(RecordingTransport())
+        #expect(payFort.requirementIssues(for: try intent()).isEmpty)
+        var noEmail = try intent()
+        noEmail.customer.email = nil
+        #expect(payFort.requirementIssues(for: noEmail).map(\.field) == ["intent.customer.email"])
+        var badMetadata = try intent(metadata: ["merchant_extra1": String(repeating: "x", count: 300)])
+        #expect(payFort.requirementIssues(for: badMetadata).map(\.field) == ["intent.metadata.merchant_extra1"])
+        badMetadata.amount = Money(minorUnits: 100, currency: try Currency(code: "JPY"))
+        #expect(payFort.requirementIssues(for: badMetadata).map(\.field) == ["intent.amount.currency"])
     }
 
     @Test("prepare: a forged answer and a refusal are configuration problems; a lost token request is unavailable")
@@ -101,27 +124,27 @@ struct PayFortMobileSDKTests {
         answer.body = Data(String(decoding: answer.body, as: UTF8.self).replacingOccurrences(of: "\"x\"", with: "\"y\"").utf8)
         forged.expect(.post, path: api, respond: answer)
         let error = await #expect(throws: CheckoutError.self) {
-            try await server(forged, integration: .mobileSDK).prepare(AttemptContext(intent: try intent(), attempt: .generate()))
+            try await server(forged, integration: .mobileSDK).prepare(AttemptContext(intent: try intent(), attempt: .generate(), appData: device))
         }
         #expect(error?.category == .configuration && error?.code == .signatureMismatch)
 
         let refused = RecordingTransport()
         refused.expect(.post, path: api, respond: signedAnswer([("status", "00"), ("response_code", "00008"), ("response_message", "Signature mismatch")]))
         let mismatch = await #expect(throws: CheckoutError.self) {
-            try await server(refused, integration: .mobileSDK).prepare(AttemptContext(intent: try intent(), attempt: .generate()))
+            try await server(refused, integration: .mobileSDK).prepare(AttemptContext(intent: try intent(), attempt: .generate(), appData: device))
         }
         #expect(mismatch?.gatewayCode == "00008" && mismatch?.category == .configuration)
 
         let otherDevice = RecordingTransport()
         otherDevice.expect(.post, path: api, respond: signedAnswer([("status", "22"), ("sdk_token", "tok"), ("device_id", "another")]))
         await #expect(throws: CheckoutError.self) {
-            try await server(otherDevice, integration: .mobileSDK).prepare(AttemptContext(intent: try intent(), attempt: .generate()))
+            try await server(otherDevice, integration: .mobileSDK).prepare(AttemptContext(intent: try intent(), attempt: .generate(), appData: device))
         }
 
         let unreachable = RecordingTransport()
         unreachable.expect(.post, path: api, fail: TransportError(.timedOut, "slow"))
         let timeout = await #expect(throws: CheckoutError.self) {
-            try await server(unreachable, integration: .mobileSDK).prepare(AttemptContext(intent: try intent(), attempt: .generate()))
+            try await server(unreachable, integration: .mobileSDK).prepare(AttemptContext(intent: try intent(), attempt: .generate(), appData: device))
         }
         #expect(timeout?.category == .unavailable)   // an SDK token cannot move money
     }
@@ -655,7 +678,7 @@ struct PayFortGatewayTests {
             let transport = RecordingTransport()
             let money = Money(minorUnits: 1000, currency: try Currency(code: code))
             let context = AttemptContext(intent: PaymentIntent(merchantReference: "o", amount: money, method: .card,
-                                                               customer: Customer(email: "buyer@example.com"), metadata: ["device_id": "d"]),
+                                                               customer: Customer(email: "buyer@example.com")),
                                          attempt: ref("att1"), returnURL: URL(string: "https://shop.example/return"))
             let error = await #expect(throws: CheckoutError.self) { _ = try await server(transport).prepare(context) }
             #expect(error?.code == .unsupportedCurrency && error?.field == "intent.amount.currency" && error?.message.contains(code) == true, "\(code)")

@@ -115,7 +115,7 @@ struct WireRequestFixtureTests {
         let transport = RecordingTransport()
         transport.expect(.post, path: "/FortAPI/paymentApi", respond: WireFixture.answer(response))
         let preparation = try await WireFixture.server(credentials, transport, integration: .mobileSDK).prepare(AttemptContext(
-            intent: try WireFixture.intent("10.00", "AED", metadata: ["device_id": vendor.text("device_id")!]), attempt: ref("att1")))
+            intent: try WireFixture.intent("10.00", "AED"), attempt: ref("att1"), appData: ["device_id": vendor.text("device_id")!]))
         let sent = try body(transport.requests.first)
         #expect(WireFixture.compare(sent, with: vendor.reordered(like: sent), signatureToo: true).isEmpty)
         #expect(preparation.parameters["sdk_token"] == "47CE2E43B9A305EAE053321E320A7EE4")
@@ -127,8 +127,8 @@ struct WireRequestFixtureTests {
         guideTransport.expect(.post, path: "/FortAPI/paymentApi", respond: WireFixture.answer(WireFixture.resigned(PayFortParameters(strings: [
             ("status", "22"), ("sdk_token", "Dwp78q3"), ("response_code", "22000")]), account: guideCredentials)))
         _ = try await WireFixture.server(guideCredentials, guideTransport, integration: .mobileSDK)
-            .prepare(AttemptContext(intent: try WireFixture.intent("10.00", "AED", metadata: ["device_id": guide.text("device_id")!]),
-                                    attempt: ref("att1")))
+            .prepare(AttemptContext(intent: try WireFixture.intent("10.00", "AED"), attempt: ref("att1"),
+                                    appData: ["device_id": guide.text("device_id")!]))
         #expect(WireFixture.compare(try body(guideTransport.requests.first), with: guide).isEmpty)
     }
 

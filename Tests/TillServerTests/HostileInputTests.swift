@@ -171,7 +171,7 @@ struct HostileInputTests {
         await server.stop()
     }
 
-    @Test("a prepare the gateway refuses for the payment's own data is a mistake, not a decline: 422 naming the field, the attempt closed as never sent, the next prepare moves on")
+    @Test("a prepare the gateway refuses for its own input is a mistake, not a try: 422 naming the field, the attempt closed as input refused, the same gateway may be tried again; ten such refusals end it")
     func prepareRefusedInputDoesNotSpendThePayment() async throws {
         let server = try await ServerHarness(.sqlite, gateways: ["needs-email", "other"])
         await server.gateway("needs-email").ledger.enqueue([.refuseInput(field: "customer.email")])
@@ -184,11 +184,19 @@ struct HostileInputTests {
             #expect(answer.status == 422 && answer.errorCode == "missing_field" && answer.errorField == "intent.customer.email",
                     "\(String(decoding: answer.body, as: UTF8.self))")
             let stored = try #require(try await server.store.payment(id: id, merchant: server.merchant))
-            #expect(stored.attempts.count == 1 && stored.attempts[0].gatewayCode == AttemptFailure.notSentCode)
-            // Not `not_retryable`: the next prepare moves on to the gateway that does not need the field.
+            #expect(stored.attempts.count == 1 && stored.attempts[0].gatewayCode == AttemptFailure.inputRefusedCode)
+            // Not `not_retryable`, and not a try: once the input is right, the same gateway takes the attempt.
             answer = try await server.send("POST", "v1/payments/\(id)/attempts", json: "{}")
-            #expect(answer.status == 201 && answer.json["gateway"] as? String == "other", "\(String(decoding: answer.body, as: UTF8.self))")
+            #expect(answer.status == 201 && answer.json["gateway"] as? String == "needs-email", "\(String(decoding: answer.body, as: UTF8.self))")
         }
+        // An app that keeps making the same mistake cannot grow a payment without end.
+        let other = try #require(try await server.send("POST", "v1/payments", json: ServerHarness.intentJSON("o-loop")).json["id"] as? String)
+        await server.gateway("needs-email").ledger.enqueue(Array(repeating: .refuseInput(field: "customer.email"), count: AttemptPolicy.maxInputRefusals))
+        for _ in 0..<AttemptPolicy.maxInputRefusals {
+            #expect(try await server.send("POST", "v1/payments/\(other)/attempts", json: "{}").status == 422)
+        }
+        let exhausted = try await server.send("POST", "v1/payments/\(other)/attempts", json: "{}")
+        #expect(exhausted.status == 409 && exhausted.errorCode == "attempts_exhausted")
         await server.stop()
     }
 

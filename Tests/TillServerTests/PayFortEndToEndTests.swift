@@ -104,7 +104,8 @@ struct PayFortEndToEndTests {
     }
 
     func world(card: String, threeDS: String = "approve", gateways: [GatewayID] = ["payfort"], integration: PayFortIntegration = .merchantPage,
-               maxAttempts: Int = 1, settings: [String: String] = [:], abandons: Bool = false) async throws -> World {
+               maxAttempts: Int = 1, settings: [String: String] = [:], abandons: Bool = false,
+               deviceID: String? = "e2e-device-1") async throws -> World {
         let accounts = gateways.map(Self.account)
         let emulator = PayFortEmulator(merchants: accounts, notificationRetry: (10, .milliseconds(50)))
         let sandbox = try await Sandbox.start(payFort: emulator)
@@ -144,16 +145,15 @@ struct PayFortEndToEndTests {
         let checkout = AppCheckout(
             backend: ClientSecretBackend(merchant: MerchantAPIClient(baseURL: serverURL, apiKey: apiKey, transport: URLSessionTransport()),
                                          transport: URLSessionTransport()),
-            gateways: gateways.map { PayFortGateway(id: $0, environment: .custom(base)) },   // the app: no credentials
+            gateways: gateways.map { PayFortGateway(id: $0, environment: .custom(base), deviceID: deviceID) },   // the app: no credentials
             returns: returns, presenter: CardCustomer(card: card, returns: returns, threeDS: threeDS, base: base, abandons: abandons),
             returnTimeout: .seconds(5), confirmationTimeout: .seconds(5), confirmationInterval: .milliseconds(25), maxAttempts: maxAttempts)
         return World(emulator: emulator, sandbox: sandbox, server: task, serverURL: serverURL, store: store, app: checkout, returns: returns)
     }
 
-    func intent(_ reference: String, action: PaymentAction = .sale, deviceID: String? = "e2e-device-1") throws -> PaymentIntent {
+    func intent(_ reference: String, action: PaymentAction = .sale) throws -> PaymentIntent {
         PaymentIntent(merchantReference: reference, amount: try Money(decimal: "25.00", currency: Currency(code: "SAR")),
-                      method: .card, action: action, customer: Customer(email: "buyer@example.com"),
-                      metadata: deviceID.map { ["device_id": $0] } ?? [:])
+                      method: .card, action: action, customer: Customer(email: "buyer@example.com"))
     }
 
     @Test("card payment through each channel: the feedback settles it, charged once", arguments:
@@ -206,9 +206,10 @@ struct PayFortEndToEndTests {
 
     @Test("the FORT SDK channel needs the SDK's device id from the app")
     func deviceIDRequired() async throws {
-        let w = try await world(card: "4005550000000001", integration: .mobileSDK)
+        let w = try await world(card: "4005550000000001", integration: .mobileSDK, deviceID: nil)
         defer { Task { await w.stop() } }
-        await #expect(throws: (any Error).self) { try await w.app.pay(try intent("e2e-no-device", deviceID: nil)) }
+        let error = await #expect(throws: CheckoutError.self) { try await w.app.pay(try intent("e2e-no-device")) }
+        #expect(error?.field == "appData.device_id")
         #expect(await w.emulator.ledger.isEmpty)
     }
 

@@ -89,6 +89,9 @@ final class ReadRecordingStore: PaymentStore, @unchecked Sendable {
     func attemptPrepared(_ reference: AttemptReference, gatewayReference: String?, returnURL: URL?) async throws {
         try await inner.attemptPrepared(reference, gatewayReference: gatewayReference, returnURL: returnURL)
     }
+    func replaceIntent(_ intent: PaymentIntent, payment: String, merchant: String, expected: [StoredAttempt]) async throws -> StoredPayment? {
+        try await inner.replaceIntent(intent, payment: payment, merchant: merchant, expected: expected)
+    }
     func markSubmitted(_ reference: AttemptReference) async throws -> Bool { try await inner.markSubmitted(reference) }
     func recordClientOutcome(_ outcome: ClientOutcome, attempt: AttemptReference) async throws {
         try await inner.recordClientOutcome(outcome, attempt: attempt)

@@ -177,6 +177,23 @@ public struct CitconServer: CheckoutServer {
     /// `goods` when known. Wallets (WeChat Pay, Alipay, UnionPay) ask for ``CitconSettings/walletClient``;
     /// every other method for `mobile_browser`.
     /// - Throws: ``CheckoutError`` naming the field of the intent or context at fault.
+    /// What Citcon needs of a payment, by the rules ``chargeRequest(for:)`` applies (the method and action it
+    /// offers, the country, a positive amount, a note of at most 128 characters, the consumer's reference for the
+    /// methods that need one), checked with no call (also when the payment is created). The return URL is the
+    /// attempt's, not the payment's, so a stand-in takes its place here.
+    public func requirementIssues(for intent: PaymentIntent) -> [CheckoutError] {
+        let context = AttemptContext(intent: intent, attempt: AttemptReference(rawValue: "requirementcheck"),
+                                     returnURL: URL(string: "https://requirement.check/return"))
+        do {
+            _ = try chargeRequest(for: context)
+            return []
+        } catch let error as CheckoutError {
+            return [error]
+        } catch {
+            return [CheckoutError(.invalidField, field: "intent", message: "Citcon cannot take this payment", gateway: gateway)]
+        }
+    }
+
     public func chargeRequest(for context: AttemptContext) throws -> CitconChargeRequest {
         let intent = context.intent
         let method = intent.method

@@ -25,18 +25,43 @@ public struct PayFortGateway: Checkout {
     public let environment: PayFortEnvironment
     /// PayFort's language for messages: `en` or `ar`.
     public let language: String
+    /// The FORT SDK's id of this device (`PayFortController.getUDID()`), sent with each prepare as
+    /// ``appDataDeviceID``: the server asks PayFort for an SDK token bound to it. `nil` in an app that uses
+    /// only the merchant page.
+    public let deviceID: String?
 
     /// The app half of a PayFort gateway: the environment, nothing secret.
-    public init(id: GatewayID = "payfort", environment: PayFortEnvironment, language: String = "en") {
+    /// - Parameter deviceID: the FORT SDK's `PayFortController.getUDID()`, when the app embeds the SDK.
+    public init(id: GatewayID = "payfort", environment: PayFortEnvironment, language: String = "en", deviceID: String? = nil) {
         self.gateway = id
         self.environment = environment
         self.language = language
+        self.deviceID = deviceID
+    }
+
+    /// The ``PrepareRequest/appData`` key of the FORT SDK's device id.
+    public static let appDataDeviceID = "device_id"
+
+    /// The device id, when the app embeds the FORT SDK.
+    public func appData() async throws -> [String: String] {
+        deviceID.map { [Self.appDataDeviceID: $0] } ?? [:]
     }
 
     /// What PayFort can do here: cards and mada, sale and authorization, with inquiry (`CHECK_STATUS`)
     /// and notifications (transaction feedback). Both halves declare it.
     public static let capabilities = GatewayCapabilities(methods: [.card, .mada], currencies: PayFortCurrencies.all, actions: [.sale, .authorize],
-                                                         supportsInquiry: true, supportsNotifications: true)
+                                                         supportsInquiry: true, supportsNotifications: true,
+                                                         attemptLifetimeSeconds: attemptHour, appDataKeys: [appDataDeviceID],
+                                                         abandonedAttemptSeconds: attemptHour)
+
+    /// One hour: what a PayFort attempt can take. The FORT SDK's token lives one hour ("Each token has a
+    /// life-time of only one hour", FORT Mobile SDK iOS guide v3.4); CHECK_STATUS cannot show a 3-D Secure
+    /// the customer never finished (APS "Check transaction status": "If the payment wasn't fully completed
+    /// (e.g. the customer didn't finish 3D Secure…), the Check Status response alone won't be enough"), and
+    /// PayFort's own plugins cancel an order still unpaid after 60 minutes (payfort/woocommerce-payfort
+    /// `status_cron_duration` default 60; payfort/magento2-payfort `Cron/Paymentstatus.php`, 20064 included).
+    /// No document gives the 3-D Secure session a longer life. See docs/gateways/payfort.md.
+    public static let attemptHour = 3_600
 
     /// What this gateway can do: the same as the static `capabilities`.
     public var capabilities: GatewayCapabilities { Self.capabilities }

@@ -109,7 +109,8 @@ public struct PayFortServer: CheckoutServer {
     /// **Prepare**.
     /// - `mobile_sdk`: checks the operation fields, then gets an SDK token for the app's device
     ///   (`SDK_TOKEN`, signed with the request phrase; the answer verified with the response phrase).
-    ///   The device id is the FORT SDK's (`intent.metadata["device_id"]`); it is required, never guessed.
+    ///   The device id is the FORT SDK's, sent by the app with the attempt (`appData.device_id`,
+    ///   ``PayFortGateway/appDataDeviceID``); it is required, never guessed.
     ///   The app receives the operation request and the token.
     /// - `merchant_page`: checks the fields the later PURCHASE/AUTHORIZATION needs, then signs the
     ///   `TOKENIZATION` hidden fields (no network call). The app receives them.
@@ -128,7 +129,7 @@ public struct PayFortServer: CheckoutServer {
         case .mobileSDK:
             let required = PayFortFields.requiredOperationKeys.filter { $0 != "sdk_token" }
             if let issue = PayFortFields.validateOperation(operation, required: required).first { throw issue.error.attributed(to: gateway) }
-            let token = try await sdkToken(deviceID: try deviceID(of: intent))
+            let token = try await sdkToken(deviceID: try deviceID(of: context))
             operation["sdk_token"] = token
             operation[PayFortGateway.integrationParameter] = PayFortIntegration.mobileSDK.rawValue
             return Preparation(gateway: gateway, attempt: context.attempt, method: intent.method, amount: intent.amount,
@@ -147,16 +148,39 @@ public struct PayFortServer: CheckoutServer {
         }
     }
 
-    /// The FORT SDK's device id the app sent with the intent.
-    func deviceID(of intent: PaymentIntent) throws(CheckoutError) -> String {
-        guard let deviceID = intent.metadata["device_id"], !deviceID.isEmpty else {
-            throw CheckoutError(.missingField, field: "intent.metadata.device_id",
-                                message: "the FORT SDK's device id (PayFortController.getUDID()) is required for its token",
+    /// The FORT SDK's device id the app sent with this attempt (``PayFortGateway/appDataDeviceID``): what only
+    /// the app knows travels with the attempt, so a second device paying the same payment gets its own token.
+    func deviceID(of context: AttemptContext) throws(CheckoutError) -> String {
+        let key = PayFortGateway.appDataDeviceID
+        guard let deviceID = context.appData[key], !deviceID.isEmpty else {
+            throw CheckoutError(.missingField, field: "appData.\(key)",
+                                message: "the app sends the FORT SDK's device id (PayFortController.getUDID()) with the attempt; the SDK token is bound to it",
                                 gateway: gateway)
         }
-        if let issue = PayFortFields.check("device_id", deviceID, prefix: "intent.metadata.").first { throw issue.error.attributed(to: gateway) }
+        if let issue = PayFortFields.check(key, deviceID, prefix: "appData.").first { throw issue.error.attributed(to: gateway) }
         return deviceID
     }
+
+    /// What PayFort needs of a payment, by the rules ``prepare(_:)`` applies (the currency, the customer's
+    /// e-mail, each operation field's documented rule), each named by the intent's field it comes from.
+    public func requirementIssues(for intent: PaymentIntent) -> [CheckoutError] {
+        let context = AttemptContext(intent: intent, attempt: AttemptReference(rawValue: "requirementcheck"))
+        let operation: [String: String]
+        do { operation = try operationFields(for: context) } catch { return [error] }
+        let required = PayFortFields.requiredOperationKeys.filter { $0 != "sdk_token" }
+        return PayFortFields.validateOperation(operation, required: required).map { issue in
+            let name = String(issue.field.dropFirst("payfort.".count))
+            let field = Self.intentField[name] ?? (intent.metadata[name] != nil ? "intent.metadata.\(name)" : "intent")
+            return CheckoutError(issue.code, field: field, message: "PayFort's \(name): \(issue.message)", gateway: gateway)
+        }
+    }
+
+    /// The intent's field each operation field is made from (the rest come from the metadata).
+    static let intentField: [String: String] = [
+        "customer_email": "intent.customer.email", "order_description": "intent.description", "customer_name": "intent.customer.firstName",
+        "phone_number": "intent.customer.phone", "customer_ip": "intent.customer.ipAddress", "amount": "intent.amount",
+        "currency": "intent.amount.currency", "command": "intent.action",
+    ]
 
     /// `SDK_TOKEN` for `deviceID`.
     func sdkToken(deviceID: String) async throws(CheckoutError) -> String {

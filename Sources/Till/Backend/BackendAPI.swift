@@ -14,14 +14,19 @@ public struct PrepareRequest: Codable, Sendable {
     /// The customer chose to try again (after a decline they were handed off for, or a cancel): the
     /// only way another attempt starts after a hand-off. Recorded on the attempt.
     public var customerRequested: Bool?
+    /// What only the app knows that the chosen gateway needs with this attempt (PayFort's FORT SDK:
+    /// `device_id`), keyed by the names gateway modules declare (``GatewayCapabilities/appDataKeys``).
+    /// Never stored with the payment; a key no module declares is refused, naming `appData.<key>`.
+    public var appData: [String: String]?
 
-    public init(returnURLs: [URL], customerRequested: Bool = false) {
+    public init(returnURLs: [URL], customerRequested: Bool = false, appData: [String: String] = [:]) {
         self.returnURLs = returnURLs
         self.customerRequested = customerRequested ? true : nil
+        self.appData = appData.isEmpty ? nil : appData
     }
     public init(returnURL: URL? = nil) { self.returnURL = returnURL }
 
-    private enum CodingKeys: String, CodingKey, CaseIterable { case returnURLs, returnURL, customerRequested }
+    private enum CodingKeys: String, CodingKey, CaseIterable { case returnURLs, returnURL, customerRequested, appData }
 
     /// Decodes a prepare request; a key Till does not know is an error naming it.
     public init(from decoder: any Decoder) throws {
@@ -30,6 +35,7 @@ public struct PrepareRequest: Codable, Sendable {
         returnURLs = try c.decodeIfPresent([URL].self, forKey: .returnURLs)
         returnURL = try c.decodeIfPresent(URL.self, forKey: .returnURL)
         customerRequested = try c.decodeIfPresent(Bool.self, forKey: .customerRequested)
+        appData = try c.decodeIfPresent([String: String].self, forKey: .appData)
     }
 
     /// The offered URLs, whichever field carried them.
@@ -62,6 +68,13 @@ public struct PaymentView: Codable, Sendable, Hashable {
     /// earlier one stops working): the secret the merchant's backend hands to the app for this one
     /// payment. Never shown again; the server keeps only its digest.
     public var clientSecret: ClientSecret?
+    /// Only in answers to the merchant's key (never to the app's client secret): the customer as stored
+    /// (card numbers in free text masked), when any field of it is set.
+    public var customer: Customer?
+    /// Only in answers to the merchant's key: the payment's description, when set.
+    public var description: String?
+    /// Only in answers to the merchant's key: the payment's metadata, when not empty.
+    public var metadata: [String: String]?
 
     public init(id: String, merchantReference: String, amount: Money, method: PaymentMethod, status: PaymentStatus,
                 attempts: [AttemptView], createdAt: Date, updatedAt: Date) {
@@ -73,6 +86,84 @@ public struct PaymentView: Codable, Sendable, Hashable {
         self.attempts = attempts
         self.createdAt = createdAt
         self.updatedAt = updatedAt
+    }
+}
+
+/// The body of `PATCH /v1/payments/{id}`: what the merchant may change before any money moved. A key
+/// that is absent leaves its field as it is; `null` clears it; a value replaces it whole (the customer
+/// and the metadata are replaced, not merged). Keys Till does not know are refused by name.
+public struct PaymentUpdate: Codable, Sendable, Hashable {
+    /// A change of one field: absent (keep), `null` (clear) or a new value.
+    public enum Change<Value: Codable & Sendable & Hashable>: Sendable, Hashable {
+        case keep
+        case clear
+        case set(Value)
+    }
+
+    public var customer: Change<Customer>
+    public var description: Change<String>
+    public var metadata: Change<[String: String]>
+
+    public init(customer: Change<Customer> = .keep, description: Change<String> = .keep, metadata: Change<[String: String]> = .keep) {
+        self.customer = customer
+        self.description = description
+        self.metadata = metadata
+    }
+
+    private enum CodingKeys: String, CodingKey, CaseIterable { case customer, description, metadata }
+
+    /// Decodes an update; a key Till does not know is an error naming it, and an empty object is refused.
+    public init(from decoder: any Decoder) throws {
+        try decoder.refuseUnknownKeys(CodingKeys.self)
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        func change<Value>(_ key: CodingKeys, _ type: Value.Type) throws -> Change<Value> {
+            guard c.contains(key) else { return .keep }
+            if try c.decodeNil(forKey: key) { return .clear }
+            return .set(try c.decode(Value.self, forKey: key))
+        }
+        customer = try change(.customer, Customer.self)
+        description = try change(.description, String.self)
+        metadata = try change(.metadata, [String: String].self)
+        guard customer != .keep || description != .keep || metadata != .keep else {
+            let message = "name at least one of customer, description, metadata"
+            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: message,
+                                                    underlyingError: CheckoutError(.missingField, field: "$", message: message)))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        func put<Value>(_ change: Change<Value>, _ key: CodingKeys) throws {
+            switch change {
+            case .keep: break
+            case .clear: try c.encodeNil(forKey: key)
+            case .set(let value): try c.encode(value, forKey: key)
+            }
+        }
+        try put(customer, .customer)
+        try put(description, .description)
+        try put(metadata, .metadata)
+    }
+
+    /// `intent` with this update applied.
+    public func applied(to intent: PaymentIntent) -> PaymentIntent {
+        var intent = intent
+        switch customer {
+        case .keep: break
+        case .clear: intent.customer = Customer()
+        case .set(let value): intent.customer = value
+        }
+        switch description {
+        case .keep: break
+        case .clear: intent.description = nil
+        case .set(let value): intent.description = value
+        }
+        switch metadata {
+        case .keep: break
+        case .clear: intent.metadata = [:]
+        case .set(let value): intent.metadata = value
+        }
+        return intent
     }
 }
 

@@ -37,8 +37,14 @@ public struct HTTPMerchantBackend: MerchantBackend {
     /// intent is the one that is paid; `intent` is the app's copy of it (what the merchant's backend
     /// created), used by the checkout to present the attempt.
     public func prepare(_ intent: PaymentIntent, returnURLs: [URL], customerRequested: Bool) async throws -> Preparation {
+        try await prepare(intent, returnURLs: returnURLs, customerRequested: customerRequested, appData: [:])
+    }
+
+    /// The same, with what only the app knows (``PrepareRequest/appData``).
+    public func prepare(_ intent: PaymentIntent, returnURLs: [URL], customerRequested: Bool,
+                        appData: [String: String]) async throws -> Preparation {
         try await server.call(.post, "v1/payments/\(paymentID)/attempts",
-                              body: PrepareRequest(returnURLs: returnURLs, customerRequested: customerRequested))
+                              body: PrepareRequest(returnURLs: returnURLs, customerRequested: customerRequested, appData: appData))
     }
 
     /// `POST /v1/attempts/{reference}/submit`: the server calls the gateway with the payload and

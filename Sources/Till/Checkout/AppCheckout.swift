@@ -12,6 +12,10 @@ public protocol MerchantBackend: Sendable {
     /// handed off for, or a cancel): the only way the server starts another attempt after a hand-off.
     /// By default the same as an ordinary prepare (the server then refuses what only the customer may ask).
     func prepare(_ intent: PaymentIntent, returnURLs: [URL], customerRequested: Bool) async throws -> Preparation
+    /// Prepare with what only the app knows (``PrepareRequest/appData``: PayFort's FORT SDK `device_id`), sent
+    /// with this attempt. By default the same as the prepare above when there is nothing to send; a backend
+    /// that cannot carry it refuses, naming `appData`.
+    func prepare(_ intent: PaymentIntent, returnURLs: [URL], customerRequested: Bool, appData: [String: String]) async throws -> Preparation
     /// **Submit**: hands what the app collected to the server, which calls the gateway with it, and
     /// returns the app's next step. Refused by default (a backend for gateways without a submit step).
     func submit(_ submission: Submission, for attempt: AttemptReference) async throws -> NextStep
@@ -37,6 +41,14 @@ extension MerchantBackend {
 
     public func prepare(_ intent: PaymentIntent, returnURLs: [URL], customerRequested: Bool) async throws -> Preparation {
         try await prepare(intent, returnURLs: returnURLs)
+    }
+
+    public func prepare(_ intent: PaymentIntent, returnURLs: [URL], customerRequested: Bool,
+                        appData: [String: String]) async throws -> Preparation {
+        guard appData.isEmpty else {
+            throw CheckoutError(.unsupportedAction, field: "appData", message: "this merchant backend cannot send what the app knows")
+        }
+        return try await prepare(intent, returnURLs: returnURLs, customerRequested: customerRequested)
     }
 
     /// Prepare with a single return URL (or none).
@@ -171,12 +183,28 @@ public struct AppCheckout: Sendable {
         return result
     }
 
+    /// What the app's gateway halves know that the server's may need (``Checkout/appData()``), merged: a key
+    /// two halves send must have one value.
+    private func appData() async throws -> [String: String] {
+        var merged: [String: String] = [:]
+        for gateway in gateways.values.sorted(by: { $0.gateway.rawValue < $1.gateway.rawValue }) {
+            for (key, value) in try await gateway.appData() {
+                if let held = merged[key], held != value {
+                    throw CheckoutError(.misconfigured, field: "appData.\(key)", message: "two gateways of this app send different values")
+                }
+                merged[key] = value
+            }
+        }
+        return merged
+    }
+
     /// One attempt: Prepare (server) → Present → [Submit (server)] → Return → Confirm (server).
     private func attempt(_ intent: PaymentIntent, customerRequested: Bool) async throws -> CheckoutResult {
         // Every route is offered; the gateway the server picks chooses the one that fits.
         var expected = try returns.expectReturnOnAnyRoute()
         defer { returns.cancel(expected) }
-        let preparation = try await backend.prepare(intent, returnURLs: expected.urls, customerRequested: customerRequested)
+        let preparation = try await backend.prepare(intent, returnURLs: expected.urls, customerRequested: customerRequested,
+                                                    appData: try await appData())
         if let chosen = preparation.returnURL { expected = try returns.restrict(expected, to: chosen) }
         guard let gateway = gateways[preparation.gateway] else {
             throw CheckoutError(.misconfigured, field: "gateway",

@@ -29,6 +29,15 @@ public protocol Checkout: Sendable {
 
     /// **Return** (app): what a matched return URL or a vendor SDK's in-process result says. Informational only.
     func interpretReturn(_ event: ReturnEvent, for preparation: Preparation) -> ClientOutcome
+
+    /// What only the app knows that the server half needs with an attempt (PayFort: the FORT SDK's
+    /// `device_id`), sent with every prepare as ``PrepareRequest/appData``, keyed by the names the module
+    /// declares in ``GatewayCapabilities/appDataKeys``. Nothing by default.
+    func appData() async throws -> [String: String]
+}
+
+extension Checkout {
+    public func appData() async throws -> [String: String] { [:] }
 }
 
 /// The merchant server's half of a gateway module: **Prepare**, **Submit** and **Confirm**. It holds the
@@ -78,9 +87,18 @@ public protocol CheckoutServer: Sendable {
     /// leaves the app. By default the first offered.
     /// - Throws: ``CheckoutError`` naming `returnURLs` when none of them can work for this payment.
     func returnURL(from offered: [URL], for intent: PaymentIntent) throws -> URL?
+
+    /// What this gateway needs of a payment beyond its capabilities (PayFort: the customer's e-mail), checked
+    /// with no call to the gateway when the payment is created or changed and before an attempt starts, so
+    /// that a payment the gateway would refuse is never sent to it: the router passes it to a gateway that
+    /// can take it, or the merchant is told at once which field to fix. Each problem names the intent's field
+    /// (`intent.customer.email`), as ``prepare(_:)`` would. Written from the same rules ``prepare(_:)``
+    /// applies, never a copy of them. None by default.
+    func requirementIssues(for intent: PaymentIntent) -> [CheckoutError]
 }
 
 extension CheckoutServer {
+    public func requirementIssues(for intent: PaymentIntent) -> [CheckoutError] { [] }
     public var decisionTable: DecisionTable { DecisionTable() }
     public func claimedAttempt(in notification: IncomingNotification) -> AttemptReference? { nil }
     public func answerChallenge(_ request: IncomingNotification) -> NotificationAcknowledgement? { nil }
@@ -140,11 +158,23 @@ public struct GatewayCapabilities: Hashable, Sendable, Codable {
     /// The gateway's documented lifetime of an attempt, in seconds: past it, an attempt the gateway says
     /// it never saw can never be charged, and the reconciler expires it. `nil`: never expired that way.
     public var attemptLifetimeSeconds: Int?
+    /// What only the app knows that this gateway needs with an attempt (``PrepareRequest/appData``): the keys
+    /// its app half sends when it prepares (PayFort's FORT SDK: `device_id`). The server refuses a key no
+    /// gateway module declares.
+    public var appDataKeys: Set<String>
+    /// How long, by the gateway's sources, a customer can take to finish what an attempt handed them (a 3-D
+    /// Secure page, the gateway's SDK): past it, an attempt the gateway still reports as waiting (pending)
+    /// can no longer be finished, and the reconciler closes it as expired so the customer may pay again. A
+    /// later verified success still wins (an expired payment may become paid, never the reverse). `nil`: a
+    /// pending attempt stays pending until the gateway says otherwise.
+    public var abandonedAttemptSeconds: Int?
 
     public init(methods: Set<PaymentMethod>, currencies: Set<Currency>? = nil, countries: Set<CountryCode>? = nil,
                 actions: Set<PaymentAction> = [.sale], supportsInquiry: Bool = true, supportsNotifications: Bool = true,
-                attemptLifetimeSeconds: Int? = nil) {
+                attemptLifetimeSeconds: Int? = nil, appDataKeys: Set<String> = [], abandonedAttemptSeconds: Int? = nil) {
         self.attemptLifetimeSeconds = attemptLifetimeSeconds
+        self.abandonedAttemptSeconds = abandonedAttemptSeconds
+        self.appDataKeys = appDataKeys
         self.methods = methods
         self.currencies = currencies
         self.countries = countries
@@ -180,12 +210,17 @@ public struct AttemptContext: Sendable, Hashable {
     public var returnURL: URL?
     /// Where the gateway should send its server-to-server notification.
     public var notificationURL: URL?
+    /// What only the app knows, sent with this attempt's prepare (``PrepareRequest/appData``): the keys the
+    /// gateway declares in ``GatewayCapabilities/appDataKeys`` (PayFort: the FORT SDK's `device_id`).
+    public var appData: [String: String]
 
-    public init(intent: PaymentIntent, attempt: AttemptReference, returnURL: URL? = nil, notificationURL: URL? = nil) {
+    public init(intent: PaymentIntent, attempt: AttemptReference, returnURL: URL? = nil, notificationURL: URL? = nil,
+                appData: [String: String] = [:]) {
         self.intent = intent
         self.attempt = attempt
         self.returnURL = returnURL
         self.notificationURL = notificationURL
+        self.appData = appData
     }
 }
 

@@ -8,11 +8,16 @@
 /// | ``unknown`` | anything else (a timeout, a lost answer, an unreadable answer) | the attempt stays open for an inquiry; never cascaded |
 public enum AttemptFailure: Sendable, Hashable {
     case neverSent
+    /// Refused before anything was sent because of the payment's or the app's own input (a field the gateway
+    /// needs): a mistake to fix, not a try. The attempt policy does not count it (``AttemptPolicy``).
+    case inputRefused
     case declined(code: String)
     case unknown
 
     /// The code recorded on an attempt that was closed because its request never reached the gateway.
     public static let notSentCode = "till_not_sent"
+    /// The code recorded on an attempt refused before anything was sent because of its own input.
+    public static let inputRefusedCode = "till_input_refused"
 
     /// Classifies `error`.
     public init(_ error: CheckoutError) {
@@ -31,6 +36,7 @@ public enum AttemptFailure: Sendable, Hashable {
     public var recordedCode: String? {
         switch self {
         case .neverSent: Self.notSentCode
+        case .inputRefused: Self.inputRefusedCode
         case .declined(let code): code
         case .unknown: nil
         }

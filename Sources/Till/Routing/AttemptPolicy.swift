@@ -84,6 +84,9 @@ public struct AttemptPolicy: Sendable, Hashable {
     ///    choice to try again overrides the table and the budget, never rules 1–3.
     ///
     /// - Returns: the gateways already tried (which the next attempt avoids), or the refusal.
+    /// How many attempts of one payment may be refused for their own input (``AttemptFailure/inputRefused``).
+    public static let maxInputRefusals = 10
+
     public func nextAttempt(payment status: PaymentStatus, attempts: [AttemptSummary], customerRequested: Bool = false,
                             elapsed: Duration = .zero) -> Result<Set<GatewayID>, Refusal> {
         if status.moneyMoved || status == .authorized || status == .refunded {
@@ -92,6 +95,14 @@ public struct AttemptPolicy: Sendable, Hashable {
         if let open = attempts.first(where: { !$0.status.isNegative }) {
             return .failure(Refusal("attempt_in_progress", "attempt \(open.reference) is \(open.status); wait for its outcome"))
         }
+        // An attempt refused for its own input before anything was sent is a mistake to fix, not a try: the
+        // decision is the one before it, with the same gateways left. A bounded number, so an app that keeps
+        // sending the same mistake cannot grow the payment without end.
+        let refused = attempts.filter { $0.gatewayCode == AttemptFailure.inputRefusedCode }.count
+        if refused >= Self.maxInputRefusals {
+            return .failure(Refusal("attempts_exhausted", "\(refused) attempts were refused for their input; fix the payment or the app"))
+        }
+        let attempts = attempts.filter { $0.gatewayCode != AttemptFailure.inputRefusedCode }
         if attempts.count >= retry.maxAttempts {
             return .failure(Refusal("attempts_exhausted", "no attempts left for this payment (\(retry.maxAttempts))"))
         }
@@ -133,7 +144,7 @@ public struct AttemptPolicy: Sendable, Hashable {
     public func mayTryNext(after failure: AttemptFailure, on gateway: GatewayID, handedOff: Bool) -> Bool {
         guard !handedOff else { return false }
         switch failure {
-        case .neverSent: return true
+        case .neverSent, .inputRefused: return true
         case .declined(let code): return table(for: gateway).decision(for: code) == .retryNext
         case .unknown: return false
         }

@@ -43,13 +43,28 @@ public func buildApplication(
     guard let (host, port) = state.settings.hostAndPort else {
         throw StartupError(problems: ["server.listen: expected host:port"])
     }
-    let api = API(service: PaymentService(state: state, store: store, logger: logger, metrics: metrics, crashPoint: crashPoint))
+    let router = makeRouter(API(service: PaymentService(state: state, store: store, logger: logger, metrics: metrics, crashPoint: crashPoint)))
+    let settings = state.settings
+    let readLimit = TimeAmount.nanoseconds(Int64(settings.requestReadTimeoutSeconds * 1_000_000_000))
+    return Application(
+        router: router,
+        server: .http1(configuration: .init(additionalChannelHandlers: [RequestDeadline(limit: readLimit)],
+                                            idleTimeout: .nanoseconds(Int64(settings.idleTimeoutSeconds * 1_000_000_000)))),
+        configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: "till",
+                                                availableConnectionsDelegate: MaximumAvailableConnections(settings.maxConnections)),
+        onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
+        logger: logger)
+}
+
+/// Every route of the merchant server's API (docs/openapi.yaml describes each; a test holds them equal).
+func makeRouter(_ api: API) -> Router<TillRequestContext> {
     let router = Router(context: TillRequestContext.self)
     router.add(middleware: RequestIDMiddleware())
     router.get("/healthz") { _, _ in try API.json(["status": "ok"], status: .ok) }
     let v1 = router.group("v1")
     v1.post("payments") { request, context in await api.respond(context) { try await api.createPayment(request, context) } }
     v1.get("payments/:id") { request, context in await api.respond(context) { try await api.getPayment(request, context) } }
+    v1.patch("payments/:id") { request, context in await api.respond(context) { try await api.updatePayment(request, context) } }
     v1.post("payments/:id/attempts") { request, context in await api.respond(context) { try await api.prepare(request, context) } }
     v1.get("attempts/:reference") { request, context in await api.respond(context) { try await api.getAttempt(request, context) } }
     v1.post("attempts/:reference/inquire") { request, context in
@@ -69,16 +84,7 @@ public func buildApplication(
         await api.respond(context) { try await api.challenge(request, context) }
     }
     v1.get("quarantine") { request, context in await api.respond(context) { try await api.quarantine(request, context) } }
-    let settings = state.settings
-    let readLimit = TimeAmount.nanoseconds(Int64(settings.requestReadTimeoutSeconds * 1_000_000_000))
-    return Application(
-        router: router,
-        server: .http1(configuration: .init(additionalChannelHandlers: [RequestDeadline(limit: readLimit)],
-                                            idleTimeout: .nanoseconds(Int64(settings.idleTimeoutSeconds * 1_000_000_000)))),
-        configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: "till",
-                                                availableConnectionsDelegate: MaximumAvailableConnections(settings.maxConnections)),
-        onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
-        logger: logger)
+    return router
 }
 
 /// Adds a request id to every request's logger and response (`X-Request-Id`, echoed if the caller sent one),
@@ -86,7 +92,7 @@ public func buildApplication(
 /// notification's acknowledgement included), so no browser guesses another type for what the server sends.
 struct RequestIDMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let given = request.headers[.requestID].flatMap { $0.count <= 64 && $0.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" } ? $0 : nil }
+        let given = request.headers[.requestID].flatMap { !$0.isEmpty && $0.count <= 64 && $0.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" } ? $0 : nil }
         let id = given ?? UUID().uuidString.lowercased()
         var context = context
         context.logger[metadataKey: "request_id"] = .string(id)
@@ -134,8 +140,17 @@ struct API: Sendable {
 
     func getPayment(_ request: Request, _ context: TillRequestContext) async throws -> Response {
         let id = try context.parameters.require("id")
-        let merchant = try service.authorize(try await authenticate(request), payment: id)
-        return try Self.json(try await service.payment(id: id, merchant: merchant), status: .ok)
+        let caller = try await authenticate(request)
+        let merchant = try service.authorize(caller, payment: id)
+        let forMerchant = if case .merchant = caller { true } else { false }
+        return try Self.json(try await service.payment(id: id, merchant: merchant, forMerchant: forMerchant), status: .ok)
+    }
+
+    func updatePayment(_ request: Request, _ context: TillRequestContext) async throws -> Response {
+        let id = try context.parameters.require("id")
+        let merchant = try service.merchantOnly(try await authenticate(request))
+        let update = try decode(PaymentUpdate.self, try await body(request), field: "body")
+        return try Self.json(try await service.updatePayment(id: id, merchant: merchant, update: update, logger: context.logger), status: .ok)
     }
 
     func prepare(_ request: Request, _ context: TillRequestContext) async throws -> Response {

@@ -1,10 +1,17 @@
 import Till
 
 extension PaymentView {
-    init(_ payment: StoredPayment) {
+    /// The payment as the API shows it; `forMerchant` adds what only the merchant's key may read (the
+    /// customer, the description, the metadata), never shown to the app's client secret.
+    init(_ payment: StoredPayment, forMerchant: Bool = false) {
         self.init(id: payment.id, merchantReference: payment.intent.merchantReference, amount: payment.intent.amount,
                   method: payment.intent.method, status: payment.status, attempts: payment.attempts.map(AttemptView.init),
                   createdAt: payment.createdAt, updatedAt: payment.updatedAt)
+        guard forMerchant else { return }
+        let intent = payment.intent
+        customer = intent.customer == Customer() ? nil : intent.customer
+        description = intent.description
+        metadata = intent.metadata.isEmpty ? nil : intent.metadata
     }
 }
 

@@ -135,6 +135,13 @@ public protocol PaymentStore: Sendable {
     func addAttempt(_ reference: AttemptReference, payment: String, gateway: GatewayID, expected: [StoredAttempt],
                     customerRequested: Bool) async throws
 
+    /// Replaces a merchant's payment's intent (`PATCH /v1/payments/{id}`: the customer, description and
+    /// metadata; the reference, amount, method and action never change) if its attempts are still exactly
+    /// `expected` — the same compare-and-set as ``addAttempt(_:payment:gateway:expected:customerRequested:)``,
+    /// so no attempt can start on the old intent while the new one is written. Returns the payment as
+    /// changed, `nil` when the merchant has no such payment; ``StoreError/conflict`` when anything changed.
+    func replaceIntent(_ intent: PaymentIntent, payment: String, merchant: String, expected: [StoredAttempt]) async throws -> StoredPayment?
+
     /// Records what Prepare returned (the gateway's reference, the chosen return URL) and moves the
     /// attempt to `pending`.
     func attemptPrepared(_ reference: AttemptReference, gatewayReference: String?, returnURL: URL?) async throws

@@ -281,6 +281,22 @@ public final class PostgresPaymentStore: PaymentStore {
         }
     }
 
+    public func replaceIntent(_ intent: PaymentIntent, payment: String, merchant: String, expected: [StoredAttempt]) async throws -> StoredPayment? {
+        let json = try SQLitePaymentStore.encode(intent)
+        return try await transaction { connection in
+            try await self.lock(connection, payment: payment)
+            guard let current = try await self.payment(connection, id: payment, merchant: merchant) else { return nil }
+            guard StoreRules.unchanged(current.attempts, expected: expected) else {
+                throw StoreError.conflict("the attempts of payment \(payment) changed")
+            }
+            let now = Date().storedMillis
+            try await connection.query("""
+                UPDATE till_payments SET intent_json = \(json), updated_at = \(now) WHERE id = \(payment) AND merchant_id = \(merchant)
+                """, logger: self.logger)
+            return try await self.payment(connection, id: payment, merchant: merchant)
+        }
+    }
+
     public func attemptPrepared(_ reference: AttemptReference, gatewayReference: String?, returnURL: URL?) async throws {
         try await transaction { connection in
             // The payment of the attempt, locked, in one round trip.

@@ -129,6 +129,19 @@ public final class SQLitePaymentStore: PaymentStore {
         }
     }
 
+    public func replaceIntent(_ intent: PaymentIntent, payment: String, merchant: String, expected: [StoredAttempt]) async throws -> StoredPayment? {
+        let json = try Self.encode(intent)
+        return try await writer.write { db in
+            guard let current = try self.payment(db, id: payment, merchant: merchant) else { return nil }
+            guard StoreRules.unchanged(current.attempts, expected: expected) else {
+                throw StoreError.conflict("the attempts of payment \(payment) changed")
+            }
+            try db.cachedStatement(sql: "UPDATE till_payments SET intent_json = ?, updated_at = ? WHERE id = ? AND merchant_id = ?")
+                .execute(arguments: [json, Date().storedMillis, payment, merchant])
+            return try self.payment(db, id: payment, merchant: merchant)
+        }
+    }
+
     public func attemptPrepared(_ reference: AttemptReference, gatewayReference: String?, returnURL: URL?) async throws {
         try await writer.write { db in
             try db.cachedStatement(sql: """

@@ -90,7 +90,7 @@ final class PayFortAttackWorld: @unchecked Sendable {
     /// Creates a payment of `minor` halalas (SAR) and returns its id.
     func createPayment(minor: Int64, reference: String = "order-\(UUID().uuidString.prefix(8))") async throws -> String {
         let body = #"{"merchantReference":"\#(reference)","amount":{"value":\#(minor),"currency":"SAR"},"method":"card","# +
-            #""customer":{"email":"buyer@example.com"},"metadata":{"device_id":"\#(Self.deviceID)"}}"#
+            #""customer":{"email":"buyer@example.com"}}"#
         let created = try await send("POST", "v1/payments", body: Data(body.utf8))
         #expect(created.status == 201, "\(String(decoding: created.body, as: UTF8.self))")
         return try #require(created.json["id"] as? String)
@@ -99,7 +99,8 @@ final class PayFortAttackWorld: @unchecked Sendable {
     /// Prepares the payment's next attempt, offering `returnURLs`; returns the attempt and the
     /// preparation's parameters (the signed form, or the SDK's operation request).
     func prepare(_ payment: String, returnURLs: [String] = []) async throws -> (AttemptReference, [String: String]) {
-        let body = try JSONSerialization.data(withJSONObject: ["returnURLs": returnURLs])
+        // The app's FORT SDK sends its device id with the attempt.
+        let body = try JSONSerialization.data(withJSONObject: ["returnURLs": returnURLs, "appData": ["device_id": Self.deviceID]] as [String: Any])
         let prepared = try await send("POST", "v1/payments/\(payment)/attempts", body: body)
         #expect(prepared.status == 201, "\(String(decoding: prepared.body, as: UTF8.self))")
         let attempt = try #require(prepared.json["attempt"] as? String)
