@@ -40,6 +40,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.80.0"),
         // Server-only: the reconciler runs beside the HTTP server in one service group.
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.8.0"),
+        // Tests only: reads docs/openapi.yaml, which a test holds the server to.
+        .package(url: "https://github.com/jpsim/Yams.git", from: "5.0.1"),
     ],
     targets: [
         .target(
@@ -247,6 +249,7 @@ let package = Package(
                 "till",
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "Yams", package: "Yams"),
             ],
             exclude: ["Fixtures"]
         ),

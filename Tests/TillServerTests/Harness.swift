@@ -164,6 +164,12 @@ final class ServerHarness: @unchecked Sendable {
         let http = response as! HTTPURLResponse
         var fields: [String: String] = [:]
         for (name, value) in http.allHeaderFields { fields[(name as! String).lowercased()] = value as? String }
+        // Every exchange of every server test is held to docs/openapi.yaml.
+        let contract = try OpenAPIContract.repository.get()
+        let path = "/" + (path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? path)
+        let violations = contract.violations(method: method, path: path, status: http.statusCode, contentType: fields["content-type"],
+                                             body: data, requestBody: request.httpBody)
+        #expect(violations.isEmpty, "docs/openapi.yaml disagrees with the server:\n\(violations.joined(separator: "\n"))")
         return Answer(status: http.statusCode, headers: fields, body: data)
     }
 
