@@ -50,8 +50,11 @@ let package = Package(
         ),
         .target(
             name: "TillTesting",
-            dependencies: ["Till", "TillGatewayKit", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["Till", "TillGatewayKit", .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "Logging", package: "swift-log")]
         ),
+        // Tests only: runs TillTesting's TestRun.setUp() when the test binary loads (quiet logs, a skipped line).
+        .target(name: "TillTestSetup", dependencies: ["TillTesting"], path: "Tests/Support/TillTestSetup"),
         // What gateway modules share: codecs, canonical strings, constant-time compare, the typed HTTP
         // client, settings parsing, the plugin description. Core plus swift-crypto only.
         .target(
@@ -179,16 +182,16 @@ let package = Package(
         .target(name: "TillChildProcess", path: "Tests/Support/TillChildProcess"),
         .testTarget(
             name: "TillTests",
-            dependencies: ["Till", "TillTesting", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["TillTestSetup", "Till", "TillTesting", .product(name: "Logging", package: "swift-log")],
             exclude: ["Fixtures"]
         ),
-        .testTarget(name: "TillTestingTests", dependencies: ["Till", "TillTesting"]),
-        .testTarget(name: "TillGatewayKitTests", dependencies: ["Till", "TillGatewayKit"]),
-        .testTarget(name: "TillChaosTests", dependencies: ["Till", "TillTesting", "TillServer", "TillChaos"]),
+        .testTarget(name: "TillTestingTests", dependencies: ["TillTestSetup", "Till", "TillTesting"]),
+        .testTarget(name: "TillGatewayKitTests", dependencies: ["TillTestSetup", "Till", "TillGatewayKit"]),
+        .testTarget(name: "TillChaosTests", dependencies: ["TillTestSetup", "Till", "TillTesting", "TillServer", "TillChaos"]),
         // Proves docs/implementing-a-gateway.md: a toy gateway added by following only that page.
         .testTarget(
             name: "ToyGatewayTests",
-            dependencies: [
+            dependencies: ["TillTestSetup", 
                 "Till", "TillGatewayKit", "TillServer", "TillSandbox",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -197,51 +200,51 @@ let package = Package(
         ),
         .testTarget(
             name: "TillPayFortTests",
-            dependencies: ["Till", "TillGatewayKit", "TillPayFort", "TillPayFortServer", "TillTesting",
+            dependencies: ["TillTestSetup", "Till", "TillGatewayKit", "TillPayFort", "TillPayFortServer", "TillTesting",
                            .product(name: "Crypto", package: "swift-crypto")],
             exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "TillCitconTests",
-            dependencies: ["Till", "TillGatewayKit", "TillCitcon", "TillCitconServer", "TillTesting",
+            dependencies: ["TillTestSetup", "Till", "TillGatewayKit", "TillCitcon", "TillCitconServer", "TillTesting",
                            .product(name: "Crypto", package: "swift-crypto")],
             exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "TillWorldlineTests",
-            dependencies: ["Till", "TillGatewayKit", "TillWorldline", "TillWorldlineServer", "TillTesting",
+            dependencies: ["TillTestSetup", "Till", "TillGatewayKit", "TillWorldline", "TillWorldlineServer", "TillTesting",
                            .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "_CryptoExtras", package: "swift-crypto")],
             exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "TillIPayNowTests",
-            dependencies: ["Till", "TillGatewayKit", "TillIPayNow", "TillIPayNowServer", "TillTesting",
+            dependencies: ["TillTestSetup", "Till", "TillGatewayKit", "TillIPayNow", "TillIPayNowServer", "TillTesting",
                            .product(name: "Crypto", package: "swift-crypto")],
             exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "TillEcommpayTests",
-            dependencies: ["Till", "TillGatewayKit", "TillEcommpay", "TillEcommpayServer", "TillTesting",
+            dependencies: ["TillTestSetup", "Till", "TillGatewayKit", "TillEcommpay", "TillEcommpayServer", "TillTesting",
                            .product(name: "Crypto", package: "swift-crypto")],
             exclude: ["Fixtures"]
         ),
         // The vendors' own code as the other party: official Python SDKs in a virtualenv the tests make.
         .testTarget(
             name: "TillInteropTests",
-            dependencies: ["Till", "TillGatewayKit", "TillWorldline", "TillWorldlineServer", "TillIPayNow", "TillIPayNowServer",
+            dependencies: ["TillTestSetup", "Till", "TillGatewayKit", "TillWorldline", "TillWorldlineServer", "TillIPayNow", "TillIPayNowServer",
                            "TillEcommpay", "TillEcommpayServer", "TillSandbox", "TillTesting", "TillChildProcess",
                            .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "_CryptoExtras", package: "swift-crypto")],
             exclude: ["Fixtures", "Python"]
         ),
-        .testTarget(name: "TillSandboxTests", dependencies: ["Till", "TillSandbox",
+        .testTarget(name: "TillSandboxTests", dependencies: ["TillTestSetup", "Till", "TillSandbox",
                                                              .product(name: "Hummingbird", package: "hummingbird"),
                                                              .product(name: "_CryptoExtras", package: "swift-crypto")],
                     exclude: ["Fixtures"]),
         .testTarget(
             name: "TillServerTests",
-            dependencies: [
+            dependencies: ["TillTestSetup", 
                 "Till", "TillGatewayKit", "TillTesting", "TillServer", "TillPayFort", "TillPayFortServer", "TillCitcon",
                 "TillCitconServer", "TillWorldline", "TillWorldlineServer", "TillIPayNow", "TillIPayNowServer", "TillEcommpay", "TillEcommpayServer",
                 "TillSandbox", "TillChildProcess",

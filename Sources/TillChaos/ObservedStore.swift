@@ -72,8 +72,9 @@ final class ObservedStore: PaymentStore {
     func payment(id: String, merchant: String) async throws -> StoredPayment? { try await inner.payment(id: id, merchant: merchant) }
     func payment(attempt: AttemptReference) async throws -> StoredPayment? { try await inner.payment(attempt: attempt) }
     func addAttempt(_ reference: AttemptReference, payment: String, gateway: GatewayID, expected: [StoredAttempt],
-                    customerRequested: Bool) async throws {
-        try await inner.addAttempt(reference, payment: payment, gateway: gateway, expected: expected, customerRequested: customerRequested)
+                    customerRequested: Bool, intent: PaymentIntent?) async throws {
+        try await inner.addAttempt(reference, payment: payment, gateway: gateway, expected: expected, customerRequested: customerRequested,
+                                   intent: intent)
     }
     func attemptPrepared(_ reference: AttemptReference, gatewayReference: String?, returnURL: URL?) async throws {
         try await inner.attemptPrepared(reference, gatewayReference: gatewayReference, returnURL: returnURL)

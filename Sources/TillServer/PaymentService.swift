@@ -150,6 +150,14 @@ public struct PaymentService: Sendable {
         return ValidationIssue(field: field, code: problem.code, message: "gateway \(id) needs it: \(problem.message)")
     }
 
+    /// The first thing gateway `id` needs of the app's ``PrepareRequest/appData`` and does not find (PayFort's SDK:
+    /// `device_id`), with its field under `body.appData`: refused before an attempt is stored.
+    static func appDataIssue(_ appData: [String: String], on id: GatewayID, merchant: MerchantRuntime) -> ValidationIssue? {
+        guard let gateway = merchant.gateways[id],
+              let problem = gateway.appDataIssues(appData.filter { gateway.capabilities.appDataKeys.contains($0.key) }).first else { return nil }
+        return ValidationIssue(field: "body." + (problem.field ?? "appData"), code: problem.code, message: "gateway \(id) needs it: \(problem.message)")
+    }
+
     /// The intent with a card number masked (first 6, last 4) wherever someone could type one as text: the
     /// description, the customer's names and e-mail, metadata keys and values; in the phone, only a run longer
     /// than any phone number (16 digits and more: E.164 allows 15).
@@ -272,7 +280,9 @@ public struct PaymentService: Sendable {
     ///   422 naming the field the change gets wrong; 409 `attempt_in_progress` when an attempt started meanwhile.
     public func updatePayment(id: String, merchant: MerchantRuntime, update: PaymentUpdate, logger: Logger? = nil) async throws -> PaymentView {
         guard let payment = try await store.payment(id: id, merchant: merchant.configuration.id) else { throw ServiceError.notFound("payment") }
-        if let open = payment.attempts.first(where: { !$0.status.isNegative }) {
+        // Open, holding or moving money — or expired by the reconciler, whose gateway never gave its final word
+        // (its success may still come, with the intent it was made of): the payment stays as it is.
+        if let open = payment.attempts.first(where: { !$0.status.isNegative || $0.status == .expired }) {
             throw ServiceError(status: .conflict, code: "payment_not_editable",
                                message: "attempt \(open.reference) is \(open.status): a payment changes only before anything that could move money was sent")
         }
@@ -315,7 +325,7 @@ public struct PaymentService: Sendable {
         do { try merchant.configuration.returnURLRule.check(input, path: "body") } catch { throw ServiceError(error, status: .unprocessableContent) }
         let customerRequested = input.customerRequested == true
         let appData = try checkedAppData(input.appData ?? [:])
-        let gatewayID = try chooseGateway(for: payment, merchant: merchant, customerRequested: customerRequested)
+        let gatewayID = try chooseGateway(for: payment, merchant: merchant, customerRequested: customerRequested, appData: appData)
         guard let gateway = merchant.gateways[gatewayID] else {
             throw ServiceError(status: .serviceUnavailable, code: "misconfigured", message: "gateway \(gatewayID) is not available")
         }
@@ -324,10 +334,10 @@ public struct PaymentService: Sendable {
             // Stored before the gateway hears of it, so no notification can arrive for an unknown attempt.
             // Compare-and-set: only if the attempts the decision was made on are still exactly these.
             try await store.addAttempt(reference, payment: payment.id, gateway: gatewayID, expected: payment.attempts,
-                                       customerRequested: customerRequested)
+                                       customerRequested: customerRequested, intent: payment.intent)
         } catch StoreError.conflict {
             throw ServiceError(status: .conflict, code: "attempt_in_progress",
-                               message: "the payment changed while preparing (another attempt, or a late notification); read it again")
+                               message: "the payment changed while preparing (another attempt, a late notification, or a change of the payment); read it again")
         }
         let start = ContinuousClock.now
         // A half-open circuit's probe slot, if this attempt took it: released on every outcome below.
@@ -356,8 +366,9 @@ public struct PaymentService: Sendable {
             // is closed as never sent, and the next prepare may move on instead of finding the payment not retryable.
             let refusedInput = failure.category == .invalidInput && failure.code != .malformedBody
             try await close(reference, on: gatewayID, after: failure, stage: "prepare", as: refusedInput ? .inputRefused : nil)
+            let field = failure.field.map { $0.hasPrefix("appData.") ? "body." + $0 : $0 }
             throw ServiceError(status: failure.category == .invalidInput ? .unprocessableContent : .badGateway,
-                               code: failure.code.rawValue, message: failure.message, field: failure.field, category: failure.category)
+                               code: failure.code.rawValue, message: failure.message, field: field, category: failure.category)
         }
     }
 
@@ -375,9 +386,9 @@ public struct PaymentService: Sendable {
                 throw ServiceError(status: .unprocessableContent, code: "invalid_field",
                                    message: "no gateway module reads this; they read: \(known.isEmpty ? "nothing" : known)", field: field)
             }
-            guard !value.isEmpty, value.count <= 1_024, !value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            guard !value.isEmpty, value.utf8.count <= 1_024, !value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
                 throw ServiceError(status: .unprocessableContent, code: "invalid_field",
-                                   message: "1 to 1024 characters, no control characters", field: field)
+                                   message: "1 to 1024 bytes of UTF-8, no control characters", field: field)
             }
         }
         return data
@@ -409,7 +420,8 @@ public struct PaymentService: Sendable {
     /// The gateway for the next attempt, or the reason there is none: ``AttemptPolicy`` decides whether an
     /// attempt may start; the router orders the gateways; one not tried yet is taken (or, when the
     /// customer chose to try again and every gateway was tried, the router's first).
-    func chooseGateway(for payment: StoredPayment, merchant: MerchantRuntime, customerRequested: Bool) throws -> GatewayID {
+    func chooseGateway(for payment: StoredPayment, merchant: MerchantRuntime, customerRequested: Bool,
+                       appData: [String: String] = [:]) throws -> GatewayID {
         let elapsed = Duration.milliseconds(Int64((Date().timeIntervalSince(payment.createdAt) * 1000).rounded()))
         let tried: Set<GatewayID>
         switch merchant.policy.nextAttempt(payment: payment.status, attempts: payment.attempts.map(AttemptSummary.init),
@@ -429,7 +441,8 @@ public struct PaymentService: Sendable {
         var unmet: ValidationIssue?
         let open = decision.candidates.filter { !tried.contains($0) }
         for candidate in open.isEmpty && customerRequested ? decision.candidates : open {
-            guard let issue = Self.requirementIssue(payment.intent, on: candidate, merchant: merchant, path: "payment") else { return candidate }
+            guard let issue = Self.requirementIssue(payment.intent, on: candidate, merchant: merchant, path: "payment")
+                    ?? Self.appDataIssue(appData, on: candidate, merchant: merchant) else { return candidate }
             unmet = unmet ?? issue
         }
         if let unmet { throw ServiceError(unmet.error, status: .unprocessableContent) }

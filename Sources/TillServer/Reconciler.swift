@@ -240,11 +240,16 @@ public struct Reconciler: Service, CustomStringConvertible {
             guard report.attempt == attempt.reference, report.gateway == attempt.gateway else {
                 throw CheckoutError(.unknownOutcome, message: "the gateway answered about another attempt", gateway: attempt.gateway)
             }
-            let age = Int(now.timeIntervalSince(attempt.createdAt))
-            if report.status == .pending, let window = gateway.capabilities.abandonedAttemptSeconds, age > window {
-                let still = "the gateway still reports it waiting" + (report.gatewayCode.map { " (code \($0))" } ?? "")
+            // Waiting for the customer (3-D Secure) since the submit — or the start, without one — for longer than the
+            // gateway gives a customer: nobody can finish it any more.
+            let capabilities = gateway.capabilities
+            let since = attempt.submittedAt ?? attempt.createdAt
+            let waited = Int(now.timeIntervalSince(since))
+            if report.status == .pending, let window = capabilities.abandonedAttemptSeconds, waited > window,
+               let code = report.gatewayCode, capabilities.waitingForCustomerCodes.contains(code) {
+                let from = attempt.submittedAt == nil ? "it started" : "it was submitted"
                 return await expire(attempt, code: Self.expiredAbandonedCode, now: now,
-                                    reason: "\(still) \(age) s after it started, past the \(window) s a customer has to finish it there")
+                                    reason: "the gateway still reports it waiting for the customer (code \(code)) \(waited) s after \(from), past the \(window) s a customer has to finish it there")
             }
             let outcome = try await store.apply(report, source: .inquiry)
             let reported = "the gateway reports \(report.status)" + (report.gatewayCode.map { " (code \($0))" } ?? "")

@@ -459,9 +459,13 @@ public struct FakeGateway: CheckoutGateway {
 
     // MARK: Internals
 
+    /// The code of an attempt the fake holds ``FakeBehavior/pending``: waiting for the customer (PayFort's `20064`).
+    public static let waitingForCustomerCode = "fake_waiting_for_customer"
+
     private func report(for attempt: AttemptReference, _ record: FakeGatewayLedger.Record) -> StatusReport {
-        StatusReport(gateway: gateway, attempt: attempt, gatewayReference: "fake_\(attempt.rawValue)", status: record.status,
-                     amount: record.amount, gatewayStatus: record.status.rawValue, gatewayCode: record.code,
+        let waiting = record.status == .pending && record.behavior == .pending ? Self.waitingForCustomerCode : nil
+        return StatusReport(gateway: gateway, attempt: attempt, gatewayReference: "fake_\(attempt.rawValue)", status: record.status,
+                     amount: record.amount, gatewayStatus: record.status.rawValue, gatewayCode: record.code ?? waiting,
                      eventID: "\(attempt.rawValue):\(record.status.rawValue)")
     }
 

@@ -37,14 +37,17 @@ struct PayCommand: AsyncParsableCommand {
     @Option(name: .customLong("client-secret"), help: "The payment's client secret, instead of --payment.")
     var clientSecret: String?
 
-    @Option(help: "The card the customer types (PayFort's and Worldline's sandbox cards: docs/sandbox.md).")
+    @Option(help: "The card the customer types into PayFort's page or Worldline's form (SAR and EUR in the quick start): 4557010000000008 asks for 3-D Secure, 4000000000000002 is declined (docs/sandbox.md). ecommpay's SDK and the wallets take --choice instead.")
     var card = PayFortEmulator.TestCard.visa
 
-    @Option(name: .customLong("three-ds"), help: "What the customer does on a 3-D Secure page: approve or fail.")
+    @Option(name: .customLong("three-ds"), help: "What the customer does on a 3-D Secure page: approve or fail. Only a card that asks for 3-D Secure shows one (--card 4557010000000008).")
     var threeDS = "approve"
 
-    @Option(help: "What the customer does in a wallet, an SDK or a payment page: complete, fail (decline) or cancel.")
+    @Option(help: "What the customer does in a wallet, ecommpay's SDK or a payment page: complete, fail (declined) or cancel.")
     var choice = "complete"
+
+    @Flag(help: "The customer chose to try again after a decline they were handed off for, or a cancel: the only way the server starts another attempt after one (\"customerRequested\": true).")
+    var again = false
 
     @Option(name: .customLong("gateway-id"), help: "MODULE=ID: the gateway id your configuration gives a module, when it is not the module's name. Repeatable.")
     var gatewayIDs: [String] = []
@@ -101,7 +104,7 @@ struct PayCommand: AsyncParsableCommand {
                                    gateways: halves, returns: returns, presenter: customer, returnTimeout: .seconds(60),
                                    confirmationTimeout: .seconds(30), confirmationInterval: .milliseconds(200))
         let intent = PaymentIntent(merchantReference: view.merchantReference, amount: view.amount, method: view.method)
-        let result = try await checkout.pay(intent)
+        let result = again ? try await checkout.retry(intent) : try await checkout.pay(intent)
         say("app      the customer saw: \(result.clientOutcome.kind.rawValue)")
         say("server   confirmed: \(result.status)" + (result.confirmed?.gatewayCode.map { " (gateway code \($0))" } ?? "")
             + " through \(result.preparation.gateway), attempt \(result.preparation.attempt)")
@@ -110,7 +113,9 @@ struct PayCommand: AsyncParsableCommand {
     private func readSecret() throws -> String {
         if let clientSecret { return clientSecret }
         guard let payment else { throw ValidationError("give --payment FILE (the answer of POST /v1/payments) or --client-secret") }
-        let data = try Data(contentsOf: URL(fileURLWithPath: payment))
+        guard let data = FileManager.default.contents(atPath: payment) else {
+            throw PayError(description: "\(payment): no such file. Did the curl that creates the payment reach the server (curl -sS shows why not)?")
+        }
         struct Created: Decodable { var clientSecret: String? }
         guard let secret = (try? JSONDecoder().decode(Created.self, from: data))?.clientSecret else {
             throw PayError(description: "\(payment) holds no clientSecret: save there the answer of a POST /v1/payments that succeeded (curl -o \(payment))")

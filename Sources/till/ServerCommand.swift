@@ -10,7 +10,7 @@ struct ServerCommand: AsyncParsableCommand {
         abstract: "Run the merchant server: the app's API, gateway notifications, and the payment store.",
         discussion: """
             Secrets are read from the environment or files named in the configuration; the server \
-            refuses to start when one is missing. The first line printed once listening is \
+            refuses to start when one is missing. The first line on standard output, once listening, is \
             "till server listening on http://HOST:PORT".
             """)
 

@@ -20,7 +20,7 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     /// The kinds available here. Without PostgreSQL the suite says so once, and runs on SQLite.
     static var available: [StoreKind] {
         if postgresURL == nil {
-            FileHandle.standardError.write(Data("note: TILL_TEST_POSTGRES_URL is not set; PostgreSQL store tests are skipped (bash .ci/run starts PostgreSQL and sets it)\n".utf8))
+            TestRun.skipped("PostgreSQL test cases", because: "TILL_TEST_POSTGRES_URL is not set; bash .ci/run starts PostgreSQL and sets it")
             return [.sqlite]
         }
         return [.sqlite, .postgres]

@@ -209,8 +209,10 @@ struct PayFortEndToEndTests {
         let w = try await world(card: "4005550000000001", integration: .mobileSDK, deviceID: nil)
         defer { Task { await w.stop() } }
         let error = await #expect(throws: CheckoutError.self) { try await w.app.pay(try intent("e2e-no-device")) }
-        #expect(error?.field == "appData.device_id")
+        #expect(error?.field == "body.appData.device_id")
         #expect(await w.emulator.ledger.isEmpty)
+        // Refused before an attempt was stored: nothing to count, nothing to spend.
+        #expect(try await count(w.store, "till_attempts") == 0)
     }
 
     @Test("a technical problem at one PayFort account: the customer was handed to PayFort's page, so the next account only on their request")

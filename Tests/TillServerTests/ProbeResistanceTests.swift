@@ -83,8 +83,9 @@ final class ReadRecordingStore: PaymentStore, @unchecked Sendable {
         return found
     }
     func addAttempt(_ reference: AttemptReference, payment: String, gateway: GatewayID, expected: [StoredAttempt],
-                    customerRequested: Bool) async throws {
-        try await inner.addAttempt(reference, payment: payment, gateway: gateway, expected: expected, customerRequested: customerRequested)
+                    customerRequested: Bool, intent: PaymentIntent?) async throws {
+        try await inner.addAttempt(reference, payment: payment, gateway: gateway, expected: expected, customerRequested: customerRequested,
+                                   intent: intent)
     }
     func attemptPrepared(_ reference: AttemptReference, gatewayReference: String?, returnURL: URL?) async throws {
         try await inner.attemptPrepared(reference, gatewayReference: gatewayReference, returnURL: returnURL)

@@ -3,6 +3,7 @@ import Logging
 import Metrics
 import MetricsTestKit
 import Testing
+import TillPayFort
 import Till
 import TillGatewayKit
 @testable import TillServer
@@ -295,6 +296,81 @@ struct ReconcilerTests {
         #expect(try await f.attempt(reference).status == .paid)
         #expect(try await f.paymentStatus(reference) == .paid)
         try await f.store.close()
+    }
+
+    @Test("an attempt the gateway still reports waiting for the customer expires after the time the gateway gives (PayFort's hour at 3-D Secure); a late charge still makes it paid",
+          arguments: StoreKind.available)
+    func expiresAbandoned(kind: StoreKind) async throws {
+        var capabilities = FakeGateway().capabilities
+        capabilities.abandonedAttemptSeconds = 3_600
+        capabilities.waitingForCustomerCodes = [FakeGateway.waitingForCustomerCode]
+        let f = try await Fixture(kind, gateways: [("fake", capabilities)])
+        let gateway = f.gateways["fake"]!
+        // The gateway took the attempt and waits for the customer (a 3-D Secure page nobody finished).
+        let reference = try await f.abandonedAttempt(FakeAttemptPlan(.pending, notification: .never))
+        let created = try await f.attempt(reference).createdAt
+        let reconciler = f.reconciler()
+        let early = f.mine(try await reconciler.runOnce(now: created.addingTimeInterval(601)))
+        #expect(early.map(\.action) == ["unchanged"] && early.first?.statusAfter == .pending)
+
+        let late = f.mine(try await reconciler.runOnce(now: created.addingTimeInterval(3_601 + 3_600)))
+        let expired = try #require(late.first)
+        #expect(expired.action == "expired" && expired.statusAfter == .expired && expired.reason.contains("3600"), "\(expired.reason)")
+        #expect(try await f.attempt(reference).gatewayCode == Reconciler.expiredAbandonedCode)
+        #expect(try await f.paymentStatus(reference) == .expired)
+
+        // The customer finishes after all and the gateway charges: its notification, confirmed by the server's
+        // own inquiry, makes the attempt paid; the money is not lost.
+        let charge = try await gateway.fake.settle(reference, as: .paid)
+        let notification = gateway.fake.signedNotification(for: charge)
+        _ = try await f.service.receiveNotification(gateway: "fake", headers: notification.headers, body: notification.body)
+        #expect(try await f.attempt(reference).status == .paid)
+        #expect(try await f.paymentStatus(reference) == .paid)
+        try await f.store.close()
+    }
+
+    @Test("a pending attempt stays open however old: without an abandonment time, or when the gateway's pending is not a wait for the customer (uncertain, on hold)",
+          arguments: StoreKind.available)
+    func pendingStaysWithoutAbandonmentTime(kind: StoreKind) async throws {
+        var otherCodes = FakeGateway().capabilities
+        otherCodes.abandonedAttemptSeconds = 3_600
+        otherCodes.waitingForCustomerCodes = ["another_code"]
+        for capabilities in [FakeGateway().capabilities, otherCodes] {
+            let f = try await Fixture(kind, gateways: [("fake", capabilities)])
+            let reference = try await f.abandonedAttempt(FakeAttemptPlan(.pending, notification: .never))
+            let created = try await f.attempt(reference).createdAt
+            let entries = f.mine(try await f.reconciler().runOnce(now: created.addingTimeInterval(30 * 86_400)))
+            #expect(entries.map(\.action) == ["unchanged"])
+            #expect(try await f.attempt(reference).status == .pending)
+            try await f.store.close()
+        }
+    }
+
+    @Test("the time a customer has is counted from the attempt's submit (the card's token, then 3-D Secure), not its start",
+          arguments: StoreKind.available)
+    func abandonmentCountsFromSubmit(kind: StoreKind) async throws {
+        var capabilities = FakeGateway().capabilities
+        capabilities.abandonedAttemptSeconds = 3_600
+        capabilities.waitingForCustomerCodes = [FakeGateway.waitingForCustomerCode]
+        let f = try await Fixture(kind, gateways: [("fake", capabilities)])
+        let reference = try await f.abandonedAttempt(FakeAttemptPlan(.pending, notification: .never))
+        // Started two hours ago; the customer typed the card and went to 3-D Secure just now.
+        let sql = "UPDATE till_attempts SET created_at = created_at - 7200000 WHERE reference = '\(reference.rawValue)'"
+        if let sqlite = f.store as? SQLitePaymentStore { try await sqlite.executeUnchecked(sql) }
+        if let postgres = f.store as? PostgresPaymentStore { try await postgres.executeUnchecked(sql) }
+        #expect(try await f.store.markSubmitted(reference))
+        let submitted = Date()
+        let soon = f.mine(try await f.reconciler().runOnce(now: submitted.addingTimeInterval(600)))
+        #expect(soon.map(\.action) == ["unchanged"], "\(soon.map(\.reason))")
+        let later = f.mine(try await f.reconciler().runOnce(now: submitted.addingTimeInterval(3_600 + 3_700)))
+        #expect(later.map(\.action) == ["expired"])
+        try await f.store.close()
+    }
+
+    @Test("PayFort declares its hour: an attempt never seen, or still waiting at 3-D Secure, ends after it")
+    func payFortDeclaresItsHour() {
+        #expect(PayFortGateway.capabilities.attemptLifetimeSeconds == 3_600)
+        #expect(PayFortGateway.capabilities.abandonedAttemptSeconds == 3_600)
     }
 
     @Test("a gateway without a documented attempt lifetime never expires an attempt it has not seen", arguments: StoreKind.available)

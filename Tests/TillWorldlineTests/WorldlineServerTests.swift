@@ -264,3 +264,21 @@ struct WorldlineServerTests {
         #expect(try make(["merchant_id": "1234", "base_url": "http://127.0.0.1:8080"]).environment == .custom(URL(string: "http://127.0.0.1:8080")!))
     }
 }
+
+@Suite("Worldline: what it needs of a payment, checked before anything is stored or sent")
+struct WorldlineRequirementTests {
+    @Test("the country, and a currency its two-decimal amounts can express; no call")
+    func requirements() throws {
+        let transport = RecordingTransport()
+        let worldline = WorldlineServerTests.server(transport)
+        let good = try WorldlineServerTests.context().intent
+        #expect(worldline.requirementIssues(for: good).isEmpty)
+        var noCountry = good
+        noCountry.country = nil
+        #expect(worldline.requirementIssues(for: noCountry).map(\.field) == ["intent.country"])
+        var kuwaiti = good
+        kuwaiti.amount = Money(minorUnits: 1000, currency: try Currency(code: "KWD"))
+        #expect(worldline.requirementIssues(for: kuwaiti).map(\.field) == ["intent.amount.currency"])
+        #expect(transport.requests.isEmpty)
+    }
+}

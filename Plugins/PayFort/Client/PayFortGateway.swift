@@ -52,7 +52,8 @@ public struct PayFortGateway: Checkout {
     public static let capabilities = GatewayCapabilities(methods: [.card, .mada], currencies: PayFortCurrencies.all, actions: [.sale, .authorize],
                                                          supportsInquiry: true, supportsNotifications: true,
                                                          attemptLifetimeSeconds: attemptHour, appDataKeys: [appDataDeviceID],
-                                                         abandonedAttemptSeconds: attemptHour)
+                                                         abandonedAttemptSeconds: attemptHour,
+                                                         waitingForCustomerCodes: [PayFortCodes.threeDSecureRequested])
 
     /// One hour: what a PayFort attempt can take. The FORT SDK's token lives one hour ("Each token has a
     /// life-time of only one hour", FORT Mobile SDK iOS guide v3.4); CHECK_STATUS cannot show a 3-D Secure

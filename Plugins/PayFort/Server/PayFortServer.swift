@@ -148,11 +148,21 @@ public struct PayFortServer: CheckoutServer {
         }
     }
 
+    /// In the `mobile_sdk` channel, the FORT SDK's device id (``deviceID(of:)``'s rules), checked before the
+    /// attempt is stored.
+    public func appDataIssues(_ appData: [String: String]) -> [CheckoutError] {
+        guard integration == .mobileSDK else { return [] }
+        do { _ = try deviceID(in: appData) } catch { return [error] }
+        return []
+    }
+
     /// The FORT SDK's device id the app sent with this attempt (``PayFortGateway/appDataDeviceID``): what only
     /// the app knows travels with the attempt, so a second device paying the same payment gets its own token.
-    func deviceID(of context: AttemptContext) throws(CheckoutError) -> String {
+    func deviceID(of context: AttemptContext) throws(CheckoutError) -> String { try deviceID(in: context.appData) }
+
+    private func deviceID(in appData: [String: String]) throws(CheckoutError) -> String {
         let key = PayFortGateway.appDataDeviceID
-        guard let deviceID = context.appData[key], !deviceID.isEmpty else {
+        guard let deviceID = appData[key], !deviceID.isEmpty else {
             throw CheckoutError(.missingField, field: "appData.\(key)",
                                 message: "the app sends the FORT SDK's device id (PayFortController.getUDID()) with the attempt; the SDK token is bound to it",
                                 gateway: gateway)

@@ -95,10 +95,16 @@ public protocol CheckoutServer: Sendable {
     /// (`intent.customer.email`), as ``prepare(_:)`` would. Written from the same rules ``prepare(_:)``
     /// applies, never a copy of them. None by default.
     func requirementIssues(for intent: PaymentIntent) -> [CheckoutError]
+
+    /// What this gateway needs of the app's ``PrepareRequest/appData`` (its own keys only, ``GatewayCapabilities/appDataKeys``),
+    /// checked before an attempt is stored, each problem naming `appData.<key>` (PayFort's SDK: `device_id`). None by
+    /// default.
+    func appDataIssues(_ appData: [String: String]) -> [CheckoutError]
 }
 
 extension CheckoutServer {
     public func requirementIssues(for intent: PaymentIntent) -> [CheckoutError] { [] }
+    public func appDataIssues(_ appData: [String: String]) -> [CheckoutError] { [] }
     public var decisionTable: DecisionTable { DecisionTable() }
     public func claimedAttempt(in notification: IncomingNotification) -> AttemptReference? { nil }
     public func answerChallenge(_ request: IncomingNotification) -> NotificationAcknowledgement? { nil }
@@ -163,17 +169,24 @@ public struct GatewayCapabilities: Hashable, Sendable, Codable {
     /// gateway module declares.
     public var appDataKeys: Set<String>
     /// How long, by the gateway's sources, a customer can take to finish what an attempt handed them (a 3-D
-    /// Secure page, the gateway's SDK): past it, an attempt the gateway still reports as waiting (pending)
-    /// can no longer be finished, and the reconciler closes it as expired so the customer may pay again. A
-    /// later verified success still wins (an expired payment may become paid, never the reverse). `nil`: a
-    /// pending attempt stays pending until the gateway says otherwise.
+    /// Secure page, the gateway's SDK), counted from the attempt's submit (or its start, without one): past it,
+    /// an attempt the gateway still reports waiting for the customer (``waitingForCustomerCodes``) can no longer
+    /// be finished, and the reconciler closes it as expired so the customer may pay again. A later verified
+    /// success still wins (an expired payment may become paid, never the reverse). `nil`: a pending attempt
+    /// stays pending until the gateway says otherwise.
     public var abandonedAttemptSeconds: Int?
+    /// The gateway codes that say an attempt waits for the customer (PayFort: `20064`, 3-D Secure requested): only
+    /// an attempt the gateway reports pending with one of these is ever closed after ``abandonedAttemptSeconds``.
+    /// Any other pending answer (uncertain, on hold, no status) stays open until the gateway says more.
+    public var waitingForCustomerCodes: Set<String>
 
     public init(methods: Set<PaymentMethod>, currencies: Set<Currency>? = nil, countries: Set<CountryCode>? = nil,
                 actions: Set<PaymentAction> = [.sale], supportsInquiry: Bool = true, supportsNotifications: Bool = true,
-                attemptLifetimeSeconds: Int? = nil, appDataKeys: Set<String> = [], abandonedAttemptSeconds: Int? = nil) {
+                attemptLifetimeSeconds: Int? = nil, appDataKeys: Set<String> = [], abandonedAttemptSeconds: Int? = nil,
+                waitingForCustomerCodes: Set<String> = []) {
         self.attemptLifetimeSeconds = attemptLifetimeSeconds
         self.abandonedAttemptSeconds = abandonedAttemptSeconds
+        self.waitingForCustomerCodes = waitingForCustomerCodes
         self.appDataKeys = appDataKeys
         self.methods = methods
         self.currencies = currencies

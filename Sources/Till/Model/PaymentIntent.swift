@@ -120,6 +120,16 @@ public struct PaymentIntent: Hashable, Sendable, Codable {
         if let email = customer.email {
             issues += Validators.email(email, field: "\(path).customer.email")
         }
+        // The customer's IP address goes to gateways as a checked value (PayFort's `customer_ip`): an IPv4 or IPv6
+        // address, never free text. The locale is a language tag (`en`, `ar-SA`, `zh_Hans_CN`).
+        if let ip = customer.ipAddress, !Self.isIPAddress(ip) {
+            issues.append(.init(field: "\(path).customer.ipAddress", code: .invalidField, message: "an IPv4 or IPv6 address"))
+        }
+        if let locale = customer.locale,
+           !(1...35).contains(locale.count) || !locale.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) {
+            issues.append(.init(field: "\(path).customer.locale", code: .invalidField,
+                                message: "a language tag of at most 35 letters, digits, - and _ (en, ar-SA)"))
+        }
         if metadata.count > Self.maxMetadataEntries {
             issues.append(.init(field: "\(path).metadata", code: .fieldTooLong,
                                 message: "at most \(Self.maxMetadataEntries) metadata entries"))
@@ -129,6 +139,23 @@ public struct PaymentIntent: Hashable, Sendable, Codable {
                                 message: "at most \(Self.maxMetadataValueLength) characters"))
         }
         return issues
+    }
+
+    /// Whether `text` is an IPv4 address (four decimal octets) or an IPv6 address (hex groups and colons, an
+    /// embedded IPv4 allowed), at most 45 characters.
+    static func isIPAddress(_ text: String) -> Bool {
+        guard (2...45).contains(text.count), text.allSatisfy(\.isASCII) else { return false }
+        let octets = text.split(separator: ".", omittingEmptySubsequences: false)
+        if !text.contains(":") {
+            return octets.count == 4 && octets.allSatisfy { $0.count <= 3 && !$0.isEmpty && $0.allSatisfy(\.isNumber) && Int($0)! <= 255 }
+        }
+        let groups = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard (3...9).contains(groups.count), text.components(separatedBy: "::").count <= 2 else { return false }
+        for (index, group) in groups.enumerated() where !group.isEmpty {
+            if index == groups.count - 1, group.contains(".") { return isIPAddress(String(group)) && !group.contains(":") }
+            guard group.count <= 4, group.allSatisfy(\.isHexDigit) else { return false }
+        }
+        return true
     }
 
     /// Throws the first problem ``validate(path:)`` finds, as a ``CheckoutError``.

@@ -112,12 +112,13 @@ public struct AttemptPolicy: Sendable, Hashable {
         if elapsed >= .milliseconds(retry.timeBudgetMillis) {
             return .failure(Refusal("time_budget_spent", "the retry time budget (\(retry.timeBudgetMillis) ms) is spent; the customer may try again"))
         }
+        if last.status == .cancelled {
+            return .failure(Refusal("needs_customer",
+                                    "the customer cancelled; only the customer may choose to try again (prepare with \"customerRequested\": true)"))
+        }
         if last.handedOff {
             return .failure(Refusal("needs_customer",
-                                    "the last attempt handed the customer off and then failed; only the customer may choose to try again"))
-        }
-        if last.status == .cancelled {
-            return .failure(Refusal("needs_customer", "the customer cancelled; only the customer may choose to try again"))
+                                    "the last attempt handed the customer off and then \(last.status); only the customer may choose to try again (prepare with \"customerRequested\": true)"))
         }
         if last.gatewayCode == AttemptFailure.notSentCode { return .success(tried) }
         switch table(for: last.gateway).decision(for: last.gatewayCode) {

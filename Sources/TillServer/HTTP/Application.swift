@@ -278,7 +278,10 @@ struct API: Sendable {
         do {
             return try await body()
         } catch let error as ServiceError {
-            return (try? Self.json(ErrorBody(error: .init(code: error.code, message: error.message, field: error.field,
+            // A field's path may hold a key the caller typed (a metadata key, an appData key): a card number typed
+            // as one is answered masked, whichever check named it.
+            return (try? Self.json(ErrorBody(error: .init(code: error.code, message: error.message,
+                                                          field: error.field.map { Redactor.maskCardNumbers(in: $0) },
                                                           category: error.category?.rawValue)), status: error.status))
                 ?? Response(status: error.status)
         } catch {

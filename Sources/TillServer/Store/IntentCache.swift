@@ -1,8 +1,8 @@
 import Foundation
 import Till
 
-/// Stored intents, decoded once. A payment's intent is written once, at its creation, and never
-/// changes; it is read back with every read of the payment (the app's polling, each attempt), and
+/// Stored intents, decoded once. A payment's intent is written at its creation and changes only through
+/// `PATCH /v1/payments/{id}` before any money moved; it is read back with every read of the payment (the app's polling, each attempt), and
 /// decoding its JSON was the largest part of such a read. The cache is keyed by the stored text's
 /// bytes (not by `String` equality, which treats canonically equivalent texts as one), so a hit is
 /// exactly what decoding that text gives; nothing can be stale.

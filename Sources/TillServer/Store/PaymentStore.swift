@@ -132,12 +132,14 @@ public protocol PaymentStore: Sendable {
     /// exactly `expected` (their references and statuses) — a compare-and-set, checked under the
     /// payment's lock. Fails with ``StoreError/conflict`` when anything changed in between (another
     /// prepare, or a late notification for an earlier attempt).
+    /// With `intent`, the payment's intent must still be exactly it too (a `PATCH` in between fails the prepare, so
+    /// no attempt is prepared on an intent the store no longer holds).
     func addAttempt(_ reference: AttemptReference, payment: String, gateway: GatewayID, expected: [StoredAttempt],
-                    customerRequested: Bool) async throws
+                    customerRequested: Bool, intent: PaymentIntent?) async throws
 
     /// Replaces a merchant's payment's intent (`PATCH /v1/payments/{id}`: the customer, description and
     /// metadata; the reference, amount, method and action never change) if its attempts are still exactly
-    /// `expected` — the same compare-and-set as ``addAttempt(_:payment:gateway:expected:customerRequested:)``,
+    /// `expected` — the same compare-and-set as ``addAttempt(_:payment:gateway:expected:customerRequested:intent:)``,
     /// so no attempt can start on the old intent while the new one is written. Returns the payment as
     /// changed, `nil` when the merchant has no such payment; ``StoreError/conflict`` when anything changed.
     func replaceIntent(_ intent: PaymentIntent, payment: String, merchant: String, expected: [StoredAttempt]) async throws -> StoredPayment?
@@ -210,7 +212,7 @@ extension PaymentStore {
 
     /// Adds an attempt the server started by itself (not at the customer's request).
     public func addAttempt(_ reference: AttemptReference, payment: String, gateway: GatewayID, expected: [StoredAttempt]) async throws {
-        try await addAttempt(reference, payment: payment, gateway: gateway, expected: expected, customerRequested: false)
+        try await addAttempt(reference, payment: payment, gateway: gateway, expected: expected, customerRequested: false, intent: nil)
     }
 
     /// Applies a report obtained by the server's own inquiry.
@@ -242,6 +244,24 @@ public struct DueAttempt: Sendable, Hashable {
     public var createdAt: Date
     public var inquiryCount: Int
     public var nextInquiryAt: Date?
+    /// When the app submitted the attempt's payload (the card's token, say), after which the customer may have
+    /// been handed to a 3-D Secure page; `nil` for an attempt without a submit step.
+    public var submittedAt: Date?
+
+    public init(reference: AttemptReference, paymentID: String, merchantID: String, gateway: GatewayID, status: PaymentStatus,
+                gatewayReference: String?, amount: Money, createdAt: Date, inquiryCount: Int, nextInquiryAt: Date?, submittedAt: Date? = nil) {
+        self.reference = reference
+        self.paymentID = paymentID
+        self.merchantID = merchantID
+        self.gateway = gateway
+        self.status = status
+        self.gatewayReference = gatewayReference
+        self.amount = amount
+        self.createdAt = createdAt
+        self.inquiryCount = inquiryCount
+        self.nextInquiryAt = nextInquiryAt
+        self.submittedAt = submittedAt
+    }
 }
 
 /// One thing the reconciler did, and why.

@@ -9,7 +9,7 @@ public final class PostgresPaymentStore: PaymentStore {
     private let client: PostgresClient
     private let runner: Task<Void, Never>
     private let logger: Logger
-    /// Stored intents already decoded (an intent's text never changes once stored).
+    /// Stored intents already decoded, keyed by their text (a changed intent is a new text).
     private let intents = IntentCache()
 
     /// The pool's default size: see ``ServerSettings/postgresConnections`` for how it was measured.
@@ -262,13 +262,21 @@ public final class PostgresPaymentStore: PaymentStore {
     }
 
     public func addAttempt(_ reference: AttemptReference, payment: String, gateway: GatewayID, expected: [StoredAttempt],
-                           customerRequested: Bool) async throws {
+                           customerRequested: Bool, intent: PaymentIntent?) async throws {
         do {
             try await transaction { connection in
                 try await self.lock(connection, payment: payment)
                 let current = try await self.attempts(connection, payment: payment)
                 guard StoreRules.unchanged(current, expected: expected) else {
                     throw StoreError.conflict("the attempts of payment \(payment) changed")
+                }
+                if let intent {
+                    var stored: String?
+                    for try await json in try await connection.query("SELECT intent_json FROM till_payments WHERE id = \(payment)",
+                                                                     logger: self.logger).decode(String.self) { stored = json }
+                    guard let stored, try self.intents.intent(stored) == intent else {
+                        throw StoreError.conflict("the intent of payment \(payment) changed")
+                    }
                 }
                 let values = PostgresStatements.InsertAttempt.Values(
                     reference: reference.rawValue, payment: payment, sequence: expected.count + 1, gateway: gateway.rawValue,
@@ -365,21 +373,21 @@ public final class PostgresPaymentStore: PaymentStore {
         try await client.withConnection { connection in
             let rows = try await connection.query("""
                 SELECT a.reference, a.payment_id, p.merchant_id, a.gateway, a.status, a.gateway_reference, p.amount_minor, p.currency,
-                       a.created_at, a.inquiry_count, a.next_inquiry_at
+                       a.created_at, a.inquiry_count, a.next_inquiry_at, a.submitted_at
                 FROM till_attempts a JOIN till_payments p ON p.id = a.payment_id
                 WHERE a.status IN ('created', 'pending') AND a.created_at < \(createdBefore.storedMillis)
                   AND (a.next_inquiry_at IS NULL OR a.next_inquiry_at <= \(now.storedMillis))
                 ORDER BY a.created_at LIMIT \(limit)
                 """, logger: self.logger)
             var out: [DueAttempt] = []
-            for try await (reference, payment, merchant, gateway, status, gatewayReference, minor, currency, created, count, next)
-                in rows.decode((String, String, String, String, String, String?, Int64, String, Int64, Int, Int64?).self) {
+            for try await (reference, payment, merchant, gateway, status, gatewayReference, minor, currency, created, count, next, submitted)
+                in rows.decode((String, String, String, String, String, String?, Int64, String, Int64, Int, Int64?, Int64?).self) {
                 guard let currency = Currency.lookup(currency) else { continue }
                 out.append(DueAttempt(reference: AttemptReference(rawValue: reference), paymentID: payment, merchantID: merchant,
                                       gateway: GatewayID(rawValue: gateway), status: PaymentStatus(rawValue: status),
                                       gatewayReference: gatewayReference, amount: Money(minorUnits: minor, currency: currency),
                                       createdAt: Date(storedMillis: created), inquiryCount: count,
-                                      nextInquiryAt: next.map(Date.init(storedMillis:))))
+                                      nextInquiryAt: next.map(Date.init(storedMillis:)), submittedAt: submitted.map(Date.init(storedMillis:))))
             }
             return out
         }

@@ -108,13 +108,13 @@ public final class SQLitePaymentStore: PaymentStore {
     }
 
     public func addAttempt(_ reference: AttemptReference, payment: String, gateway: GatewayID, expected: [StoredAttempt],
-                           customerRequested: Bool) async throws {
+                           customerRequested: Bool, intent: PaymentIntent?) async throws {
         do {
             try await writer.write { db in
                 guard let merchant = try String.fetchOne(db.cachedStatement(sql: "SELECT merchant_id FROM till_payments WHERE id = ?"), arguments: [payment]),
                       let current = try self.payment(db, id: payment, merchant: merchant),
-                      StoreRules.unchanged(current.attempts, expected: expected) else {
-                    throw StoreError.conflict("the attempts of payment \(payment) changed")
+                      StoreRules.unchanged(current.attempts, expected: expected), intent.map({ $0 == current.intent }) ?? true else {
+                    throw StoreError.conflict("the attempts or the intent of payment \(payment) changed")
                 }
                 let now = Date().storedMillis
                 try db.cachedStatement(sql: """
@@ -198,7 +198,7 @@ public final class SQLitePaymentStore: PaymentStore {
         try await pool.read { db in
             try Row.fetchAll(db.cachedStatement(sql: """
                 SELECT a.reference, a.payment_id, p.merchant_id, a.gateway, a.status, a.gateway_reference, p.amount_minor, p.currency,
-                       a.created_at, a.inquiry_count, a.next_inquiry_at
+                       a.created_at, a.inquiry_count, a.next_inquiry_at, a.submitted_at
                 FROM till_attempts a JOIN till_payments p ON p.id = a.payment_id
                 WHERE a.status IN ('created', 'pending') AND a.created_at < ? AND (a.next_inquiry_at IS NULL OR a.next_inquiry_at <= ?)
                 ORDER BY a.created_at LIMIT ?
@@ -209,7 +209,8 @@ public final class SQLitePaymentStore: PaymentStore {
                                   status: PaymentStatus(rawValue: row["status"]), gatewayReference: row["gateway_reference"],
                                   amount: Money(minorUnits: row["amount_minor"], currency: currency),
                                   createdAt: Date(storedMillis: row["created_at"]), inquiryCount: row["inquiry_count"],
-                                  nextInquiryAt: (row["next_inquiry_at"] as Int64?).map(Date.init(storedMillis:)))
+                                  nextInquiryAt: (row["next_inquiry_at"] as Int64?).map(Date.init(storedMillis:)),
+                                  submittedAt: (row["submitted_at"] as Int64?).map(Date.init(storedMillis:)))
             }
         }
     }
