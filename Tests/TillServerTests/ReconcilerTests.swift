@@ -90,6 +90,14 @@ private struct Fixture {
     /// Creates a payment and its attempt on `gatewayID` as the server's prepare does (stored first, then
     /// the gateway's Prepare), with `plan` scripted at the gateway. With `charge`, the app's submit then
     /// reaches the gateway, and the app dies: nobody records the answer.
+    /// The gateway charges `reference` after all and sends its notification, which the server takes.
+    func chargeAfterAll(_ reference: AttemptReference, on gatewayID: GatewayID = "fake") async throws {
+        let gateway = gateways[gatewayID]!
+        let charge = try await gateway.fake.settle(reference, as: .paid)
+        let notification = gateway.fake.signedNotification(for: charge)
+        _ = try await service.receiveNotification(gateway: gatewayID, headers: notification.headers, body: notification.body)
+    }
+
     func abandonedAttempt(on gatewayID: GatewayID = "fake", _ plan: FakeAttemptPlan, charge: Bool = true) async throws -> AttemptReference {
         let gateway = gateways[gatewayID]!
         await gateway.fake.ledger.enqueue([plan])
@@ -288,24 +296,26 @@ struct ReconcilerTests {
 
         // The gateway processes the delayed request after all, and its notification arrives: the server
         // confirms it by its own inquiry, and the money is not lost.
-        let charge = try await gateway.fake.settle(reference, as: .paid)
+        try await f.chargeAfterAll(reference)
         #expect(await gateway.fake.ledger.isCharged(reference))
-        let notification = gateway.fake.signedNotification(for: charge)
-        _ = try await f.service.receiveNotification(gateway: "fake", headers: notification.headers, body: notification.body)
         #expect(gateway.inquiries(reference) == 3)
         #expect(try await f.attempt(reference).status == .paid)
         #expect(try await f.paymentStatus(reference) == .paid)
         try await f.store.close()
     }
 
+    /// The fake's capabilities with an hour for the customer, for a pending answer with one of `codes`.
+    static func waiting(codes: Set<String>) -> GatewayCapabilities {
+        var capabilities = FakeGateway().capabilities
+        capabilities.abandonedAttemptSeconds = 3_600
+        capabilities.waitingForCustomerCodes = codes
+        return capabilities
+    }
+
     @Test("an attempt the gateway still reports waiting for the customer expires after the time the gateway gives (PayFort's hour at 3-D Secure); a late charge still makes it paid",
           arguments: StoreKind.available)
     func expiresAbandoned(kind: StoreKind) async throws {
-        var capabilities = FakeGateway().capabilities
-        capabilities.abandonedAttemptSeconds = 3_600
-        capabilities.waitingForCustomerCodes = [FakeGateway.waitingForCustomerCode]
-        let f = try await Fixture(kind, gateways: [("fake", capabilities)])
-        let gateway = f.gateways["fake"]!
+        let f = try await Fixture(kind, gateways: [("fake", Self.waiting(codes: [FakeGateway.waitingForCustomerCode]))])
         // The gateway took the attempt and waits for the customer (a 3-D Secure page nobody finished).
         let reference = try await f.abandonedAttempt(FakeAttemptPlan(.pending, notification: .never))
         let created = try await f.attempt(reference).createdAt
@@ -321,9 +331,7 @@ struct ReconcilerTests {
 
         // The customer finishes after all and the gateway charges: its notification, confirmed by the server's
         // own inquiry, makes the attempt paid; the money is not lost.
-        let charge = try await gateway.fake.settle(reference, as: .paid)
-        let notification = gateway.fake.signedNotification(for: charge)
-        _ = try await f.service.receiveNotification(gateway: "fake", headers: notification.headers, body: notification.body)
+        try await f.chargeAfterAll(reference)
         #expect(try await f.attempt(reference).status == .paid)
         #expect(try await f.paymentStatus(reference) == .paid)
         try await f.store.close()
@@ -332,10 +340,7 @@ struct ReconcilerTests {
     @Test("a pending attempt stays open however old: without an abandonment time, or when the gateway's pending is not a wait for the customer (uncertain, on hold)",
           arguments: StoreKind.available)
     func pendingStaysWithoutAbandonmentTime(kind: StoreKind) async throws {
-        var otherCodes = FakeGateway().capabilities
-        otherCodes.abandonedAttemptSeconds = 3_600
-        otherCodes.waitingForCustomerCodes = ["another_code"]
-        for capabilities in [FakeGateway().capabilities, otherCodes] {
+        for capabilities in [FakeGateway().capabilities, Self.waiting(codes: ["another_code"])] {
             let f = try await Fixture(kind, gateways: [("fake", capabilities)])
             let reference = try await f.abandonedAttempt(FakeAttemptPlan(.pending, notification: .never))
             let created = try await f.attempt(reference).createdAt
@@ -349,10 +354,7 @@ struct ReconcilerTests {
     @Test("the time a customer has is counted from the attempt's submit (the card's token, then 3-D Secure), not its start",
           arguments: StoreKind.available)
     func abandonmentCountsFromSubmit(kind: StoreKind) async throws {
-        var capabilities = FakeGateway().capabilities
-        capabilities.abandonedAttemptSeconds = 3_600
-        capabilities.waitingForCustomerCodes = [FakeGateway.waitingForCustomerCode]
-        let f = try await Fixture(kind, gateways: [("fake", capabilities)])
+        let f = try await Fixture(kind, gateways: [("fake", Self.waiting(codes: [FakeGateway.waitingForCustomerCode]))])
         let reference = try await f.abandonedAttempt(FakeAttemptPlan(.pending, notification: .never))
         // Started two hours ago; the customer typed the card and went to 3-D Secure just now.
         let sql = "UPDATE till_attempts SET created_at = created_at - 7200000 WHERE reference = '\(reference.rawValue)'"
