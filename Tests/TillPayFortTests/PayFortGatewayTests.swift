@@ -654,6 +654,25 @@ struct PayFortGatewayTests {
         #expect(try await inquire([otherOrder, declined, unnamed]).amount == nil)
     }
 
+    @Test("CHECK_STATUS of an order at 3-D Secure (status 20, 20064): pending with the code the reconciler closes after PayFort's hour; an on-hold or uncertain one is not that code")
+    func checkStatusAtThreeDSecure() async throws {
+        func inquire(_ status: String, _ code: String) async throws -> StatusReport {
+            let transport = RecordingTransport()
+            transport.expect(.post, path: api, respond: signedAnswer([("status", "12"), ("response_code", "12000"), ("merchant_reference", "att1"),
+                                                                     ("fort_id", "1443796866848"), ("transaction_status", status),
+                                                                     ("transaction_code", code)]))
+            return try await server(transport).inquire(InquiryQuery(attempt: ref("att1"), gatewayReference: "1443796866848",
+                                                                    amount: Money(minorUnits: 1_000, currency: Currency.lookup("SAR")!)))
+        }
+        let waiting = try await inquire("20", PayFortCodes.threeDSecureRequested)
+        #expect(waiting.status == .pending && waiting.gatewayCode == "20064")
+        #expect(PayFortGateway.capabilities.waitingForCustomerCodes == ["20064"])
+        for (status, code) in [("20", "20777"), ("15", "15777"), ("19", "19000")] {
+            let other = try await inquire(status, code)
+            #expect(other.status == .pending && !PayFortGateway.capabilities.waitingForCustomerCodes.contains(other.gatewayCode ?? ""), "\(code)")
+        }
+    }
+
     @Test("Fixtures/wire/aps-currencies-and-check-status.json: Till sends exactly the currencies on whose decimals every vendor table agrees with ISO 4217, those of 2 or 3")
     func currencyTablesFixture() throws {
         let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/wire/aps-currencies-and-check-status.json")

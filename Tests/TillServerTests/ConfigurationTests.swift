@@ -57,6 +57,22 @@ struct ConfigurationTests {
         #expect(!error.description.contains("sk_live_pasted_by_mistake"))
     }
 
+    @Test("a gateway told with each payment where to post (Citcon, iPayNow) needs the server's public URL; one whose endpoint is set in its back office does not")
+    func publicURLWhereNeeded() throws {
+        let modules: [String: GatewayCapabilities] = [
+            "perpayment": GatewayCapabilities(methods: [.card], notificationURLPerPayment: true),
+            "backoffice": GatewayCapabilities(methods: [.card]),
+        ]
+        func issues(_ module: String, publicURL: String?) -> [String] {
+            let merchant = MerchantConfiguration(id: "m", apiKey: CredentialReference(env: "K"),
+                                                 gateways: [GatewayConfiguration(id: "g", module: module)], routing: RoutingConfiguration(fallback: ["g"]))
+            return TillConfiguration(merchants: [merchant], server: ServerSettings(publicURL: publicURL)).validate(modules: modules).map(\.field)
+        }
+        #expect(issues("perpayment", publicURL: nil) == ["server.publicURL"])
+        #expect(issues("perpayment", publicURL: "https://pay.example.com").isEmpty)
+        #expect(issues("backoffice", publicURL: nil).isEmpty)
+    }
+
     @Test("huge weights are refused, never overflowed")
     func hugeWeights() throws {
         let json = #"{"merchants":[{"id":"m","gateways":[{"id":"a","module":"fake"},{"id":"b","module":"fake"}],"routing":{"rules":[{"gateways":[{"id":"a","weight":9223372036854775807},{"id":"b","weight":1}]}]}}]}"#

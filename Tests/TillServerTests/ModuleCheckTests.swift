@@ -14,7 +14,7 @@ struct ModuleCheckTests {
     @Test("a misspelt setting, a missing credential, an unknown credential and a bad value are each named by path; no secret is read")
     func typos() throws {
         let json = #"""
-            {"merchants": [{"id": "m", "apiKey": {"env": "NEVER_SET_K"},
+            {"server": {"publicURL": "https://pay.example.com"}, "merchants": [{"id": "m", "apiKey": {"env": "NEVER_SET_K"},
               "gateways": [
                 {"id": "pf", "module": "payfort", "settings": {"base_ur": "http://127.0.0.1:9"},
                  "credentials": {"access_code": {"env": "NEVER_SET_A"}, "merchant_identifier": {"env": "NEVER_SET_B"},
@@ -39,7 +39,7 @@ struct ModuleCheckTests {
     @Test("the documented examples pass the modules' checks")
     func examplesPass() throws {
         let configuration = try ConfigurationLoader.load(Data("""
-            {"merchants": [{"id": "m", "gateways": [
+            {"server": {"publicURL": "https://pay.example.com"}, "merchants": [{"id": "m", "gateways": [
               {"id": "pf", "module": "payfort", "settings": {"environment": "production", "integration": "mobile_sdk"},
                "credentials": {"access_code": {"env": "A"}, "merchant_identifier": {"env": "B"}, "request_phrase": {"env": "C"}, "response_phrase": {"env": "D"}}},
               {"id": "cc", "module": "citcon", "settings": {"environment": "uat", "unionpay_mode": "00"},

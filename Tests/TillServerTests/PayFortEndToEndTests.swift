@@ -88,6 +88,8 @@ struct PayFortEndToEndTests {
         let store: any PaymentStore
         let app: AppCheckout
         let returns: ReturnURLHandler
+        /// The merchant's API key (its backend's requests).
+        var apiKey = ""
 
         func stop() async {
             server.cancel()
@@ -148,7 +150,8 @@ struct PayFortEndToEndTests {
             gateways: gateways.map { PayFortGateway(id: $0, environment: .custom(base), deviceID: deviceID) },   // the app: no credentials
             returns: returns, presenter: CardCustomer(card: card, returns: returns, threeDS: threeDS, base: base, abandons: abandons),
             returnTimeout: .seconds(5), confirmationTimeout: .seconds(5), confirmationInterval: .milliseconds(25), maxAttempts: maxAttempts)
-        return World(emulator: emulator, sandbox: sandbox, server: task, serverURL: serverURL, store: store, app: checkout, returns: returns)
+        return World(emulator: emulator, sandbox: sandbox, server: task, serverURL: serverURL, store: store, app: checkout, returns: returns,
+                     apiKey: apiKey)
     }
 
     func intent(_ reference: String, action: PaymentAction = .sale) throws -> PaymentIntent {
@@ -202,6 +205,21 @@ struct PayFortEndToEndTests {
         #expect(result.status == .failed)
         #expect(result.confirmed?.gatewayCode == "13666")   // status 13 purchase failure + 666 transaction declined
         #expect(await w.emulator.ledger.isEmpty)
+    }
+
+    @Test("a card payment without the customer's e-mail PayFort needs is refused at create, naming the field; nothing is stored, the reference stays free")
+    func emailRequiredAtCreate() async throws {
+        let w = try await world(card: "4005550000000001")
+        defer { Task { await w.stop() } }
+        var request = URLRequest(url: w.serverURL.appendingPathComponent("v1/payments"))
+        request.httpMethod = "POST"
+        request.setValue("Bearer \(w.apiKey)", forHTTPHeaderField: "Authorization")
+        request.httpBody = Data(#"{"merchantReference":"no-email","amount":{"value":2500,"currency":"SAR"},"method":"card"}"#.utf8)
+        let (data, response) = try await URLSession.shared.data(for: request)
+        let error = (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["error"] as? [String: Any]
+        #expect((response as? HTTPURLResponse)?.statusCode == 422)
+        #expect(error?["field"] as? String == "body.customer.email" && error?["code"] as? String == "missing_field")
+        #expect(try await count(w.store, "till_payments") == 0)
     }
 
     @Test("the FORT SDK channel needs the SDK's device id from the app")

@@ -34,7 +34,8 @@ public struct CitconGateway: Checkout {
     /// What Citcon can do through Till, the same for both halves: ``CitconMethods/all``, sale and
     /// authorise, inquiries and notifications.
     public static var capabilities: GatewayCapabilities {
-        GatewayCapabilities(methods: CitconMethods.all, actions: [.sale, .authorize], supportsInquiry: true, supportsNotifications: true)
+        GatewayCapabilities(methods: CitconMethods.all, actions: [.sale, .authorize], supportsInquiry: true, supportsNotifications: true,
+                            notificationURLPerPayment: true)
     }
 
     /// The same as the type's `capabilities`.

@@ -28,7 +28,7 @@ public struct IPayNowGateway: Checkout {
     public static let capabilities = GatewayCapabilities(
         methods: [.alipay, .wechatPay],
         currencies: Set((IPayNowCodes.chargeableCurrencies + ["CNY"]).compactMap { Currency.lookup($0) }),
-        actions: [.sale], supportsInquiry: true, supportsNotifications: true)
+        actions: [.sale], supportsInquiry: true, supportsNotifications: true, notificationURLPerPayment: true)
 
     /// The same as the type's `capabilities`.
     public var capabilities: GatewayCapabilities { Self.capabilities }

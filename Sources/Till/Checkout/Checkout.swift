@@ -179,11 +179,16 @@ public struct GatewayCapabilities: Hashable, Sendable, Codable {
     /// an attempt the gateway reports pending with one of these is ever closed after ``abandonedAttemptSeconds``.
     /// Any other pending answer (uncertain, on hold, no status) stays open until the gateway says more.
     public var waitingForCustomerCodes: Set<String>
+    /// The gateway is told with each payment where to post its notification (Citcon's `urls.ipn`, iPayNow's
+    /// `notifyUrl`), so the server's `publicURL` must be set wherever it is configured; gateways whose endpoint is
+    /// set once in their back office (PayFort, Worldline, ecommpay) do not need it.
+    public var notificationURLPerPayment: Bool
 
     public init(methods: Set<PaymentMethod>, currencies: Set<Currency>? = nil, countries: Set<CountryCode>? = nil,
                 actions: Set<PaymentAction> = [.sale], supportsInquiry: Bool = true, supportsNotifications: Bool = true,
                 attemptLifetimeSeconds: Int? = nil, appDataKeys: Set<String> = [], abandonedAttemptSeconds: Int? = nil,
-                waitingForCustomerCodes: Set<String> = []) {
+                waitingForCustomerCodes: Set<String> = [], notificationURLPerPayment: Bool = false) {
+        self.notificationURLPerPayment = notificationURLPerPayment
         self.attemptLifetimeSeconds = attemptLifetimeSeconds
         self.abandonedAttemptSeconds = abandonedAttemptSeconds
         self.waitingForCustomerCodes = waitingForCustomerCodes

@@ -39,6 +39,15 @@ public struct TillConfiguration: Sendable, Hashable, Codable {
             issues += merchant.validate(path: path, modules: modules)
         }
         if let server { issues += server.validate(path: "server") }
+        // A gateway told with each payment where to post (Citcon, iPayNow) hears nothing without the server's public URL.
+        if server?.publicURL == nil {
+            for (m, merchant) in merchants.enumerated() {
+                for (g, gateway) in merchant.gateways.enumerated() where gateway.enabled && modules[gateway.module]?.notificationURLPerPayment == true {
+                    issues.append(.init(field: "server.publicURL", code: .missingField,
+                                        message: "merchants[\(m)].gateways[\(g)] (\(gateway.module)) is told with each payment where to post its notification: set the server's public URL, <publicURL>/v1/notifications/\(gateway.id)"))
+                }
+            }
+        }
         return issues
     }
 }
