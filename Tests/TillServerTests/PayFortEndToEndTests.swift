@@ -51,10 +51,19 @@ final class FormPostBrowser: NSObject, URLSessionTaskDelegate, @unchecked Sendab
 struct CardCustomer: CheckoutPresenter {
     let card: String
     let returns: ReturnURLHandler
+    /// On a 3-D Secure page: `approve`, `fail`, or `leave` (the page stays open, unfinished, in ``left``).
     var threeDS = "approve"
     /// The sandbox's base URL, where the SDK stand-in listens.
     var base: URL
     var abandons = false
+    /// The 3-D Secure pages the customer left unfinished.
+    var left = LeftPages()
+
+    /// The pages a customer left, to finish later.
+    actor LeftPages {
+        var urls: [URL] = []
+        func add(_ url: URL) { urls.append(url) }
+    }
 
     func collect(_ form: FormSpec) async throws -> FormValues? {
         FormValues(["card_number": card, "expiry_date": "12/30", "card_security_code": "123", "card_holder_name": "Test Customer"])
@@ -73,6 +82,7 @@ struct CardCustomer: CheckoutPresenter {
     }
 
     func open(_ url: URL, handoff: Handoff) async throws {
+        if threeDS == "leave" { return await left.add(url) }
         if let back = try await SandboxBrowser.completeThreeDSecure(at: url, approve: threeDS == "approve") { returns.handle(back) }
     }
 }
@@ -90,6 +100,10 @@ struct PayFortEndToEndTests {
         let returns: ReturnURLHandler
         /// The merchant's API key (its backend's requests).
         var apiKey = ""
+        /// The server's merchants, for a reconciler over the same store.
+        var state: ServerState?
+        /// The 3-D Secure pages the customer left.
+        var left = CardCustomer.LeftPages()
 
         func stop() async {
             server.cancel()
@@ -144,14 +158,15 @@ struct PayFortEndToEndTests {
                                               merchantIdentifier: account.merchantIdentifier)
         }
         let returns = try ReturnURLHandler(routes: [.customScheme("shop")])
+        let left = CardCustomer.LeftPages()
         let checkout = AppCheckout(
             backend: ClientSecretBackend(merchant: MerchantAPIClient(baseURL: serverURL, apiKey: apiKey, transport: URLSessionTransport()),
                                          transport: URLSessionTransport()),
             gateways: gateways.map { PayFortGateway(id: $0, environment: .custom(base), deviceID: deviceID) },   // the app: no credentials
-            returns: returns, presenter: CardCustomer(card: card, returns: returns, threeDS: threeDS, base: base, abandons: abandons),
+            returns: returns, presenter: CardCustomer(card: card, returns: returns, threeDS: threeDS, base: base, abandons: abandons, left: left),
             returnTimeout: .seconds(5), confirmationTimeout: .seconds(5), confirmationInterval: .milliseconds(25), maxAttempts: maxAttempts)
         return World(emulator: emulator, sandbox: sandbox, server: task, serverURL: serverURL, store: store, app: checkout, returns: returns,
-                     apiKey: apiKey)
+                     apiKey: apiKey, state: state, left: left)
     }
 
     func intent(_ reference: String, action: PaymentAction = .sale) throws -> PaymentIntent {
@@ -220,6 +235,37 @@ struct PayFortEndToEndTests {
         #expect((response as? HTTPURLResponse)?.statusCode == 422)
         #expect(error?["field"] as? String == "body.customer.email" && error?["code"] as? String == "missing_field")
         #expect(try await count(w.store, "till_payments") == 0)
+    }
+
+    @Test("a customer who leaves PayFort's 3-D Secure page: an hour after the card was submitted the reconciler closes the attempt (20064 still, expired), so the customer may pay again; finishing it later still makes the payment paid")
+    func abandonedThreeDSecure() async throws {
+        let w = try await world(card: PayFortEmulator.TestCard.threeDSecure, threeDS: "leave")
+        defer { Task { await w.stop() } }
+        let result = try await w.app.pay(try intent("e2e-left-3ds"))
+        #expect(result.status == .pending)
+        let attempt = result.preparation.attempt
+        let stored = try #require(try await w.store.payment(attempt: attempt)?.attempts.first)
+        #expect(stored.status == .pending && stored.submittedAt != nil)
+        let reconciler = Reconciler(state: try #require(w.state), store: w.store, settings: ReconciliationSettings())
+        // Ten minutes on: PayFort still waits for the customer; nothing happens.
+        let soon = try await reconciler.runOnce(now: try #require(stored.submittedAt).addingTimeInterval(700)).filter { $0.attempt == attempt }
+        #expect(soon.map(\.action) == ["unchanged"], "\(soon.map(\.reason))")
+        // Past PayFort's hour: closed, and the payment may be paid again.
+        let late = try await reconciler.runOnce(now: try #require(stored.submittedAt).addingTimeInterval(3_600 + 3_700)).filter { $0.attempt == attempt }
+        #expect(late.map(\.action) == ["expired"] && late.first?.reason.contains("20064") == true, "\(late.map(\.reason))")
+        #expect(try await w.store.payment(attempt: attempt)?.status == .expired)
+        #expect(try await w.store.payment(attempt: attempt)?.attempts.first?.gatewayCode == Reconciler.expiredAbandonedCode)
+        // The customer comes back to the page and finishes after all: PayFort's feedback, confirmed by the server's
+        // own CHECK_STATUS, makes the payment paid; the money is not lost.
+        let page = try #require(await w.left.urls.first)
+        _ = try await SandboxBrowser.completeThreeDSecure(at: page, approve: true)
+        var status = try await w.store.payment(attempt: attempt)?.status
+        for _ in 0..<100 where status != .paid {
+            try await Task.sleep(for: .milliseconds(50))
+            status = try await w.store.payment(attempt: attempt)?.status
+        }
+        #expect(status == .paid)
+        #expect(await w.emulator.ledger.count == 1)
     }
 
     @Test("the FORT SDK channel needs the SDK's device id from the app")
