@@ -55,13 +55,15 @@ public struct PayFortGateway: Checkout {
                                                          abandonedAttemptSeconds: attemptHour,
                                                          waitingForCustomerCodes: [PayFortCodes.threeDSecureRequested])
 
-    /// One hour: what a PayFort attempt can take. The FORT SDK's token lives one hour ("Each token has a
-    /// life-time of only one hour", FORT Mobile SDK iOS guide v3.4); CHECK_STATUS cannot show a 3-D Secure
-    /// the customer never finished (APS "Check transaction status": "If the payment wasn't fully completed
-    /// (e.g. the customer didn't finish 3D Secure…), the Check Status response alone won't be enough"), and
-    /// PayFort's own plugins cancel an order still unpaid after 60 minutes (payfort/woocommerce-payfort
-    /// `status_cron_duration` default 60; payfort/magento2-payfort `Cron/Paymentstatus.php`, 20064 included).
-    /// No document gives the 3-D Secure session a longer life. See docs/gateways/payfort.md.
+    /// One hour: what a PayFort attempt can take, by Till's reading of sources that give no 3-D Secure lifetime.
+    /// The FORT SDK's token lives one hour unless the same device sends another request ("Each token has a
+    /// life-time of only one hour if no new request from the same device is sent", FORT Mobile SDK iOS guide
+    /// v3.4 §5.2); CHECK_STATUS cannot show a 3-D Secure the customer never finished (APS "Check transaction
+    /// status": "If the payment wasn't fully completed (e.g. the customer didn't finish 3D Secure…), the Check
+    /// Status response alone won't be enough"); PayFort's own plugins cancel an order not paid a set time after
+    /// its creation, `20064` included (payfort/woocommerce-payfort `status_cron_duration`, 60 minutes by
+    /// default; payfort/magento2-payfort `Cron/Paymentstatus.php`, 15 to 120 minutes as the merchant chooses).
+    /// See docs/gateways/payfort.md, *How long an attempt lives*.
     public static let attemptHour = 3_600
 
     /// What this gateway can do: the same as the static `capabilities`.
