@@ -132,10 +132,12 @@ public struct PaymentService: Sendable {
     /// (`body.customer.email`). Asked at create and at every change of the payment, so no attempt ever starts
     /// with a payment its gateway must refuse.
     static func admissionIssue(for intent: PaymentIntent, merchant: MerchantRuntime, path: String) -> ValidationIssue? {
-        if let issue = merchant.router.eligibilityIssue(for: intent, path: path) { return issue }
+        // One routing on the create's path: the router's reasons are asked for only when it offers no gateway.
         var generator = SeededGenerator(seed: 0)
+        let candidates = merchant.router.route(intent, using: &generator).candidates
+        guard !candidates.isEmpty else { return merchant.router.eligibilityIssue(for: intent, path: path) }
         var first: ValidationIssue?
-        for candidate in merchant.router.route(intent, using: &generator).candidates {
+        for candidate in candidates {
             guard let issue = requirementIssue(intent, on: candidate, merchant: merchant, path: path) else { return nil }
             first = first ?? issue
         }
@@ -153,9 +155,13 @@ public struct PaymentService: Sendable {
     /// The first thing gateway `id` needs of the app's ``PrepareRequest/appData`` and does not find (PayFort's SDK:
     /// `device_id`), with its field under `body.appData`: refused before an attempt is stored.
     static func appDataIssue(_ appData: [String: String], on id: GatewayID, merchant: MerchantRuntime) -> ValidationIssue? {
-        guard let gateway = merchant.gateways[id],
-              let problem = gateway.appDataIssues(appData.filter { gateway.capabilities.appDataKeys.contains($0.key) }).first else { return nil }
+        guard let gateway = merchant.gateways[id], let problem = gateway.appDataIssues(Self.appData(appData, for: gateway)).first else { return nil }
         return ValidationIssue(field: "body." + (problem.field ?? "appData"), code: problem.code, message: "gateway \(id) needs it: \(problem.message)")
+    }
+
+    /// The part of the app's data `gateway` reads: the keys it declares (``GatewayCapabilities/appDataKeys``).
+    static func appData(_ appData: [String: String], for gateway: any CheckoutServer) -> [String: String] {
+        appData.filter { gateway.capabilities.appDataKeys.contains($0.key) }
     }
 
     /// The intent with a card number masked (first 6, last 4) wherever someone could type one as text: the
@@ -272,8 +278,9 @@ public struct PaymentService: Sendable {
     }
 
     /// Changes what the merchant may change of a payment — the customer, the description, the metadata —
-    /// while nothing has been sent that could move money: every attempt so far ended without money
-    /// (failed, cancelled, expired) and none is open. The changed payment is checked as a new one is
+    /// while nothing has been sent that could move money: every attempt so far failed or was cancelled (none
+    /// is open, none holds or moved money, none was expired by the reconciler before its gateway said its
+    /// last word). The changed payment is checked as a new one is
     /// (the intent's rules, card numbers masked, a gateway that can take it), and written only if its
     /// attempts are still exactly those the decision was made on.
     /// - Throws: ``ServiceError`` 409 `payment_not_editable` once an attempt is open or money may have moved;
@@ -347,7 +354,7 @@ public struct PaymentService: Sendable {
             let returnURL = try gateway.returnURL(from: input.offeredReturnURLs, for: payment.intent)
             var preparation = try await gateway.prepare(AttemptContext(intent: payment.intent, attempt: reference,
                                                                        returnURL: returnURL, notificationURL: notificationURL(for: gatewayID),
-                                                                       appData: appData.filter { gateway.capabilities.appDataKeys.contains($0.key) }))
+                                                                       appData: Self.appData(appData, for: gateway)))
             preparation.returnURL = preparation.returnURL ?? returnURL
             recordPrepareDuration(gatewayID, since: start)
             merchant.health.record(gatewayID, success: true, releasingProbe: probe)
@@ -363,7 +370,8 @@ public struct PaymentService: Sendable {
                                    releasingProbe: probe)
             // A Prepare that refuses the payment's own data (a field the gateway needs is missing or wrong) moves no
             // money — no customer has presented anything yet — so it is a mistake to fix, not a decline: the attempt
-            // is closed as never sent, and the next prepare may move on instead of finding the payment not retryable.
+            // is closed as input refused, which the attempt policy does not count as a try, so the next prepare may try
+            // the same gateway again once the payment or the app is fixed.
             let refusedInput = failure.category == .invalidInput && failure.code != .malformedBody
             try await close(reference, on: gatewayID, after: failure, stage: "prepare", as: refusedInput ? .inputRefused : nil)
             let field = failure.field.map { $0.hasPrefix("appData.") ? "body." + $0 : $0 }
@@ -373,8 +381,8 @@ public struct PaymentService: Sendable {
     }
 
     /// The app's ``PrepareRequest/appData``, checked before anything is stored: at most 16 keys, each one some
-    /// gateway module reads, each value 1 to 1024 characters without control characters. The chosen gateway
-    /// then checks its own values by its own rules.
+    /// gateway module reads, each value 1 to 1024 bytes of UTF-8 without control characters. The chosen gateway
+    /// then checks its own values by its own rules (``CheckoutServer/appDataIssues(_:)``).
     func checkedAppData(_ data: [String: String]) throws -> [String: String] {
         guard data.count <= 16 else {
             throw ServiceError(status: .unprocessableContent, code: "invalid_field", message: "at most 16 entries", field: "body.appData")

@@ -673,6 +673,19 @@ struct PayFortGatewayTests {
         }
     }
 
+    @Test("Fixtures/wire/aps-currencies-and-check-status.json: the attempt's hour and the code that means waiting at 3-D Secure are the sources' facts")
+    func attemptLifeFixture() throws {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/wire/aps-currencies-and-check-status.json")
+        let facts = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
+        let life = try #require(facts["attempt_life"] as? [String: Any])
+        #expect(life["sdk_token_lifetime_seconds"] as? Int == PayFortGateway.attemptHour)
+        let plugins = try #require(life["plugin_cancellation"] as? [[String: Any]])
+        #expect(plugins.allSatisfy { ($0["choices_minutes"] as? [Int])?.contains(PayFortGateway.attemptHour / 60) == true && $0["cancels_20064"] as? Bool == true })
+        #expect(PayFortGateway.capabilities.waitingForCustomerCodes == [try #require(life["three_d_secure_requested_code"] as? String)])
+        #expect(PayFortGateway.capabilities.abandonedAttemptSeconds == PayFortGateway.attemptHour)
+        #expect(PayFortGateway.capabilities.attemptLifetimeSeconds == PayFortGateway.attemptHour)
+    }
+
     @Test("Fixtures/wire/aps-currencies-and-check-status.json: Till sends exactly the currencies on whose decimals every vendor table agrees with ISO 4217, those of 2 or 3")
     func currencyTablesFixture() throws {
         let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/wire/aps-currencies-and-check-status.json")

@@ -173,10 +173,6 @@ public struct CitconServer: CheckoutServer {
         return (try? await call(.post, "cancels", body: body, as: CitconOperation.self, token: .server)) != nil
     }
 
-    /// The charge request for an attempt: `transaction`, `payment`, `urls`, and `consumer` and
-    /// `goods` when known. Wallets (WeChat Pay, Alipay, UnionPay) ask for ``CitconSettings/walletClient``;
-    /// every other method for `mobile_browser`.
-    /// - Throws: ``CheckoutError`` naming the field of the intent or context at fault.
     /// What Citcon needs of a payment, by the rules ``chargeRequest(for:)`` applies (the method and action it
     /// offers, the country, a positive amount, a note of at most 128 characters, the consumer's reference for the
     /// methods that need one), checked with no call (also when the payment is created). The return URL is the
@@ -194,6 +190,10 @@ public struct CitconServer: CheckoutServer {
         }
     }
 
+    /// The charge request for an attempt: `transaction`, `payment`, `urls`, and `consumer` and
+    /// `goods` when known. Wallets (WeChat Pay, Alipay, UnionPay) ask for ``CitconSettings/walletClient``;
+    /// every other method for `mobile_browser`.
+    /// - Throws: ``CheckoutError`` naming the field of the intent or context at fault.
     public func chargeRequest(for context: AttemptContext) throws -> CitconChargeRequest {
         let intent = context.intent
         let method = intent.method

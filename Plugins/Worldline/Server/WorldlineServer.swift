@@ -62,30 +62,34 @@ public struct WorldlineServer: CheckoutServer {
 
     // MARK: Prepare
 
-    /// Creates a client session (`POST /v1/{merchantId}/sessions`, an empty `SessionRequest`). The app
-    /// gets the session (``WorldlinePreparation``), the payment context (amount, currency, country,
-    /// locale) and nothing secret: a client session can only read products and encrypt for the gateway.
-    /// - Throws: ``CheckoutError`` `missing_field` naming `intent.country` (Worldline's products depend on
-    ///   the country); the Server API's failures as classified by the status.
     /// What Worldline needs of a payment, checked before any call (also when the payment is created): a currency
     /// its two-decimal amounts can express (``WorldlineAmount``), and the country, on which its payment products
     /// depend.
     public func requirementIssues(for intent: PaymentIntent) -> [CheckoutError] {
         var issues: [CheckoutError] = []
         do { _ = try WorldlineAmount.wire(intent.amount, field: "intent.amount.currency", gateway: gateway) } catch { issues.append(error) }
-        if intent.country == nil {
-            issues.append(CheckoutError(.missingField, field: "intent.country", message: "Worldline's payment products depend on the country",
-                                        gateway: gateway))
-        }
+        do { _ = try country(of: intent) } catch { issues.append(error) }
         return issues
     }
 
-    public func prepare(_ context: AttemptContext) async throws -> Preparation {
-        let intent = context.intent
-        if let issue = requirementIssues(for: intent).first { throw issue }
+    /// The payment's country, on which Worldline's payment products depend: required.
+    private func country(of intent: PaymentIntent) throws(CheckoutError) -> CountryCode {
         guard let country = intent.country else {
             throw CheckoutError(.missingField, field: "intent.country", message: "Worldline's payment products depend on the country", gateway: gateway)
         }
+        return country
+    }
+
+    /// Creates a client session (`POST /v1/{merchantId}/sessions`, an empty `SessionRequest`). The app
+    /// gets the session (``WorldlinePreparation``), the payment context (amount, currency, country,
+    /// locale) and nothing secret: a client session can only read products and encrypt for the gateway.
+    /// - Throws: ``CheckoutError`` `missing_field` naming `intent.country` (Worldline's products depend on
+    ///   the country); the Server API's failures as classified by the status.
+    public func prepare(_ context: AttemptContext) async throws -> Preparation {
+        let intent = context.intent
+        // Refused before any call: what the payment lacks (a currency Worldline's amounts cannot express, the country).
+        if let issue = requirementIssues(for: intent).first { throw issue }
+        let country = try country(of: intent)
         let request = try api.request(.post, "/sessions", body: try api.body(WorldlineSessionRequest()))
         let session = try api.decode(try await api.send(request), as: WorldlineSessionResponse.self)
         let preparation = WorldlinePreparation(
