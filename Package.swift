@@ -9,6 +9,8 @@ let package = Package(
     platforms: [.macOS(.v13), .iOS(.v15)],
     products: [
         .library(name: "Till", targets: ["Till"]),
+        .library(name: "TillOrchestration", targets: ["TillOrchestration"]),
+        .library(name: "TillService", targets: ["TillService"]),
         .library(name: "TillTesting", targets: ["TillTesting"]),
         .library(name: "TillServer", targets: ["TillServer"]),
         .library(name: "TillGatewayKit", targets: ["TillGatewayKit"]),
@@ -48,9 +50,25 @@ let package = Package(
             name: "Till",
             dependencies: [.product(name: "Logging", package: "swift-log")]
         ),
+        // The server's rules, no HTTP and no SQL: the server half of a gateway, the plugin description, the
+        // merchant configuration, the router, health and the one attempt policy. Never linked by an app.
+        .target(name: "TillOrchestration", dependencies: ["Till"]),
+        // The payment service over a store protocol: one settle function, the reconciler, the configuration file,
+        // an in-memory store and the in-process backend. Adapters (HTTP, SQLite, PostgreSQL) live in TillServer.
+        .target(
+            name: "TillService",
+            dependencies: [
+                "Till", "TillOrchestration", "TillGatewayKit",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .target(
             name: "TillTesting",
-            dependencies: ["Till", "TillGatewayKit", .product(name: "Crypto", package: "swift-crypto"),
+            dependencies: ["Till", "TillOrchestration", "TillService", "TillGatewayKit", .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "Logging", package: "swift-log")]
         ),
         // Tests only: runs TillTesting's TestRun.setUp() when the test binary loads (quiet logs, a skipped line).
@@ -69,7 +87,7 @@ let package = Package(
         ),
         .target(
             name: "TillPayFortServer",
-            dependencies: ["Till", "TillGatewayKit", "TillPayFort", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["Till", "TillOrchestration", "TillGatewayKit", "TillPayFort", .product(name: "Crypto", package: "swift-crypto")],
             path: "Plugins/PayFort/Server"
         ),
         .target(
@@ -79,7 +97,7 @@ let package = Package(
         ),
         .target(
             name: "TillCitconServer",
-            dependencies: ["Till", "TillGatewayKit", "TillCitcon", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["Till", "TillOrchestration", "TillGatewayKit", "TillCitcon", .product(name: "Crypto", package: "swift-crypto")],
             path: "Plugins/Citcon/Server"
         ),
         // Worldline's app half encrypts the customer's input (RSA-OAEP and AES-CBC: _CryptoExtras).
@@ -91,7 +109,7 @@ let package = Package(
         ),
         .target(
             name: "TillWorldlineServer",
-            dependencies: ["Till", "TillGatewayKit", "TillWorldline", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["Till", "TillOrchestration", "TillGatewayKit", "TillWorldline", .product(name: "Crypto", package: "swift-crypto")],
             path: "Plugins/Worldline/Server"
         ),
         // iPayNow's app half only checks the signed order; MD5 signing (swift-crypto's Insecure.MD5) is the server's.
@@ -102,7 +120,7 @@ let package = Package(
         ),
         .target(
             name: "TillIPayNowServer",
-            dependencies: ["Till", "TillGatewayKit", "TillIPayNow", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["Till", "TillOrchestration", "TillGatewayKit", "TillIPayNow", .product(name: "Crypto", package: "swift-crypto")],
             path: "Plugins/IPayNow/Server"
         ),
         // ecommpay's app half builds and checks the payment options; HMAC-SHA512 signing is the server's.
@@ -113,7 +131,7 @@ let package = Package(
         ),
         .target(
             name: "TillEcommpayServer",
-            dependencies: ["Till", "TillGatewayKit", "TillEcommpay", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["Till", "TillOrchestration", "TillGatewayKit", "TillEcommpay", .product(name: "Crypto", package: "swift-crypto")],
             path: "Plugins/Ecommpay/Server"
         ),
         // Local emulators of the gateways, written from their documentation, independent of the plugins.
@@ -132,6 +150,8 @@ let package = Package(
             name: "TillServer",
             dependencies: [
                 "Till",
+                "TillOrchestration",
+                "TillService",
                 "TillGatewayKit",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -149,12 +169,14 @@ let package = Package(
         // The chaos run: production's PaymentService on a real store, fake gateways injecting faults.
         .target(
             name: "TillChaos",
-            dependencies: ["Till", "TillGatewayKit", "TillTesting", "TillServer", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["Till", "TillOrchestration", "TillService", "TillGatewayKit", "TillTesting", "TillServer", .product(name: "Logging", package: "swift-log")]
         ),
         .executableTarget(
             name: "till",
             dependencies: [
                 "Till",
+                "TillOrchestration",
+                "TillService",
                 "TillTesting",
                 "TillServer",
                 "TillGatewayKit",
@@ -182,16 +204,16 @@ let package = Package(
         .target(name: "TillChildProcess", path: "Tests/Support/TillChildProcess"),
         .testTarget(
             name: "TillTests",
-            dependencies: ["TillTestSetup", "Till", "TillTesting", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["TillTestSetup", "TillOrchestration", "TillService", "Till", "TillTesting", .product(name: "Logging", package: "swift-log")],
             exclude: ["Fixtures"]
         ),
-        .testTarget(name: "TillTestingTests", dependencies: ["TillTestSetup", "Till", "TillTesting"]),
-        .testTarget(name: "TillGatewayKitTests", dependencies: ["TillTestSetup", "Till", "TillGatewayKit"]),
-        .testTarget(name: "TillChaosTests", dependencies: ["TillTestSetup", "Till", "TillTesting", "TillServer", "TillChaos"]),
+        .testTarget(name: "TillTestingTests", dependencies: ["TillTestSetup", "TillOrchestration", "TillService", "Till", "TillTesting"]),
+        .testTarget(name: "TillGatewayKitTests", dependencies: ["TillTestSetup", "TillOrchestration", "TillService", "Till", "TillGatewayKit"]),
+        .testTarget(name: "TillChaosTests", dependencies: ["TillTestSetup", "TillOrchestration", "TillService", "Till", "TillTesting", "TillServer", "TillChaos"]),
         // Proves docs/implementing-a-gateway.md: a toy gateway added by following only that page.
         .testTarget(
             name: "ToyGatewayTests",
-            dependencies: ["TillTestSetup", 
+            dependencies: ["TillTestSetup", "TillOrchestration", "TillService", 
                 "Till", "TillGatewayKit", "TillServer", "TillSandbox",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -200,51 +222,51 @@ let package = Package(
         ),
         .testTarget(
             name: "TillPayFortTests",
-            dependencies: ["TillTestSetup", "Till", "TillGatewayKit", "TillPayFort", "TillPayFortServer", "TillTesting",
+            dependencies: ["TillTestSetup", "TillOrchestration", "TillService", "Till", "TillGatewayKit", "TillPayFort", "TillPayFortServer", "TillTesting",
                            .product(name: "Crypto", package: "swift-crypto")],
             exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "TillCitconTests",
-            dependencies: ["TillTestSetup", "Till", "TillGatewayKit", "TillCitcon", "TillCitconServer", "TillTesting",
+            dependencies: ["TillTestSetup", "TillOrchestration", "TillService", "Till", "TillGatewayKit", "TillCitcon", "TillCitconServer", "TillTesting",
                            .product(name: "Crypto", package: "swift-crypto")],
             exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "TillWorldlineTests",
-            dependencies: ["TillTestSetup", "Till", "TillGatewayKit", "TillWorldline", "TillWorldlineServer", "TillTesting",
+            dependencies: ["TillTestSetup", "TillOrchestration", "TillService", "Till", "TillGatewayKit", "TillWorldline", "TillWorldlineServer", "TillTesting",
                            .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "_CryptoExtras", package: "swift-crypto")],
             exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "TillIPayNowTests",
-            dependencies: ["TillTestSetup", "Till", "TillGatewayKit", "TillIPayNow", "TillIPayNowServer", "TillTesting",
+            dependencies: ["TillTestSetup", "TillOrchestration", "TillService", "Till", "TillGatewayKit", "TillIPayNow", "TillIPayNowServer", "TillTesting",
                            .product(name: "Crypto", package: "swift-crypto")],
             exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "TillEcommpayTests",
-            dependencies: ["TillTestSetup", "Till", "TillGatewayKit", "TillEcommpay", "TillEcommpayServer", "TillTesting",
+            dependencies: ["TillTestSetup", "TillOrchestration", "TillService", "Till", "TillGatewayKit", "TillEcommpay", "TillEcommpayServer", "TillTesting",
                            .product(name: "Crypto", package: "swift-crypto")],
             exclude: ["Fixtures"]
         ),
         // The vendors' own code as the other party: official Python SDKs in a virtualenv the tests make.
         .testTarget(
             name: "TillInteropTests",
-            dependencies: ["TillTestSetup", "Till", "TillGatewayKit", "TillWorldline", "TillWorldlineServer", "TillIPayNow", "TillIPayNowServer",
+            dependencies: ["TillTestSetup", "TillOrchestration", "TillService", "Till", "TillGatewayKit", "TillWorldline", "TillWorldlineServer", "TillIPayNow", "TillIPayNowServer",
                            "TillEcommpay", "TillEcommpayServer", "TillSandbox", "TillTesting", "TillChildProcess",
                            .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "_CryptoExtras", package: "swift-crypto")],
             exclude: ["Fixtures", "Python"]
         ),
-        .testTarget(name: "TillSandboxTests", dependencies: ["TillTestSetup", "Till", "TillSandbox",
+        .testTarget(name: "TillSandboxTests", dependencies: ["TillTestSetup", "TillOrchestration", "TillService", "Till", "TillSandbox",
                                                              .product(name: "Hummingbird", package: "hummingbird"),
                                                              .product(name: "_CryptoExtras", package: "swift-crypto")],
                     exclude: ["Fixtures"]),
         .testTarget(
             name: "TillServerTests",
-            dependencies: ["TillTestSetup", 
+            dependencies: ["TillTestSetup", "TillOrchestration", "TillService", 
                 "Till", "TillGatewayKit", "TillTesting", "TillServer", "TillPayFort", "TillPayFortServer", "TillCitcon",
                 "TillCitconServer", "TillWorldline", "TillWorldlineServer", "TillIPayNow", "TillIPayNowServer", "TillEcommpay", "TillEcommpayServer",
                 "TillSandbox", "TillChildProcess",

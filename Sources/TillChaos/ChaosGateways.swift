@@ -1,12 +1,13 @@
 import Foundation
 import Till
+import TillOrchestration
 import TillGatewayKit
 import TillTesting
 
 /// The server half of one chaos gateway, as the merchant server builds it from the `fake` module: it
 /// plays each attempt on the fake for the checkout's app flow, with the plan drawn for the attempt
 /// when the server prepares it (the server's router picks the gateway; the plan does not depend on which).
-struct ChaosServerHalf: CheckoutServer {
+struct ChaosServerHalf: GatewayServerHalf {
     let gateway: GatewayID
     let world: ChaosWorld
 
@@ -41,7 +42,7 @@ struct ChaosServerHalf: CheckoutServer {
 /// The app half of one chaos gateway for one flow: the fake's own, except that the customer acts in a
 /// vendor SDK the moment the app is told to launch it, before the app races the SDK's answer against the
 /// return URL, so which of the two arrives first never changes what happened.
-struct ChaosAppHalf: Checkout {
+struct ChaosAppHalf: GatewayAppHalf {
     let fake: FakeGateway
     let customer: ChaosCustomer
 
@@ -65,12 +66,12 @@ extension ChaosWorld {
     /// The `fake` module as the merchant server loads it: its server halves are this world's gateways.
     var plugin: GatewayPlugin {
         GatewayPlugin(module: "fake", capabilities: Self.capabilities,
-                      makeServer: { context in ChaosServerHalf(gateway: context.id, world: self) },
-                      makeClient: { context in self.fakes[context.id]![.card]! })
+                      makeServerHalf: { context in ChaosServerHalf(gateway: context.id, world: self) },
+                      makeAppHalf: { context in self.fakes[context.id]![.card]! })
     }
 
     /// The app halves an app presenting `flow` embeds, one per gateway: the fakes of that flow.
-    func appHalves(for flow: ChaosFlow, customer: ChaosCustomer) -> [any Checkout] {
+    func appHalves(for flow: ChaosFlow, customer: ChaosCustomer) -> [any GatewayAppHalf] {
         Self.gatewayIDs.map { ChaosAppHalf(fake: fakes[$0]![flow.fakeFlow]!, customer: customer) }
     }
 }

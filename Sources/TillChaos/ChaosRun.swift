@@ -1,6 +1,8 @@
 import Foundation
 import Logging
 import Till
+import TillOrchestration
+import TillService
 import TillGatewayKit
 import TillServer
 import TillTesting
@@ -276,7 +278,8 @@ final class ChaosDriver {
     let kind: String
     let merchantID: String
     let world: ChaosWorld
-    let store: ObservedStore
+    let tally = OutcomeTally()
+    let store: ObservedPaymentStore
     let state: ServerState
     let service: PaymentService
     let courier: Courier
@@ -294,7 +297,7 @@ final class ChaosDriver {
         // On a shared PostgreSQL database the run's payments are told apart by a merchant of their own.
         merchantID = kind == "postgres" ? "chaos-\(UUID().uuidString.prefix(8).lowercased())" : "chaos"
         world = ChaosWorld(seed: options.seed ^ 0x6A09_E667_F3BC_C908, rate: options.faultRate)
-        store = ObservedStore(raw)
+        store = tally.observing(raw)
         let configuration = TillConfiguration(
             merchants: [ChaosRun.merchant(id: merchantID)],
             server: ServerSettings(listen: "127.0.0.1:0", storage: "sqlite:chaos", publicURL: "https://merchant.chaos.invalid",
@@ -548,7 +551,7 @@ final class ChaosDriver {
             report.lostPayments += 1
             report.violations.append("checkout \(attempt.checkout): attempt \(reference) on \(attempt.gateway) was charged, but no stored payment has it")
         }
-        let tally = store.counts
+        let tally = self.tally.counts
         report.notificationsApplied = tally.notifications["applied"] ?? 0
         report.notificationsDuplicate = tally.notifications["duplicate"] ?? 0
         report.notificationsStale = tally.notifications["stale"] ?? 0

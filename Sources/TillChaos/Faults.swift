@@ -1,5 +1,6 @@
 import Foundation
 import Till
+import TillOrchestration
 import TillTesting
 
 /// A fault the chaos run injects. Each one is counted in ``ChaosRun/Report/faults`` under its raw value,

@@ -51,34 +51,34 @@ public struct MerchantAPIClient: Sendable {
 /// app: the first prepare of an intent asks the merchant's backend (``MerchantAPIClient``, with the
 /// API key) to create the payment, and from then on every call the app makes for that payment goes
 /// through an ``HTTPMerchantBackend`` holding only its client secret — exactly what a real app sees.
-public actor ClientSecretBackend: MerchantBackend {
+package actor ClientSecretBackend: MerchantBackend {
     private let merchant: MerchantAPIClient
     private let transport: any HTTPTransport
     private var byReference: [String: HTTPMerchantBackend] = [:]
     private var byAttempt: [AttemptReference: HTTPMerchantBackend] = [:]
 
-    public init(merchant: MerchantAPIClient, transport: any HTTPTransport) {
+    package init(merchant: MerchantAPIClient, transport: any HTTPTransport) {
         self.merchant = merchant
         self.transport = transport
     }
 
     /// The app's backend for the payment of `intent`, created by the merchant's backend on first use.
-    public func backend(for intent: PaymentIntent) async throws -> HTTPMerchantBackend {
+    package func backend(for intent: PaymentIntent) async throws -> HTTPMerchantBackend {
         if let known = byReference[intent.merchantReference] { return known }
         let backend = try await merchant.appBackend(for: intent, idempotencyKey: "intent-\(intent.merchantReference)", transport: transport)
         byReference[intent.merchantReference] = backend
         return backend
     }
 
-    public func prepare(_ intent: PaymentIntent, returnURLs: [URL]) async throws -> Preparation {
+    package func prepare(_ intent: PaymentIntent, returnURLs: [URL]) async throws -> Preparation {
         try await prepare(intent, returnURLs: returnURLs, customerRequested: false)
     }
 
-    public func prepare(_ intent: PaymentIntent, returnURLs: [URL], customerRequested: Bool) async throws -> Preparation {
+    package func prepare(_ intent: PaymentIntent, returnURLs: [URL], customerRequested: Bool) async throws -> Preparation {
         try await prepare(intent, returnURLs: returnURLs, customerRequested: customerRequested, appData: [:])
     }
 
-    public func prepare(_ intent: PaymentIntent, returnURLs: [URL], customerRequested: Bool,
+    package func prepare(_ intent: PaymentIntent, returnURLs: [URL], customerRequested: Bool,
                         appData: [String: String]) async throws -> Preparation {
         let backend = try await backend(for: intent)
         let preparation = try await backend.prepare(intent, returnURLs: returnURLs, customerRequested: customerRequested, appData: appData)
@@ -86,24 +86,24 @@ public actor ClientSecretBackend: MerchantBackend {
         return preparation
     }
 
-    public func submit(_ submission: Submission, for attempt: AttemptReference) async throws -> NextStep {
+    package func submit(_ submission: Submission, for attempt: AttemptReference) async throws -> NextStep {
         try await backend(of: attempt).submit(submission, for: attempt)
     }
 
-    public func report(_ outcome: ClientOutcome, for attempt: AttemptReference) async throws {
+    package func report(_ outcome: ClientOutcome, for attempt: AttemptReference) async throws {
         try await backend(of: attempt).report(outcome, for: attempt)
     }
 
-    public func status(of attempt: AttemptReference) async throws -> StatusReport? {
+    package func status(of attempt: AttemptReference) async throws -> StatusReport? {
         try await backend(of: attempt).status(of: attempt)
     }
 
-    public func inquire(_ attempt: AttemptReference) async throws -> StatusReport? {
+    package func inquire(_ attempt: AttemptReference) async throws -> StatusReport? {
         try await backend(of: attempt).inquire(attempt)
     }
 
     /// The payment an attempt of this app belongs to, read with its client secret.
-    public func payment(of attempt: AttemptReference) async throws -> PaymentView {
+    package func payment(of attempt: AttemptReference) async throws -> PaymentView {
         try await backend(of: attempt).payment()
     }
 

@@ -1,5 +1,7 @@
 import Foundation
 import Till
+import TillOrchestration
+import TillService
 import TillGatewayKit
 
 extension ServerState {
@@ -26,7 +28,7 @@ extension ServerState {
                                                                                          credentials: [:]),
                                                transport: NeverSendingTransport())
                 var seen: Set<String> = []
-                for build in [{ _ = try plugin.makeServer(server) }, { _ = try plugin.makeClient(app) }] as [() throws -> Void] {
+                for build in [{ _ = try plugin.makeServerHalf(server) }, { _ = try plugin.makeAppHalf(app) }] as [() throws -> Void] {
                     do { try build() } catch let error as CheckoutError {
                         let issue = ValidationIssue(field: "\(path).\(error.field ?? "module")", code: error.code, message: error.message)
                         if seen.insert(issue.field).inserted { issues.append(issue) }

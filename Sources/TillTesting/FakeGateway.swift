@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Till
+import TillOrchestration
 import TillGatewayKit
 
 /// What a ``FakeGateway`` does with one attempt.
@@ -155,7 +156,7 @@ public actor FakeGatewayLedger {
     }
 }
 
-/// A scriptable gateway conforming to ``Checkout``, for tests and the demo.
+/// A scriptable gateway conforming to ``GatewayAppHalf``, for tests and the demo.
 ///
 /// It keeps a ledger of what it really charged, signs its notifications with HMAC-SHA256 over the
 /// body (header `x-fake-signature`), and plays the behaviors queued for it, one per attempt:
@@ -181,7 +182,7 @@ public enum FakeFlow: String, Sendable, Hashable {
 /// the merchant server's submit step (``FakeFlow``). `.walletHandoff`
 /// presents an `openURL` step; the simulated customer acts with ``customerActs(on:approve:)``,
 /// which returns the URL the "wallet" sends the customer back to.
-public struct FakeGateway: CheckoutGateway {
+public struct FakeGateway: GatewayHalves {
     public let gateway: GatewayID
     public let capabilities: GatewayCapabilities
     public let decisionTable: DecisionTable
@@ -511,10 +512,10 @@ extension FakeGateway {
     public static let plugin = GatewayPlugin(
         module: "fake",
         capabilities: FakeGateway().capabilities,
-        makeServer: { context in
+        makeServerHalf: { context in
             try FakeGateway(id: context.id, secret: context.settings.secret("notification_secret"), flow: flow(context.settings))
         },
-        makeClient: { context in FakeGateway(id: context.id, flow: try flow(context.settings)) })
+        makeAppHalf: { context in FakeGateway(id: context.id, flow: try flow(context.settings)) })
 
     private static func flow(_ settings: ModuleSettings) throws(CheckoutError) -> FakeFlow {
         FakeFlow(rawValue: try settings.choice("flow", ["card", "submit", "sdk"], default: "card") ?? "card") ?? .card

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Till
+import TillOrchestration
 
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

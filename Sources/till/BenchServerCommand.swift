@@ -3,6 +3,8 @@ import Foundation
 import Hummingbird
 import Logging
 import Till
+import TillOrchestration
+import TillService
 import TillServer
 import TillTesting
 
@@ -207,7 +209,8 @@ struct ServerBench: AsyncParsableCommand {
             // notification: each settles one pending attempt, signed as the gateway signs.
             let budget = min(60_000, max(2_000, Int(createRate * Double(seconds) * 1.5)))
             let amount = Money(minorUnits: 1000, currency: Currency.lookup("USD")!)
-            let attempts = try await store.seedPendingAttempts(count: budget, merchant: merchant, gateway: "fake", amount: amount)
+            guard let seeding = store as? any PaymentSeeding else { throw ValidationError("the notification row needs a database store") }
+            let attempts = try await seeding.seedPendingAttempts(count: budget, merchant: merchant, gateway: "fake", amount: amount)
             let gateway = FakeGateway(id: "fake", secret: secret)
             let requests = attempts.map { attempt in
                 let notification = gateway.signedNotification(for: StatusReport(gateway: "fake", attempt: attempt, status: .paid,

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import Till
+import TillOrchestration
+import TillService
 import TillServer
 
 struct ConfigCommand: ParsableCommand {

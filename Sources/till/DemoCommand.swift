@@ -5,6 +5,8 @@ import FoundationNetworking
 #endif
 import Logging
 import Till
+import TillOrchestration
+import TillService
 import TillEcommpayServer
 import TillGatewayKit
 import TillPayFort
@@ -76,7 +78,7 @@ struct DemoCommand: AsyncParsableCommand {
         //    account, secrets from its environment, each module built by its own plugin.
         var environment = ["DEMO_API_KEY": "demo-app-key-\(UUID().uuidString)"]
         var gateways: [GatewayConfiguration] = []
-        var appGateways: [any Checkout] = []   // the app: built from non-secret settings only
+        var appGateways: [any GatewayAppHalf] = []   // the app: built from non-secret settings only
         let accounts = await sandbox.accounts()
         for account in accounts {
             let sameModule = accounts.filter { $0.module == account.module }
@@ -99,7 +101,7 @@ struct DemoCommand: AsyncParsableCommand {
             gateways.append(GatewayConfiguration(id: id, module: account.module, credentials: credentials, settings: settings,
                                                  limits: currency.map { CapabilityLimits(currencies: [$0]) }))
             guard let plugin = Gateways.plugin(account.module) else { throw CheckoutError(.misconfigured, message: "no \(account.module) module") }
-            var client = try plugin.makeClient(GatewayPluginContext(
+            var client = try plugin.makeAppHalf(GatewayPluginContext(
                 id: id, settings: ModuleSettings(module: account.module, settings: settings, credentials: [:]),
                 transport: URLSessionTransport()))
             // The app's FORT SDK knows its device id; the app half sends it with every attempt.
@@ -274,7 +276,7 @@ struct DemoCommand: AsyncParsableCommand {
                 say("  app     errors: \(await form.errors().map { "\($0.fieldId): \($0.messageId)" })")
                 return true
             }
-            let gateways: [any Checkout] = appGateways.map { gateway in
+            let gateways: [any GatewayAppHalf] = appGateways.map { gateway in
                 gateway.gateway.rawValue == worldlineID
                     ? WorldlineGateway(id: gateway.gateway, transport: URLSessionTransport(), formPresenter: typing) : gateway
             }
@@ -358,7 +360,7 @@ struct DemoCommand: AsyncParsableCommand {
         rows.append(try await ecommpayCheckout("ecommpay: card Sale through the SDK", index: 16, method: .card, amount: "19.99", expect: .paid))
         rows.append(try await ecommpayCheckout("ecommpay: Auth, then capture through Gate", index: 17, method: .card, amount: "42.00",
                                                action: .authorize, expect: .paid) { result in
-            let module = try EcommpayPlugin.plugin.makeServer(GatewayPluginContext(
+            let module = try EcommpayPlugin.plugin.makeServerHalf(GatewayPluginContext(
                 id: GatewayID(rawValue: ecommpayID), settings: ModuleSettings(
                     module: "ecommpay", settings: gateways.first { $0.module == "ecommpay" }?.settings ?? [:],
                     credentials: ["secret_key": "demo-ecommpay-secret"]),

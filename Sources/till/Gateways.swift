@@ -1,5 +1,6 @@
 import Foundation
 import Till
+import TillOrchestration
 import TillCitconServer
 import TillEcommpayServer
 import TillGatewayKit

@@ -4,6 +4,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import Till
+import TillOrchestration
 import TillGatewayKit
 import TillPayFort
 import TillSandbox
@@ -79,12 +80,12 @@ struct PayCommand: AsyncParsableCommand {
             guard parts.count == 2, !parts[1].isEmpty else { throw ValidationError("--gateway-id expects MODULE=ID (got \(pair))") }
             ids[parts[0]] = GatewayID(rawValue: parts[1])
         }
-        var halves: [any Checkout] = []
+        var halves: [any GatewayAppHalf] = []
         for emulator in try Gateways.sandboxEmulators(retryInterval: .seconds(10), notificationURL: nil) {
             for account in await emulator.sandboxAccounts(in: sandboxURL) {
                 guard let plugin = Gateways.plugin(account.module) else { continue }
                 let id = ids[account.module] ?? GatewayID(rawValue: account.module)
-                var half = try plugin.makeClient(GatewayPluginContext(
+                var half = try plugin.makeAppHalf(GatewayPluginContext(
                     id: id, settings: ModuleSettings(module: account.module, settings: account.settings, credentials: [:]), transport: transport))
                 // The FORT SDK knows its device's id: the app sends it with each attempt.
                 if let payFort = half as? PayFortGateway {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Till
+import TillOrchestration
 import TillServer
 
 struct RouteCommand: ParsableCommand {

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import Till
+import TillService
 import TillServer
 
 struct ServerCommand: AsyncParsableCommand {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Till
+import TillOrchestration
 import TillGatewayKit
 
 /// `till sign <module> [--option value …]` and `till verify <module> …`: each gateway module brings its

@@ -4,6 +4,7 @@ import TillGatewayKit
 import TillTesting
 @testable import TillCitcon
 @testable import TillCitconServer
+import TillOrchestration
 
 @Suite("Citcon gateway")
 struct CitconGatewayTests {
@@ -401,7 +402,7 @@ struct CitconGatewayTests {
         #expect(throws: CheckoutError.self) { try gateway.verifyNotification(forged) }
 
         // The app half cannot verify an IPN at all: it holds no secret and is no server.
-        #expect(!((Fixtures.app() as Any) is any CheckoutServer))
+        #expect(!((Fixtures.app() as Any) is any GatewayServerHalf))
     }
 
     @Test("refund and cancel use the server token with the recorded bodies; capture has no vendor source and sends nothing")

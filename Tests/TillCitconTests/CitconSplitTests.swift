@@ -4,6 +4,7 @@ import TillGatewayKit
 import TillTesting
 @testable import TillCitcon
 @testable import TillCitconServer
+import TillOrchestration
 
 @Suite("Citcon: the return URL is chosen after the gateway")
 struct CitconReturnURLTests {
@@ -93,7 +94,7 @@ struct CitconPluginTests {
 
     @Test("settings build the server half")
     func buildsServer() throws {
-        let built = try CitconPlugin.plugin.makeServer(context(["environment": "prod", "unionpay_mode": "01", "request_3ds": "false",
+        let built = try CitconPlugin.plugin.makeServerHalf(context(["environment": "prod", "unionpay_mode": "01", "request_3ds": "false",
                                                                 "charge_lifetime_seconds": "600", "wallet_client": "mobile_browser",
                                                                 "country_accelerator": "CN"]))
         let server = try #require(built as? CitconServer)
@@ -102,15 +103,15 @@ struct CitconPluginTests {
         #expect(server.settings == CitconSettings(walletClient: .mobileBrowser, countryAccelerator: "CN", unionpayMode: "01",
                                                   chargeLifetime: .seconds(600)))
 
-        let defaults = try #require(try CitconPlugin.plugin.makeServer(context([:])) as? CitconServer)
+        let defaults = try #require(try CitconPlugin.plugin.makeServerHalf(context([:])) as? CitconServer)
         #expect(defaults.environment == .uat)
         #expect(defaults.settings == CitconSettings())
 
         let base = "http://127.0.0.1:8080/citcon/v1/"
-        #expect((try CitconPlugin.plugin.makeServer(context(["base_url": base])) as? CitconServer)?.environment == .custom(URL(string: base)!))
-        #expect((try CitconPlugin.plugin.makeServer(context(["environment": "dev", "base_url": base])) as? CitconServer)?.environment
+        #expect((try CitconPlugin.plugin.makeServerHalf(context(["base_url": base])) as? CitconServer)?.environment == .custom(URL(string: base)!))
+        #expect((try CitconPlugin.plugin.makeServerHalf(context(["environment": "dev", "base_url": base])) as? CitconServer)?.environment
                 == .dev(URL(string: base)!))
-        #expect((try CitconPlugin.plugin.makeServer(context(["environment": "qa", "base_url": base])) as? CitconServer)?.environment
+        #expect((try CitconPlugin.plugin.makeServerHalf(context(["environment": "qa", "base_url": base])) as? CitconServer)?.environment
                 == .qa(URL(string: base)!))
     }
 
@@ -119,21 +120,21 @@ struct CitconPluginTests {
                       (["unionpay-mode": "01"], nil, "settings.unionpay-mode"),
                       ([:], ["api_key": "k", "api_secret": "s", "apisecret": "s"], "credentials.apisecret")])
     func unknownNames(settings: [String: String], credentials: [String: String]?, field: String) {
-        let server = #expect(throws: CheckoutError.self) { try CitconPlugin.plugin.makeServer(context(settings, credentials: credentials)) }
+        let server = #expect(throws: CheckoutError.self) { try CitconPlugin.plugin.makeServerHalf(context(settings, credentials: credentials)) }
         #expect(server?.field == field && server?.code == .misconfigured && server?.message.contains("no such") == true)
         if field.hasPrefix("settings.") {
-            let app = #expect(throws: CheckoutError.self) { try CitconPlugin.plugin.makeClient(context(settings, credentials: [:])) }
+            let app = #expect(throws: CheckoutError.self) { try CitconPlugin.plugin.makeAppHalf(context(settings, credentials: [:])) }
             #expect(app?.field == field)
         }
     }
 
     @Test("the app half is built from settings alone, without credentials")
     func buildsClient() throws {
-        let built = try CitconPlugin.plugin.makeClient(context(["environment": "prod"], credentials: [:]))
+        let built = try CitconPlugin.plugin.makeAppHalf(context(["environment": "prod"], credentials: [:]))
         let app = try #require(built as? CitconGateway)
         #expect(app.gateway == "citcon-us")
         #expect(app.environment == .prod)
-        #expect(!((built as Any) is any CheckoutServer))
+        #expect(!((built as Any) is any GatewayServerHalf))
     }
 
     @Test("each bad setting is refused, naming it", arguments: [
@@ -152,7 +153,7 @@ struct CitconPluginTests {
         (["charge_lifetime_seconds": "ten"], "settings.charge_lifetime_seconds"),
     ])
     func badSetting(settings: [String: String], field: String) throws {
-        let error = try #require(throws: CheckoutError.self) { try CitconPlugin.plugin.makeServer(context(settings)) }
+        let error = try #require(throws: CheckoutError.self) { try CitconPlugin.plugin.makeServerHalf(context(settings)) }
         #expect(error.field == field)
         #expect(error.code == .misconfigured)
     }
@@ -161,7 +162,7 @@ struct CitconPluginTests {
     func missingCredential(name: String) throws {
         var credentials = self.credentials
         credentials[name] = nil
-        let error = try #require(throws: CheckoutError.self) { try CitconPlugin.plugin.makeServer(context([:], credentials: credentials)) }
+        let error = try #require(throws: CheckoutError.self) { try CitconPlugin.plugin.makeServerHalf(context([:], credentials: credentials)) }
         #expect(error.field == "credentials.\(name)")
         #expect(error.code == .missingSecret)
         #expect(!error.message.contains(Fixtures.secret))
@@ -169,7 +170,7 @@ struct CitconPluginTests {
 
     @Test("the app half refuses a bad environment too")
     func clientBadEnvironment() throws {
-        let error = try #require(throws: CheckoutError.self) { try CitconPlugin.plugin.makeClient(context(["environment": "staging"])) }
+        let error = try #require(throws: CheckoutError.self) { try CitconPlugin.plugin.makeAppHalf(context(["environment": "staging"])) }
         #expect(error.field == "settings.environment")
     }
 }

@@ -3,6 +3,7 @@ import TillGatewayKit
 import TillTesting
 @testable import TillCitcon
 @testable import TillCitconServer
+import TillOrchestration
 
 enum Fixtures {
     static let secret = "api-secret-for-tests"

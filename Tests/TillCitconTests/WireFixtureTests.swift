@@ -5,6 +5,7 @@ import TillGatewayKit
 import TillTesting
 @testable import TillCitcon
 @testable import TillCitconServer
+import TillOrchestration
 
 /// The vendor-sourced wire fixtures in `Fixtures/wire/` (each names its source), read as the plugin
 /// reads them: every response decoded with the plugin's own models and mapped, every request the

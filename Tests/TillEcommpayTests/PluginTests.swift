@@ -3,6 +3,7 @@ import Testing
 import TillGatewayKit
 import TillTesting
 @testable import TillEcommpayServer
+import TillOrchestration
 
 /// ``EcommpayPlugin``: settings and credentials, errors naming the entry at fault; the signature debugger
 /// (`till sign ecommpay`, `till verify ecommpay`) checked against the official vectors and callbacks.
@@ -23,8 +24,8 @@ struct PluginTests {
         let plugin = EcommpayPlugin.plugin
         #expect(plugin.module == "ecommpay")
         #expect(plugin.capabilities == EcommpayGateway.capabilities)
-        #expect(try plugin.makeServer(Self.context(["project_id": "12345"])) is EcommpayServer)
-        #expect(try plugin.makeClient(Self.context([:])) is EcommpayGateway)
+        #expect(try plugin.makeServerHalf(Self.context(["project_id": "12345"])) is EcommpayServer)
+        #expect(try plugin.makeAppHalf(Self.context([:])) is EcommpayGateway)
         #expect(plugin.debugger != nil)
     }
 

@@ -4,6 +4,7 @@ import TillGatewayKit
 import TillTesting
 @testable import TillEcommpay
 @testable import TillEcommpayServer
+import TillOrchestration
 
 /// The SDK hand-off's signing step: the app sends the SDK's own `paramsForSignature`, the server reads it
 /// (``EcommpayParamsForSignature``), matches it to the stored payment and signs that exact text. Expected

@@ -3,6 +3,7 @@ import Testing
 import TillGatewayKit
 import TillTesting
 @testable import TillEcommpayServer
+import TillOrchestration
 
 /// ``EcommpayServer`` with a ``RecordingTransport``. Expected signatures come from the tests' own signer
 /// (``TestSigner``), never from ``EcommpaySigner``.

@@ -4,6 +4,7 @@ import Testing
 import TillGatewayKit
 import TillTesting
 @testable import TillEcommpayServer
+import TillOrchestration
 
 /// Reads a fixture of this target (`Fixtures/<name>`).
 func fixture(_ name: String) throws -> Data {

@@ -44,12 +44,12 @@ private struct Charge: Codable, Equatable {
     var items: [Transaction]?
 }
 
-@Suite("GatewayClient")
+@Suite("GatewayHTTPClient")
 struct GatewayClientTests {
     let url = URL(string: "https://api.example.test/v1/charges")!
 
-    private func client(_ script: ScriptedTransport.Script) -> GatewayClient {
-        GatewayClient(gateway: "acme", transport: ScriptedTransport(script: script))
+    private func client(_ script: ScriptedTransport.Script) -> GatewayHTTPClient {
+        GatewayHTTPClient(gateway: "acme", transport: ScriptedTransport(script: script))
     }
 
     private var request: TransportRequest { TransportRequest(method: .post, url: url, body: Data("{}".utf8)) }
@@ -187,7 +187,7 @@ struct GatewayClientTests {
     @Test("jsonRequest encodes with sorted keys and JSON headers")
     func jsonRequest() throws {
         let charge = Charge(id: "a/b", transaction: .init(amount: 5, currency: "SAR"))
-        let request = try GatewayClient.jsonRequest(.post, url, body: charge, headers: ["Authorization": "Bearer t"], timeout: .seconds(5))
+        let request = try GatewayHTTPClient.jsonRequest(.post, url, body: charge, headers: ["Authorization": "Bearer t"], timeout: .seconds(5))
         #expect(request.method == .post)
         #expect(request.url == url)
         #expect(request.timeout == .seconds(5))
@@ -197,7 +197,7 @@ struct GatewayClientTests {
 
     @Test("jsonRequest keeps the caller's content type, whatever its case")
     func jsonRequestHeaders() throws {
-        let request = try GatewayClient.jsonRequest(.put, url, body: ["a": 1], headers: ["content-type": "application/vnd.acme+json"])
+        let request = try GatewayHTTPClient.jsonRequest(.put, url, body: ["a": 1], headers: ["content-type": "application/vnd.acme+json"])
         #expect(request.headers == ["content-type": "application/vnd.acme+json", "Accept": "application/json"])
         #expect(request.timeout == .seconds(30))
     }
@@ -206,7 +206,7 @@ struct GatewayClientTests {
     func jsonRequestEncodingError() {
         struct Quote: Encodable { var rate: Double }
         let error = #expect(throws: CheckoutError.self) {
-            try GatewayClient.jsonRequest(.post, url, body: ["quotes": [Quote(rate: 1), Quote(rate: .nan)]], gateway: "acme")
+            try GatewayHTTPClient.jsonRequest(.post, url, body: ["quotes": [Quote(rate: 1), Quote(rate: .nan)]], gateway: "acme")
         }
         #expect(error?.code == .invalidField)
         #expect(error?.category == .invalidInput)
@@ -216,7 +216,7 @@ struct GatewayClientTests {
 
     @Test("a built request goes through the transport as built")
     func roundTrip() async throws {
-        let built = try GatewayClient.jsonRequest(.post, url, body: ["b": 2, "a": 1])
+        let built = try GatewayHTTPClient.jsonRequest(.post, url, body: ["b": 2, "a": 1])
         let echo = try await client(.echo).json(built, as: Echo.self)
         #expect(echo.method == "POST")
         #expect(echo.url == url.absoluteString)

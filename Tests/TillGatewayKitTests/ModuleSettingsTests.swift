@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TillGatewayKit
+import TillOrchestration
 
 @Suite("ModuleSettings")
 struct ModuleSettingsTests {

@@ -3,6 +3,7 @@ import Testing
 import TillGatewayKit
 import TillTesting
 @testable import TillIPayNowServer
+import TillOrchestration
 
 /// ``IPayNowPlugin``: settings and credentials, errors naming the entry at fault; the signature debugger
 /// (`till sign ipaynow`, `till verify ipaynow`) on the vendor vectors.
@@ -23,8 +24,8 @@ struct PluginTests {
         let plugin = IPayNowPlugin.plugin
         #expect(plugin.module == "ipaynow")
         #expect(plugin.capabilities == IPayNowGateway.capabilities)
-        #expect(try plugin.makeServer(Self.context(["app_id": Setup.appId])) is IPayNowServer)
-        #expect(try plugin.makeClient(Self.context([:])) is IPayNowGateway)
+        #expect(try plugin.makeServerHalf(Self.context(["app_id": Setup.appId])) is IPayNowServer)
+        #expect(try plugin.makeAppHalf(Self.context([:])) is IPayNowGateway)
         #expect(plugin.debugger != nil)
     }
 

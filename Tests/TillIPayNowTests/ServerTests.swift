@@ -3,6 +3,7 @@ import Testing
 import TillGatewayKit
 import TillTesting
 @testable import TillIPayNowServer
+import TillOrchestration
 
 /// ``IPayNowServer`` with a fixed clock and a ``RecordingTransport``. Expected signatures come from the
 /// tests' own appendix B signer (``TestSigner``), never from ``IPayNowSigning``.

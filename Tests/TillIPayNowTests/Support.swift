@@ -4,6 +4,7 @@ import Testing
 import TillGatewayKit
 import TillTesting
 @testable import TillIPayNowServer
+import TillOrchestration
 
 /// Reads a fixture of this target (`Fixtures/<name>`).
 func fixture(_ name: String) throws -> Data {

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Testing
 import Till
+import TillOrchestration
 import TillGatewayKit
 import TillTesting
 import TillWorldline

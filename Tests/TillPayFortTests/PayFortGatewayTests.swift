@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import Till
+import TillOrchestration
 import TillGatewayKit
 @testable import TillPayFort
 @testable import TillPayFortServer
@@ -798,7 +799,7 @@ struct PayFortGatewayTests {
 
     @Test("the app half holds no credential and cannot verify or confirm")
     func appHalf() {
-        let half: any Checkout = app
-        #expect(!(half is any CheckoutServer))
+        let half: any GatewayAppHalf = app
+        #expect(!(half is any GatewayServerHalf))
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import Till
+import TillOrchestration
 import TillGatewayKit
 @testable import TillPayFort
 @testable import TillPayFortServer
@@ -24,15 +25,15 @@ struct PayFortPluginTests {
 
     @Test("the server half is built from settings and credentials; the app half from settings only")
     func builds() throws {
-        let server = try #require(try PayFortPlugin.plugin.makeServer(context(["sha": "sha512", "language": "ar"])) as? PayFortServer)
+        let server = try #require(try PayFortPlugin.plugin.makeServerHalf(context(["sha": "sha512", "language": "ar"])) as? PayFortServer)
         #expect(server.gateway == "payfort-riyadh" && server.environment == .sandbox && server.language == "ar")
         #expect(server.integration == .merchantPage)   // the default: nothing from PayFort needed in the app
-        let sdk = try #require(try PayFortPlugin.plugin.makeServer(context(["integration": "mobile_sdk"])) as? PayFortServer)
+        let sdk = try #require(try PayFortPlugin.plugin.makeServerHalf(context(["integration": "mobile_sdk"])) as? PayFortServer)
         #expect(sdk.integration == .mobileSDK)
-        let custom = try #require(try PayFortPlugin.plugin.makeServer(
+        let custom = try #require(try PayFortPlugin.plugin.makeServerHalf(
             context(["base_url": "http://127.0.0.1:9000", "environment": "production"])) as? PayFortServer)
         #expect(custom.environment == .custom(URL(string: "http://127.0.0.1:9000")!))
-        let production = try #require(try PayFortPlugin.plugin.makeServer(context(["environment": "production"])) as? PayFortServer)
+        let production = try #require(try PayFortPlugin.plugin.makeServerHalf(context(["environment": "production"])) as? PayFortServer)
         #expect(production.environment == .production)
 
         // SHA-512 is used with the response phrase.
@@ -42,7 +43,7 @@ struct PayFortPluginTests {
         let notification = IncomingNotification(headers: ["Content-Type": "application/json"], body: feedback.jsonData())
         #expect(try server.verifyNotification(notification).report.status == .paid)
 
-        let app = try #require(try PayFortPlugin.plugin.makeClient(context(["environment": "production", "language": "ar"], credentials: [:]))
+        let app = try #require(try PayFortPlugin.plugin.makeAppHalf(context(["environment": "production", "language": "ar"], credentials: [:]))
             as? PayFortGateway)
         #expect(app.gateway == "payfort-riyadh" && app.environment == .production && app.language == "ar")
     }
@@ -63,7 +64,7 @@ struct PayFortPluginTests {
         ([:], goodCredentials.merging(["request_phase": "x"]) { $1 }, "credentials.request_phase"),
     ])
     func refuses(settings: [String: String], credentials: [String: String], field: String) {
-        let error = #expect(throws: CheckoutError.self) { try PayFortPlugin.plugin.makeServer(context(settings, credentials: credentials)) }
+        let error = #expect(throws: CheckoutError.self) { try PayFortPlugin.plugin.makeServerHalf(context(settings, credentials: credentials)) }
         #expect(error?.field == field)
         #expect(error?.category == .configuration)
         if field == "credentials.request_phase" {
@@ -74,7 +75,7 @@ struct PayFortPluginTests {
             #expect(error?.code == .misconfigured)
             // The app half reads the same settings (but not `sha`) and refuses them the same way.
             if field != "settings.sha" {
-                #expect(throws: CheckoutError.self) { try PayFortPlugin.plugin.makeClient(context(settings, credentials: [:])) }
+                #expect(throws: CheckoutError.self) { try PayFortPlugin.plugin.makeAppHalf(context(settings, credentials: [:])) }
             }
         }
     }
@@ -82,7 +83,7 @@ struct PayFortPluginTests {
     @Test("confirm_feedback: every verified feedback asks the server to confirm it with CHECK_STATUS, unless turned off explicitly",
           arguments: [([:], true), (["confirm_feedback": "true"], true), (["confirm_feedback": "false"], false)] as [([String: String], Bool)])
     func confirmFeedback(settings: [String: String], confirms: Bool) throws {
-        let server = try #require(try PayFortPlugin.plugin.makeServer(context(settings)) as? PayFortServer)
+        let server = try #require(try PayFortPlugin.plugin.makeServerHalf(context(settings)) as? PayFortServer)
         #expect(server.confirmFeedback == confirms)
         for (status, code) in [("14", "14000"), ("02", "02000"), ("13", "13666"), ("06", "06000")] {
             var feedback = PayFortParameters(strings: [("access_code", "AC"), ("merchant_identifier", "MID"), ("merchant_reference", "att1"),

@@ -4,6 +4,8 @@ import FoundationNetworking
 #endif
 import Testing
 import Till
+import TillOrchestration
+import TillService
 import TillEcommpayServer
 import TillGatewayKit
 import TillSandbox

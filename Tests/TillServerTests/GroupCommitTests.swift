@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import Till
+import TillService
 @testable import TillServer
 
 /// SQLite's group commit (``GroupCommitWriter``): concurrent durable writes share transactions and syncs,

@@ -5,6 +5,8 @@ import FoundationNetworking
 #endif
 import Testing
 import Till
+import TillOrchestration
+import TillService
 import TillGatewayKit
 @testable import TillServer
 import TillTesting
@@ -99,8 +101,8 @@ final class ServerHarness: @unchecked Sendable {
         self.gateways = gateways
         // The fake module, handing out this harness's gateways (whose ledgers the test reads).
         let plugin = GatewayPlugin(module: "fake", capabilities: FakeGateway().capabilities,
-                                   makeServer: { context in gateways.first { $0.gateway == context.id }! },
-                                   makeClient: { context in gateways.first { $0.gateway == context.id }! })
+                                   makeServerHalf: { context in gateways.first { $0.gateway == context.id }! },
+                                   makeAppHalf: { context in gateways.first { $0.gateway == context.id }! })
         var merchantConfiguration = MerchantConfiguration(
             id: merchant, apiKey: CredentialReference(env: "API_KEY"),
             gateways: ids.map { GatewayConfiguration(id: $0, module: "fake") },

@@ -2,6 +2,8 @@ import Crypto
 import Foundation
 import Testing
 import Till
+import TillOrchestration
+import TillService
 import TillGatewayKit
 @testable import TillServer
 import TillTesting

@@ -4,6 +4,8 @@ import FoundationNetworking
 #endif
 import Testing
 import Till
+import TillOrchestration
+import TillService
 import TillGatewayKit
 import TillIPayNowServer
 import TillSandbox

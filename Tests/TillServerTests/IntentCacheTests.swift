@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import Till
+import TillService
 @testable import TillServer
 
 /// Decoded stored intents (``IntentCache``): a hit is exactly what decoding the same text gives, the cache

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Testing
 import Till
+import TillService
 @testable import TillServer
 
 @Suite("JSON log lines (till server --log-format json)")

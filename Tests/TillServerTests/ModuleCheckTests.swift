@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 import Till
+import TillOrchestration
+import TillService
 import TillCitconServer
 import TillEcommpayServer
 import TillPayFortServer

@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import Testing
 import Till
+import TillOrchestration
 @testable import TillServer
 import TillChildProcess
 import TillTesting

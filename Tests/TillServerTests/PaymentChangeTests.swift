@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import Till
+import TillService
 import TillPayFort
 import TillTesting
 @testable import TillServer

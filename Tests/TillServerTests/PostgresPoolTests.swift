@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import TillServer
+import TillService
 
 /// The PostgreSQL connection settings: `server.postgresConnections`, validated like every other setting and
 /// really the pool's bound, and the storage URL's forms.
@@ -41,7 +42,7 @@ struct PostgresPoolTests {
 
     @Test("the storage URL: TCP, or a Unix-domain socket by libpq's host=/directory or an encoded host; other parameters are refused, not ignored",
           arguments: [
-              ("postgres://till:secret@127.0.0.1:5432/till", PostgresPaymentStore.Endpoint.Address.tcp(host: "127.0.0.1", port: 5432)),
+              ("postgres://till:secret@127.0.0.1:5432/till", PostgresEndpoint.Address.tcp(host: "127.0.0.1", port: 5432)),
               ("postgresql://till@db.internal/till", .tcp(host: "db.internal", port: 5432)),
               ("postgres://till:secret@[::1]:6432/till", .tcp(host: "::1", port: 6432)),
               ("postgres://till:secret@/till?host=/run/postgresql", .socket(path: "/run/postgresql/.s.PGSQL.5432")),
@@ -55,9 +56,9 @@ struct PostgresPoolTests {
               ("postgres://till:secret@/till?host=relative", nil),
               ("postgres://127.0.0.1/till", nil),
               ("mysql://till:secret@127.0.0.1/till", nil),
-          ] as [(String, PostgresPaymentStore.Endpoint.Address?)])
-    func urls(url: String, address: PostgresPaymentStore.Endpoint.Address?) async throws {
-        switch PostgresPaymentStore.endpoint(url) {
+          ] as [(String, PostgresEndpoint.Address?)])
+    func urls(url: String, address: PostgresEndpoint.Address?) async throws {
+        switch PostgresEndpoint.read(url) {
         case .success(let endpoint):
             #expect(endpoint.address == address, "\(url)")
             // Nothing connects until the first query.

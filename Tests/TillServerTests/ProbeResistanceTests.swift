@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 import Till
+import TillOrchestration
+import TillService
 @testable import TillServer
 import TillTesting
 
@@ -14,8 +16,8 @@ struct ProbeResistanceTests {
         defer { Task { await harness.stop() } }
         let (own, _, _) = try await harness.createAndPrepare()
         let (_, foreign, _) = try await harness.createAndPrepare()
-        let recording = ReadRecordingStore(harness.store)
-        let service = PaymentService(state: harness.state, store: recording)
+        let recording = ReadRecorder()
+        let service = PaymentService(state: harness.state, store: recording.observing(harness.store))
         let merchant = try #require(harness.state.merchants.first)
         func reads(probing reference: AttemptReference) async -> ([String], Int?) {
             recording.reset()
@@ -46,78 +48,16 @@ struct ProbeResistanceTests {
     }
 }
 
-/// Forwards every call to the real store and records each read with whether it found something.
-final class ReadRecordingStore: PaymentStore, @unchecked Sendable {
-    let inner: any PaymentStore
+/// Records each read the server makes of the store (through TillTesting's ``ObservedPaymentStore``) with whether it
+/// found something.
+final class ReadRecorder: Sendable {
     private let log = Locked<[String]>([])
-    init(_ inner: any PaymentStore) { self.inner = inner }
-
     var reads: [String] { log.withLock { $0 } }
     func reset() { log.withLock { $0 = [] } }
-    private func note(_ name: String, found: Bool) { log.withLock { $0.append("\(name):\(found ? "found" : "none")") } }
 
-    func migrate() async throws { try await inner.migrate() }
-    func notificationCount(attempt: AttemptReference) async throws -> Int { try await inner.notificationCount(attempt: attempt) }
-    func hasIdempotencyKey(_ key: String, merchant: String) async throws -> Bool { try await inner.hasIdempotencyKey(key, merchant: merchant) }
-    func notificationsAwaitingInquiry(attempt: AttemptReference, gateway: GatewayID, limit: Int) async throws -> [RawNotification] {
-        try await inner.notificationsAwaitingInquiry(attempt: attempt, gateway: gateway, limit: limit)
-    }
-    func create(_ intent: PaymentIntent, merchant: String, id: String, idempotencyKey: String?, requestHash: String,
-                clientSecretHash: String?) async throws -> CreateOutcome {
-        try await inner.create(intent, merchant: merchant, id: id, idempotencyKey: idempotencyKey, requestHash: requestHash,
-                               clientSecretHash: clientSecretHash)
-    }
-    func clientSecretHash(payment id: String) async throws -> (merchantID: String, hash: String)? {
-        let found = try await inner.clientSecretHash(payment: id)
-        note("clientSecretHash", found: found != nil)
-        return found
-    }
-    func payment(id: String, merchant: String) async throws -> StoredPayment? {
-        let found = try await inner.payment(id: id, merchant: merchant)
-        note("payment(id:)", found: found != nil)
-        return found
-    }
-    func payment(attempt: AttemptReference) async throws -> StoredPayment? {
-        let found = try await inner.payment(attempt: attempt)
-        note("payment(attempt:)", found: found != nil)
-        return found
-    }
-    func addAttempt(_ reference: AttemptReference, payment: String, gateway: GatewayID, expected: [StoredAttempt],
-                    customerRequested: Bool, intent: PaymentIntent?) async throws {
-        try await inner.addAttempt(reference, payment: payment, gateway: gateway, expected: expected, customerRequested: customerRequested,
-                                   intent: intent)
-    }
-    func attemptPrepared(_ reference: AttemptReference, gatewayReference: String?, returnURL: URL?) async throws {
-        try await inner.attemptPrepared(reference, gatewayReference: gatewayReference, returnURL: returnURL)
-    }
-    func replaceIntent(_ intent: PaymentIntent, payment: String, merchant: String, expected: [StoredAttempt]) async throws -> StoredPayment? {
-        try await inner.replaceIntent(intent, payment: payment, merchant: merchant, expected: expected)
-    }
-    func markSubmitted(_ reference: AttemptReference) async throws -> Bool { try await inner.markSubmitted(reference) }
-    func recordClientOutcome(_ outcome: ClientOutcome, attempt: AttemptReference) async throws {
-        try await inner.recordClientOutcome(outcome, attempt: attempt)
-    }
-    func markHandedOff(_ reference: AttemptReference) async throws { try await inner.markHandedOff(reference) }
-    func ingest(_ notification: RawNotification, report: StatusReport, merchant: String,
-                source: AttemptPolicy.ReportSource) async throws -> ApplyOutcome {
-        try await inner.ingest(notification, report: report, merchant: merchant, source: source)
-    }
-    func apply(_ report: StatusReport, source: AttemptPolicy.ReportSource) async throws -> ApplyOutcome {
-        try await inner.apply(report, source: source)
-    }
-    func quarantined(merchant: String, limit: Int) async throws -> [QuarantinedNotification] {
-        try await inner.quarantined(merchant: merchant, limit: limit)
-    }
-    func dueAttempts(createdBefore: Date, now: Date, limit: Int) async throws -> [DueAttempt] {
-        try await inner.dueAttempts(createdBefore: createdBefore, now: now, limit: limit)
-    }
-    func claimInquiry(_ reference: AttemptReference, expected: Date?, next: Date) async throws -> Bool {
-        try await inner.claimInquiry(reference, expected: expected, next: next)
-    }
-    func logReconciliation(_ entry: ReconciliationEntry) async throws { try await inner.logReconciliation(entry) }
-    func reconciliationLog(limit: Int) async throws -> [ReconciliationEntry] { try await inner.reconciliationLog(limit: limit) }
-    func close() async throws { try await inner.close() }
-    func seedPendingAttempts(count: Int, merchant: String, gateway: GatewayID, amount: Money) async throws -> [AttemptReference] {
-        try await inner.seedPendingAttempts(count: count, merchant: merchant, gateway: gateway, amount: amount)
+    func observing(_ inner: any PaymentStore) -> ObservedPaymentStore {
+        ObservedPaymentStore(inner) { [log] event in
+            if case .read(let operation, let found) = event { log.withLock { $0.append("\(operation):\(found ? "found" : "none")") } }
+        }
     }
 }

@@ -5,13 +5,15 @@ import MetricsTestKit
 import Testing
 import TillPayFort
 import Till
+import TillOrchestration
+import TillService
 import TillGatewayKit
 @testable import TillServer
 import TillTesting
 
 /// A fake gateway that counts the inquiries it answers, per attempt; its capabilities may differ from
 /// the fake's (no inquiry, another attempt lifetime).
-private struct CountingGateway: CheckoutServer {
+private struct CountingGateway: GatewayServerHalf {
     let fake: FakeGateway
     let capabilities: GatewayCapabilities
     private let counts = Locked<[AttemptReference: Int]>([:])
@@ -64,8 +66,8 @@ private struct Fixture {
         }
         let gateways = made
         let plugin = GatewayPlugin(module: "fake", capabilities: FakeGateway().capabilities,
-                                   makeServer: { context in gateways[context.id]! },
-                                   makeClient: { context in gateways[context.id]!.fake })
+                                   makeServerHalf: { context in gateways[context.id]! },
+                                   makeAppHalf: { context in gateways[context.id]!.fake })
         let configuration = TillConfiguration(
             merchants: [MerchantConfiguration(
                 id: merchantID, apiKey: CredentialReference(env: "API_KEY"),

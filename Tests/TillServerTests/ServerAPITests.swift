@@ -2,6 +2,8 @@ import Foundation
 import MetricsTestKit
 import Testing
 import Till
+import TillOrchestration
+import TillService
 @testable import TillServer
 import TillTesting
 

@@ -6,6 +6,7 @@ import Darwin
 #endif
 import Testing
 @testable import TillServer
+import TillService
 
 /// A raw TCP connection to the server, for clients no HTTP library would play: silent, or trickling a
 /// request a byte at a time.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import Till
+import TillService
 @testable import TillServer
 
 @Suite("Payment stores: one suite, SQLite and PostgreSQL")

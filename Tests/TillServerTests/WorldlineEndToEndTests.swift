@@ -4,6 +4,8 @@ import FoundationNetworking
 #endif
 import Testing
 import Till
+import TillOrchestration
+import TillService
 import TillGatewayKit
 import TillSandbox
 import TillWorldline
@@ -78,7 +80,7 @@ struct WorldlineEndToEndTests {
         #expect(await iterator.next() == port)
         let returns = try ReturnURLHandler(routes: [.customScheme("shop")])
         // The app half as an app builds it: from non-secret settings only.
-        let appGateway = try #require(try WorldlinePlugin.plugin.makeClient(GatewayPluginContext(
+        let appGateway = try #require(try WorldlinePlugin.plugin.makeAppHalf(GatewayPluginContext(
             id: "worldline", settings: ModuleSettings(module: "worldline", settings: [:], credentials: [:]),
             transport: URLSessionTransport())) as? WorldlineGateway)
         return World(emulator: emulator, sandbox: sandbox, server: task, serverURL: serverURL, store: store, returns: returns,

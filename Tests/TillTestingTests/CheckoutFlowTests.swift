@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import Till
+import TillOrchestration
 import TillTesting
 
 /// Lets a fake gateway deliver to a backend created after it.
@@ -21,7 +22,7 @@ struct Harness {
          presenter: (@Sendable (FakeGateway, ReturnURLHandler) -> any CheckoutPresenter)? = nil) async throws {
         let relay = Relay()
         gateway = FakeGateway(script: [behavior], notificationTiming: timing, flow: flow) { await relay.deliver($0) }
-        backend = InMemoryMerchantBackend(gateway: gateway)
+        backend = try InMemoryMerchantBackend(gateway: gateway)
         await relay.set(backend)
         returns = try ReturnURLHandler(routes: [.customScheme("shop")])
         let ui = presenter?(gateway, returns) ?? SimulatedCustomer(gateway: gateway, returns: returns, choice: choice)
@@ -29,8 +30,8 @@ struct Harness {
                           returnTimeout: returnTimeout, confirmationTimeout: .milliseconds(600), confirmationInterval: .milliseconds(10))
     }
 
-    static func intent(_ method: PaymentMethod = .card) -> PaymentIntent {
-        PaymentIntent(merchantReference: "order-1", amount: Money(minorUnits: 2500, currency: Currency.lookup("USD")!), method: method)
+    static func intent(_ method: PaymentMethod = .card, reference: String = "order-1") -> PaymentIntent {
+        PaymentIntent(merchantReference: reference, amount: Money(minorUnits: 2500, currency: Currency.lookup("USD")!), method: method)
     }
 }
 
@@ -246,7 +247,7 @@ struct ReturnRouteSelectionTests {
     func checkout(_ behavior: FakeBehavior, calls: BackendCalls) async throws -> (AppCheckout, ReturnURLHandler) {
         let relay = Relay()
         let gateway = FakeGateway(script: [behavior]) { await relay.deliver($0) }
-        let backend = InMemoryMerchantBackend(gateway: gateway)
+        let backend = try InMemoryMerchantBackend(gateway: gateway)
         await relay.set(backend)
         let returns = try ReturnURLHandler(routes: [.customScheme("shop"), .universalLink(host: "shop.example.com", path: "/till/return")])
         let app = AppCheckout(backend: ObservedBackend(inner: backend, calls: calls), gateways: [gateway], returns: returns,

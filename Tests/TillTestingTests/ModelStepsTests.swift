@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import Till
+import TillOrchestration
 import TillTesting
 
 /// The steps the five gateways need beyond a card form: a submit to the merchant server (Worldline's
@@ -63,7 +64,7 @@ struct ModelStepsTests {
 
     @Test("a gateway without a submit step refuses one, naming the submission")
     func noSubmitStep() async throws {
-        struct Minimal: CheckoutServer {
+        struct Minimal: GatewayServerHalf {
             var gateway: GatewayID { "minimal" }
             var capabilities: GatewayCapabilities { GatewayCapabilities(methods: [.card]) }
             func prepare(_ context: AttemptContext) async throws -> Preparation {
@@ -147,7 +148,7 @@ struct ModelStepsTests {
     // MARK: Return style after the gateway
 
     /// Picks the universal link (as Citcon does for WeChat Pay), delegating the rest to a fake.
-    struct PicksUniversalLink: CheckoutServer {
+    struct PicksUniversalLink: GatewayServerHalf {
         let fake: FakeGateway
         var gateway: GatewayID { fake.gateway }
         var capabilities: GatewayCapabilities { fake.capabilities }
@@ -166,7 +167,7 @@ struct ModelStepsTests {
     func returnRouteChosenByGateway() async throws {
         let relay = Relay()
         let fake = FakeGateway(script: [.walletHandoff]) { await relay.deliver($0) }
-        let backend = InMemoryMerchantBackend(gateway: PicksUniversalLink(fake: fake))
+        let backend = try InMemoryMerchantBackend(gateway: PicksUniversalLink(fake: fake))
         await relay.set(backend)
         let returns = try ReturnURLHandler(routes: [.customScheme("shop"), .universalLink(host: "shop.example.com", path: "/till/return")])
         let app = AppCheckout(backend: backend, gateways: [fake], returns: returns,
@@ -183,7 +184,8 @@ struct ModelStepsTests {
         let refused = AppCheckout(backend: backend, gateways: [fake], returns: schemeOnly,
                                   presenter: SimulatedCustomer(gateway: fake, returns: schemeOnly))
         do {
-            _ = try await refused.pay(Harness.intent(.wechatPay))
+            // A new payment (the first one is paid; the server never prepares a paid payment again).
+            _ = try await refused.pay(Harness.intent(.wechatPay, reference: "order-2"))
             Issue.record("paid without a universal link")
         } catch let error as CheckoutError {
             #expect(error.field == "returnURLs")
@@ -208,7 +210,7 @@ struct ModelStepsTests {
 
     /// A card gateway whose page takes a form from the device and answers on the return URL with a
     /// token: the app half posts, reads the token off the return, and completes.
-    struct PostsForm: Checkout {
+    struct PostsForm: GatewayAppHalf {
         let fake: FakeGateway
         var gateway: GatewayID { fake.gateway }
         var capabilities: GatewayCapabilities { fake.capabilities }
@@ -248,7 +250,7 @@ struct ModelStepsTests {
     @Test("post form: the device posts the card to the gateway's page, the return carries the token, Present goes on from it")
     func postFormFlow() async throws {
         let fake = FakeGateway(script: [.approve])
-        let backend = InMemoryMerchantBackend(gateway: fake)
+        let backend = try InMemoryMerchantBackend(gateway: fake)
         let returns = try ReturnURLHandler(routes: [.customScheme("shop")])
         let posted = Locked<[FormPost]>([])
         let app = AppCheckout(backend: backend, gateways: [PostsForm(fake: fake)], returns: returns,
@@ -287,7 +289,7 @@ struct ModelStepsTests {
     // MARK: An SDK that asks for a signature before it launches (ecommpay's paramsForSignature)
 
     /// The app half: `.start` asks the SDK for its string, `.sdkPrepared` sends it to the server.
-    struct SignsForSDK: Checkout {
+    struct SignsForSDK: GatewayAppHalf {
         let fake: FakeGateway
         var gateway: GatewayID { fake.gateway }
         var capabilities: GatewayCapabilities { fake.capabilities }
@@ -308,7 +310,7 @@ struct ModelStepsTests {
     }
 
     /// The server half: signs what the SDK produced (here, a stand-in "signature") and answers the launch.
-    struct SigningServer: CheckoutServer {
+    struct SigningServer: GatewayServerHalf {
         let fake: FakeGateway
         var gateway: GatewayID { fake.gateway }
         var capabilities: GatewayCapabilities { fake.capabilities }
@@ -339,7 +341,7 @@ struct ModelStepsTests {
     @Test("prepare SDK: the SDK's string goes to the server before anything is shown, and the launch carries the server's signature")
     func prepareSDKFlow() async throws {
         let fake = FakeGateway(script: [.approve])
-        let backend = InMemoryMerchantBackend(gateway: SigningServer(fake: fake))
+        let backend = try InMemoryMerchantBackend(gateway: SigningServer(fake: fake))
         let returns = try ReturnURLHandler(routes: [.customScheme("shop")])
         let calls = Locked<[String]>([])
         let app = AppCheckout(backend: backend, gateways: [SignsForSDK(fake: fake)], returns: returns, presenter: SDKAdapter(calls: calls),

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import Till
+import TillOrchestration
 
 @Suite("Attempt policy: the one set of rules for new attempts, cascades and reports")
 struct AttemptPolicyTests {
@@ -45,10 +46,10 @@ struct AttemptPolicyTests {
         #expect(refusal(policy.nextAttempt(payment: .cancelled, attempts: [attempt("a", .cancelled)])) == "needs_customer")
         #expect(refusal(policy.nextAttempt(payment: .failed, attempts: [attempt("a", .failed, code: "soft")], elapsed: .seconds(61)))
                 == "time_budget_spent")
-        #expect(policy.appMayAskAgain(after: .failed, handedOff: false, attemptsMade: 1, maxAttempts: 3))
-        #expect(!policy.appMayAskAgain(after: .failed, handedOff: true, attemptsMade: 1, maxAttempts: 3))
-        #expect(!policy.appMayAskAgain(after: .cancelled, handedOff: false, attemptsMade: 1, maxAttempts: 3))
-        #expect(!policy.appMayAskAgain(after: .failed, handedOff: false, attemptsMade: 3, maxAttempts: 3))
+        #expect(AppCheckout.mayAskAgain(after: .failed, handedOff: false, attemptsMade: 1, maxAttempts: 3))
+        #expect(!AppCheckout.mayAskAgain(after: .failed, handedOff: true, attemptsMade: 1, maxAttempts: 3))
+        #expect(!AppCheckout.mayAskAgain(after: .cancelled, handedOff: false, attemptsMade: 1, maxAttempts: 3))
+        #expect(!AppCheckout.mayAskAgain(after: .failed, handedOff: false, attemptsMade: 3, maxAttempts: 3))
         #expect(policy.mayTryNext(after: .neverSent, on: "a", handedOff: false))
         #expect(!policy.mayTryNext(after: .neverSent, on: "a", handedOff: true))
         #expect(policy.mayTryNext(after: .declined(code: "soft"), on: "a", handedOff: false))

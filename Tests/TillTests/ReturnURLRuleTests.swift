@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import Till
+import TillOrchestration
 
 @Suite("Return URL rule")
 struct ReturnURLRuleTests {

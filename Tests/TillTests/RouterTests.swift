@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Till
+import TillOrchestration
 
 @Suite("Router")
 struct RouterTests {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import Till
+import TillOrchestration
 import TillGatewayKit
 import TillTesting
 import TillWorldline

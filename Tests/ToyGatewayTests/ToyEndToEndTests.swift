@@ -4,6 +4,8 @@ import FoundationNetworking
 #endif
 import Testing
 import Till
+import TillOrchestration
+import TillService
 import TillGatewayKit
 import TillSandbox
 import TillServer
@@ -57,7 +59,7 @@ struct ToyWorld {
     /// The app's backend: each payment created by the merchant's backend, then reached with its client secret only.
     let backend: ClientSecretBackend
     /// The app's half, built as an app builds it: from settings, without credentials.
-    let app: any Checkout
+    let app: any GatewayAppHalf
 
     /// Runs `body` in a new world, and stops the world whatever happens.
     static func with(notifications: ToyEmulator.NotificationMode = .immediate, _ body: (ToyWorld) async throws -> Void) async throws {
@@ -101,7 +103,7 @@ struct ToyWorld {
         // Port 0: the server's address is known only now, so the account's webhook is set now.
         await emulator.setWebhookURL(serverURL.appendingPathComponent("v1/notifications/toy"), keyID: keyID)
 
-        let app = try ToyPlugin.plugin.makeClient(GatewayPluginContext(
+        let app = try ToyPlugin.plugin.makeAppHalf(GatewayPluginContext(
             id: "toy", settings: ModuleSettings(module: "toy", settings: account.settings, credentials: [:]),
             transport: URLSessionTransport()))
         return ToyWorld(emulator: emulator, sandbox: sandbox, server: server, serverURL: serverURL, store: store,

@@ -4,7 +4,7 @@ import Foundation
 import TillGatewayKit
 
 /// Toy Pay's app half: opens the order's payment page, and reads where the page sends the customer back.
-public struct ToyGateway: Checkout {
+public struct ToyGateway: GatewayAppHalf {
     /// What Toy Pay can do; the server half and the plugin use the same value.
     public static let capabilities = GatewayCapabilities(methods: [.card], actions: [.sale],
                                                          supportsInquiry: true, supportsNotifications: true)

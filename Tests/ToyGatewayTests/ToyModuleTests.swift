@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 import Till
+import TillOrchestration
+import TillService
 import TillGatewayKit
 import TillSandbox
 import TillServer
@@ -75,7 +77,7 @@ struct ToyModuleTests {
 
     @Test("the plugin refuses a missing credential, naming credentials.<name>; the server names its path")
     func missingCredential() async throws {
-        let error = await checkoutError { _ = try ToyPlugin.plugin.makeServer(Self.context(credentials: ["key_id": "toy_key"])) }
+        let error = await checkoutError { _ = try ToyPlugin.plugin.makeServerHalf(Self.context(credentials: ["key_id": "toy_key"])) }
         #expect(error?.code == .missingSecret)
         #expect(error?.field == "credentials.secret_key")
         #expect(error?.message.contains("toy_key") == false)
@@ -97,14 +99,14 @@ struct ToyModuleTests {
     @Test("the plugin refuses a bad settings.base_url and an unknown setting", arguments: ["not a url", "ftp://toy.example/toy", "https://"])
     func badBaseURL(value: String) async {
         let server = await checkoutError {
-            _ = try ToyPlugin.plugin.makeServer(Self.context(settings: ["base_url": value], credentials: Self.credentials))
+            _ = try ToyPlugin.plugin.makeServerHalf(Self.context(settings: ["base_url": value], credentials: Self.credentials))
         }
         #expect(server?.code == .misconfigured)
         #expect(server?.field == "settings.base_url")
-        let client = await checkoutError { _ = try ToyPlugin.plugin.makeClient(Self.context(settings: ["base_url": value])) }
+        let client = await checkoutError { _ = try ToyPlugin.plugin.makeAppHalf(Self.context(settings: ["base_url": value])) }
         #expect(client?.field == "settings.base_url")
         let misspelt = await checkoutError {
-            _ = try ToyPlugin.plugin.makeServer(Self.context(settings: ["base_uri": "https://toy.example"], credentials: Self.credentials))
+            _ = try ToyPlugin.plugin.makeServerHalf(Self.context(settings: ["base_uri": "https://toy.example"], credentials: Self.credentials))
         }
         #expect(misspelt?.field == "settings.base_uri")
     }

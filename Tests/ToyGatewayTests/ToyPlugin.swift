@@ -2,6 +2,7 @@
 
 import Foundation
 import TillGatewayKit
+import TillOrchestration
 
 /// The `toy` gateway module.
 ///
@@ -11,8 +12,8 @@ public enum ToyPlugin {
     public static let plugin = GatewayPlugin(
         module: "toy",
         capabilities: ToyGateway.capabilities,
-        makeServer: { context in try server(context) },
-        makeClient: { context in try client(context) },
+        makeServerHalf: { context in try server(context) },
+        makeAppHalf: { context in try client(context) },
         debugger: debugger)
 
     static let settingNames: Set<String> = ["base_url"]

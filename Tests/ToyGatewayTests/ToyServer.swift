@@ -4,6 +4,7 @@
 import Crypto
 import Foundation
 import TillGatewayKit
+import TillOrchestration
 
 /// Toy Pay's signatures: HMAC-SHA256 keyed with the account's secret key, in lower-case hex.
 public struct ToySignature: Sendable {
@@ -32,7 +33,7 @@ public struct ToySignature: Sendable {
 }
 
 /// Toy Pay's server half: creates orders, verifies notifications, inquires.
-public struct ToyServer: CheckoutServer {
+public struct ToyServer: GatewayServerHalf {
     /// Toy Pay's production base URL.
     public static let production = URL(string: "https://api.toypay.example/toy")!
 
@@ -41,14 +42,14 @@ public struct ToyServer: CheckoutServer {
     private let keyID: String
     private let signer: ToySignature
     private let baseURL: URL
-    private let client: GatewayClient
+    private let client: GatewayHTTPClient
 
     public init(id: GatewayID, keyID: String, secret: String, baseURL: URL, transport: any HTTPTransport) {
         self.gateway = id
         self.keyID = keyID
         self.signer = ToySignature(secret: secret)
         self.baseURL = baseURL
-        self.client = GatewayClient(gateway: id, transport: transport)
+        self.client = GatewayHTTPClient(gateway: id, transport: transport)
     }
 
     // MARK: Prepare
@@ -68,7 +69,7 @@ public struct ToyServer: CheckoutServer {
         let body = ToyOrderRequest(reference: context.attempt.rawValue, amount: context.intent.amount.minorUnits,
                                    currency: context.intent.amount.currency.code, returnURL: returnURL.absoluteString,
                                    notifyURL: context.notificationURL?.absoluteString)
-        let request = try signed(GatewayClient.jsonRequest(.post, baseURL.appendingPathComponent("v1/orders"), body: body, gateway: gateway))
+        let request = try signed(GatewayHTTPClient.jsonRequest(.post, baseURL.appendingPathComponent("v1/orders"), body: body, gateway: gateway))
         let response = try await client.send(request)
         guard response.statusCode == 201 else { throw failure(response) }
         let order = try decode(ToyOrder.self, response)

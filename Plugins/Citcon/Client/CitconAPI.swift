@@ -10,7 +10,7 @@ package struct CitconAPI: Sendable {
     /// Where the API is.
     package let environment: CitconEnvironment
     /// Sends requests and classifies transport failures.
-    package let client: GatewayClient
+    package let client: GatewayHTTPClient
 
     /// The code of an HTTP 401 answer: the token was refused and nothing was processed.
     package static let tokenRefused: CheckoutError.Code = "citcon_token_refused"
@@ -19,14 +19,14 @@ package struct CitconAPI: Sendable {
     package init(gateway: GatewayID, environment: CitconEnvironment, transport: any HTTPTransport) {
         self.gateway = gateway
         self.environment = environment
-        self.client = GatewayClient(gateway: gateway, transport: transport)
+        self.client = GatewayHTTPClient(gateway: gateway, transport: transport)
     }
 
     /// Calls `path` with `bearer` and returns the payload of Citcon's answer.
     ///
     /// A JSON body is written with sorted keys and unescaped slashes; a request without a body (a
     /// `GET`) carries the same headers and no body.
-    /// - Throws: ``CheckoutError``: the transport's failure as ``GatewayClient/send(_:)`` classifies
+    /// - Throws: ``CheckoutError``: the transport's failure as ``GatewayHTTPClient/send(_:)`` classifies
     ///   it, or Citcon's refusal (see ``decodeAnswer(_:as:)``).
     package func send<Body: Encodable, Answer: Decodable>(_ method: TransportRequest.Method, _ path: String, body: Body?,
                                                           as: Answer.Type, bearer: String) async throws -> Answer {
@@ -34,7 +34,7 @@ package struct CitconAPI: Sendable {
         let authorization = ["Authorization": "Bearer \(bearer)"]
         let request: TransportRequest
         if let body {
-            request = try GatewayClient.jsonRequest(method, url, body: body, headers: authorization, timeout: .seconds(30), gateway: gateway)
+            request = try GatewayHTTPClient.jsonRequest(method, url, body: body, headers: authorization, timeout: .seconds(30), gateway: gateway)
         } else {
             request = TransportRequest(method: method, url: url,
                                        headers: authorization.merging(["Content-Type": "application/json", "Accept": "application/json"]) { $1 },

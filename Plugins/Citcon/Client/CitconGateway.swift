@@ -2,7 +2,7 @@ import Foundation
 import TillGatewayKit
 
 /// Citcon UPI (WeChat Pay, Alipay, UnionPay, PayPal, Venmo, card, Toss, …): the **app half**,
-/// a ``Checkout``.
+/// a ``GatewayAppHalf``.
 ///
 /// | step | Citcon |
 /// |---|---|
@@ -14,7 +14,7 @@ import TillGatewayKit
 /// It holds no credentials: an app builds it from the environment alone. The server half, which
 /// holds the merchant's API key and secret and does Prepare and Confirm, is `CitconServer` in the
 /// `TillCitconServer` module (registered as `CitconPlugin.plugin`), which an app never links.
-public struct CitconGateway: Checkout {
+public struct CitconGateway: GatewayAppHalf {
     /// The gateway id in the merchant's configuration.
     public let gateway: GatewayID
     /// Where the API is; the same as the server's.

@@ -1,6 +1,7 @@
 import Foundation
 import TillCitcon
 import TillGatewayKit
+import TillOrchestration
 
 /// The `citcon` module's description of itself, for the merchant server, the command-line tool and
 /// the tests.
@@ -30,8 +31,8 @@ public enum CitconPlugin {
     public static let plugin = GatewayPlugin(
         module: "citcon",
         capabilities: CitconGateway.capabilities,
-        makeServer: { context in try server(context) },
-        makeClient: { context in
+        makeServerHalf: { context in try server(context) },
+        makeAppHalf: { context in
             try context.settings.rejectUnknown(settings: knownSettings, credentials: knownCredentials)
             return CitconGateway(id: context.id, environment: try environment(context.settings), transport: context.transport)
         },

@@ -1,8 +1,9 @@
 import Foundation
 import TillCitcon
 import TillGatewayKit
+import TillOrchestration
 
-/// Citcon UPI: the **server half**, a ``CheckoutServer``. It holds the merchant's API key and secret:
+/// Citcon UPI: the **server half**, a ``GatewayServerHalf``. It holds the merchant's API key and secret:
 /// it creates charges (Prepare), checks IPNs and inquires (Confirm), and refunds and cancels. The app
 /// half is ``CitconGateway``, in `TillCitcon`.
 ///
@@ -13,7 +14,7 @@ import TillGatewayKit
 /// | Confirm | the IPN, checked with the API secret (SHA-256 `sign`), or `GET /v1/transactions/{id}` |
 ///
 /// Access tokens are cached per value (and its copies) until shortly before they expire.
-public struct CitconServer: CheckoutServer {
+public struct CitconServer: GatewayServerHalf {
     /// The gateway id in the merchant's configuration.
     public let gateway: GatewayID
     /// Where the API is; the app must use the same one.

@@ -1,7 +1,7 @@
 import Foundation
 import TillGatewayKit
 
-/// ecommpay: the **app half**, a ``Checkout`` built without the project's secret.
+/// ecommpay: the **app half**, a ``GatewayAppHalf`` built without the project's secret.
 ///
 /// | step | where | what |
 /// |---|---|---|
@@ -11,7 +11,7 @@ import TillGatewayKit
 /// | Present | app | other methods: `.openURL` of the Payment Page |
 /// | Return | app | the SDK's `PaymentResult` (`0` success, `100` decline, `200` cancelled, `500` error) or the Payment Page's redirect: informational only |
 /// | Confirm | merchant server | ecommpay's signed callback (authoritative), or Gate `/v2/payment/status` |
-public struct EcommpayGateway: Checkout {
+public struct EcommpayGateway: GatewayAppHalf {
     /// The gateway's identifier (`"ecommpay"` unless a merchant runs several projects).
     public let gateway: GatewayID
 

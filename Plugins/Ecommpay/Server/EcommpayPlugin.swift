@@ -1,5 +1,6 @@
 import Foundation
 import TillGatewayKit
+import TillOrchestration
 
 /// The `ecommpay` module's description of itself.
 ///
@@ -17,8 +18,8 @@ public enum EcommpayPlugin {
     public static let plugin = GatewayPlugin(
         module: "ecommpay",
         capabilities: EcommpayGateway.capabilities,
-        makeServer: { context in try server(context) },
-        makeClient: { context in EcommpayGateway(id: context.id) },
+        makeServerHalf: { context in try server(context) },
+        makeAppHalf: { context in EcommpayGateway(id: context.id) },
         debugger: debugger)
 
     static func server(_ context: GatewayPluginContext) throws(CheckoutError) -> EcommpayServer {

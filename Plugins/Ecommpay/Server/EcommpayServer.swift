@@ -1,5 +1,6 @@
 import Foundation
 import TillGatewayKit
+import TillOrchestration
 
 /// Where the merchant server reaches ecommpay.
 public struct EcommpayEnvironment: Sendable, Hashable {
@@ -42,12 +43,12 @@ public struct EcommpaySettings: Sendable, Hashable {
 ///
 /// ecommpay may retry a declined payment on another provider itself (`cascading_with_redirect`): such a
 /// decline is not final. It stays one Till attempt, pending until the callback of ecommpay's last try.
-public struct EcommpayServer: CheckoutServer {
+public struct EcommpayServer: GatewayServerHalf {
     public let gateway: GatewayID
     public let environment: EcommpayEnvironment
     public let settings: EcommpaySettings
     let secret: String
-    let client: GatewayClient
+    let client: GatewayHTTPClient
 
     public init(id: GatewayID = "ecommpay", environment: EcommpayEnvironment = .production, secret: String, settings: EcommpaySettings,
                 transport: any HTTPTransport) {
@@ -55,7 +56,7 @@ public struct EcommpayServer: CheckoutServer {
         self.environment = environment
         self.secret = secret
         self.settings = settings
-        self.client = GatewayClient(gateway: id, transport: transport)
+        self.client = GatewayHTTPClient(gateway: id, transport: transport)
     }
 
     public var capabilities: GatewayCapabilities { EcommpayGateway.capabilities }

@@ -1,7 +1,7 @@
 import Foundation
 import TillGatewayKit
 
-/// iPayNow (现在支付) cross-border: the **app half**, a ``Checkout`` built without credentials.
+/// iPayNow (现在支付) cross-border: the **app half**, a ``GatewayAppHalf`` built without credentials.
 ///
 /// | step | where | what |
 /// |---|---|---|
@@ -12,7 +12,7 @@ import TillGatewayKit
 ///
 /// The app checks that `payData` is this attempt's (order number, amount, currency, channel) before
 /// it launches anything; it cannot check the signature, which needs the app key only the server holds.
-public struct IPayNowGateway: Checkout {
+public struct IPayNowGateway: GatewayAppHalf {
     /// The gateway's identifier (`"ipaynow"` unless a merchant runs several iPayNow apps).
     public let gateway: GatewayID
 

@@ -1,5 +1,6 @@
 import Foundation
 import TillGatewayKit
+import TillOrchestration
 
 /// The `ipaynow` module's description of itself, for the merchant server, the command-line tool and
 /// the tests.
@@ -23,8 +24,8 @@ public enum IPayNowPlugin {
     public static let plugin = GatewayPlugin(
         module: "ipaynow",
         capabilities: IPayNowGateway.capabilities,
-        makeServer: { context in try server(context) },
-        makeClient: { context in IPayNowGateway(id: context.id) },
+        makeServerHalf: { context in try server(context) },
+        makeAppHalf: { context in IPayNowGateway(id: context.id) },
         debugger: debugger)
 
     /// The server half of one configured gateway, from its settings and credentials.

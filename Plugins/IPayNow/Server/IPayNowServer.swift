@@ -1,5 +1,6 @@
 import Foundation
 import TillGatewayKit
+import TillOrchestration
 
 /// Where the merchant server reaches iPayNow's cross-border gateway: every function (WP001, MQ001)
 /// posts to `{base}/global`, the kind named by `funcode` (PHP SDK `TradeService`, `OrderQueryService`).
@@ -64,12 +65,12 @@ public struct IPayNowSettings: Sendable, Hashable {
 /// - **Confirm**: the N001 notification, verified under the rule its own fields name (legacy: `signType`
 ///   not signed; `version` present: signed), for this app only, acknowledged with `success=Y` once
 ///   stored; or an MQ001 query (``inquire(_:)``).
-public struct IPayNowServer: CheckoutServer {
+public struct IPayNowServer: GatewayServerHalf {
     public let gateway: GatewayID
     public let environment: IPayNowEnvironment
     public let settings: IPayNowSettings
     let credentials: IPayNowCredentials
-    let client: GatewayClient
+    let client: GatewayHTTPClient
     let now: @Sendable () -> Date
 
     /// - Parameters:
@@ -80,7 +81,7 @@ public struct IPayNowServer: CheckoutServer {
         self.environment = environment
         self.credentials = credentials
         self.settings = settings
-        self.client = GatewayClient(gateway: id, transport: transport)
+        self.client = GatewayHTTPClient(gateway: id, transport: transport)
         self.now = now
     }
 

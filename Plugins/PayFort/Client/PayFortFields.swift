@@ -199,8 +199,3 @@ public enum PayFortFields {
         return .success(out)
     }
 }
-
-extension Character {
-    /// `0` to `9` only (not other scripts' digits).
-    package var isASCIIDigit: Bool { isASCII && isNumber }
-}

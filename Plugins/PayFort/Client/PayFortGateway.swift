@@ -1,7 +1,7 @@
 import Foundation
 import TillGatewayKit
 
-/// PayFort FORT (Amazon Payment Services): the **app half**, a ``Checkout`` built without credentials
+/// PayFort FORT (Amazon Payment Services): the **app half**, a ``GatewayAppHalf`` built without credentials
 /// (an app cannot hold any). It makes no network call of its own: the card goes from the device to
 /// PayFort through the FORT mobile SDK or a form post, never through this code's own requests.
 ///
@@ -18,7 +18,7 @@ import TillGatewayKit
 ///
 /// Everything the app half reads is informational: it holds no phrase and verifies nothing. The
 /// server half is `PayFortServer` (library `TillPayFortServer`).
-public struct PayFortGateway: Checkout {
+public struct PayFortGateway: GatewayAppHalf {
     /// The gateway's identifier (`"payfort"` unless a merchant runs several PayFort accounts).
     public let gateway: GatewayID
     /// Where the custom merchant page's form is posted (``PayFortEnvironment/paymentPage``).

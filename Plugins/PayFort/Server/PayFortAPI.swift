@@ -8,18 +8,18 @@ struct PayFortAPI: Sendable {
     let gateway: GatewayID
     /// Where requests go.
     let environment: PayFortEnvironment
-    private let client: GatewayClient
+    private let client: GatewayHTTPClient
 
     /// The API of `environment`, over `transport`, attributing errors to `gateway`.
     init(gateway: GatewayID, environment: PayFortEnvironment, transport: any HTTPTransport) {
         self.gateway = gateway
         self.environment = environment
-        self.client = GatewayClient(gateway: gateway, transport: transport)
+        self.client = GatewayHTTPClient(gateway: gateway, transport: transport)
     }
 
     /// POSTs `parameters` as JSON and parses the JSON answer, keeping its order and refusing a key
     /// that appears twice.
-    /// - Throws: ``CheckoutError`` attributed to the gateway: a transport failure as ``GatewayClient``
+    /// - Throws: ``CheckoutError`` attributed to the gateway: a transport failure as ``GatewayHTTPClient``
     ///   classifies it; `gateway_error` (category `unknown_outcome`) for an HTTP status other than 2xx
     ///   or 400 (PayFort answers refusals with a body); `malformed_body` in category `unknown_outcome`
     ///   for an answer that cannot be read one way only (it was sent, so it may have been processed).

@@ -1,6 +1,7 @@
 import Foundation
 import TillGatewayKit
 import TillPayFort
+import TillOrchestration
 
 /// The `payfort` gateway module, as the merchant server, the command-line tool and the tests use it.
 ///
@@ -24,8 +25,8 @@ public enum PayFortPlugin {
     public static let plugin = GatewayPlugin(
         module: "payfort",
         capabilities: PayFortGateway.capabilities,
-        makeServer: { context in try server(context) },
-        makeClient: { context in try client(context) },
+        makeServerHalf: { context in try server(context) },
+        makeAppHalf: { context in try client(context) },
         debugger: debugger)
 
     /// The server half of one configured gateway, from its settings and credentials.

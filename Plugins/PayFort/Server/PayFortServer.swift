@@ -1,6 +1,7 @@
 import Foundation
 import TillGatewayKit
 import TillPayFort
+import TillOrchestration
 
 /// The merchant's PayFort credentials. Server side only: this type exists only in the server
 /// library, so an app cannot hold them.
@@ -27,7 +28,7 @@ public struct PayFortCredentials: Sendable, Hashable {
     }
 }
 
-/// PayFort FORT (Amazon Payment Services): the **server half**, a ``CheckoutServer`` holding the
+/// PayFort FORT (Amazon Payment Services): the **server half**, a ``GatewayServerHalf`` holding the
 /// merchant's ``PayFortCredentials``.
 ///
 /// | step | `mobile_sdk` | `merchant_page` |
@@ -40,7 +41,7 @@ public struct PayFortCredentials: Sendable, Hashable {
 /// `merchant_reference`, so every attempt can be checked. Captures, refunds and voids are
 /// ``capture(_:amount:fortID:)``, ``refund(_:amount:fortID:maintenanceReference:)`` and
 /// ``void(_:fortID:amount:)``.
-public struct PayFortServer: CheckoutServer {
+public struct PayFortServer: GatewayServerHalf {
     /// The gateway's identifier (`"payfort"` unless a merchant runs several PayFort accounts).
     public let gateway: GatewayID
     /// Where requests go.

@@ -2,7 +2,7 @@ import Foundation
 import Till
 import TillGatewayKit
 
-/// Worldline Connect: the **app half**, a ``Checkout``. It holds no secret: it reads products and
+/// Worldline Connect: the **app half**, a ``GatewayAppHalf``. It holds no secret: it reads products and
 /// fields through the Client API with the client session the merchant server prepared, and encrypts
 /// what the customer entered so that only Worldline can read it; the merchant server then creates the
 /// payment with that payload (``WorldlineGateway/submissionKind``).
@@ -16,7 +16,7 @@ import TillGatewayKit
 /// ``WorldlineForm`` for the product and hands it over; the app's UI binds to it (masks with the cursor,
 /// errors per field, the product switch on the IIN and the co-brand choice) and returns when the
 /// customer taps pay (or closes the form); the gateway then encrypts the form's values and submits them.
-public struct WorldlineGateway: Checkout {
+public struct WorldlineGateway: GatewayAppHalf {
     /// The submission kind of the encrypted customer input.
     public static let submissionKind = "encrypted_customer_input"
     /// The submission field carrying the JWE (`encryptedFields` of the vendor SDKs).

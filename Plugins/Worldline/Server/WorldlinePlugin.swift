@@ -1,6 +1,7 @@
 import Foundation
 import TillGatewayKit
 import TillWorldline
+import TillOrchestration
 
 /// The `worldline` module's description of itself, for the merchant server, the command-line tool and
 /// the tests.
@@ -24,8 +25,8 @@ public enum WorldlinePlugin {
     public static let plugin = GatewayPlugin(
         module: "worldline",
         capabilities: WorldlineGateway.capabilities,
-        makeServer: { context in try server(context) },
-        makeClient: { context in
+        makeServerHalf: { context in try server(context) },
+        makeAppHalf: { context in
             try context.settings.rejectUnknown(settings: knownSettings, credentials: knownCredentials)
             return WorldlineGateway(id: context.id, transport: context.transport)
         },

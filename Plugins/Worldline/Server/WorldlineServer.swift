@@ -1,6 +1,7 @@
 import Foundation
 import TillGatewayKit
 import TillWorldline
+import TillOrchestration
 
 /// What a merchant chooses for its Worldline account.
 public struct WorldlineServerSettings: Sendable, Hashable {
@@ -22,7 +23,7 @@ public struct WorldlineServerSettings: Sendable, Hashable {
     }
 }
 
-/// Worldline Connect: the **server half**, a ``CheckoutServer``. It holds the merchant's API key and
+/// Worldline Connect: the **server half**, a ``GatewayServerHalf``. It holds the merchant's API key and
 /// webhook keys.
 ///
 /// | step | Worldline Connect |
@@ -36,7 +37,7 @@ public struct WorldlineServerSettings: Sendable, Hashable {
 /// Refunds, captures and cancellations are ``refund(paymentId:amount:attempt:)``,
 /// ``capture(paymentId:amount:isFinal:)`` and ``cancel(paymentId:)``; their results arrive as webhooks
 /// and inquiries like any other change.
-public struct WorldlineServer: CheckoutServer {
+public struct WorldlineServer: GatewayServerHalf {
     public let gateway: GatewayID
     public let environment: WorldlineEnvironment
     public let settings: WorldlineServerSettings
@@ -255,7 +256,7 @@ public struct WorldlineServer: CheckoutServer {
         }
         let event: WorldlineWebhookEvent
         do { event = try JSONDecoder().decode(WorldlineWebhookEvent.self, from: notification.body) } catch {
-            throw CheckoutError(.malformedBody, field: GatewayClient.fieldPath(of: error), message: "the event cannot be read",
+            throw CheckoutError(.malformedBody, field: GatewayHTTPClient.fieldPath(of: error), message: "the event cannot be read",
                                 gateway: gateway)
         }
         guard event.apiVersion == "v1" else {

@@ -51,7 +51,7 @@ struct WorldlineServerAPI: Sendable {
     let environment: WorldlineEnvironment
     let merchantId: String
     let credentials: WorldlineCredentials
-    let client: GatewayClient
+    let client: GatewayHTTPClient
     /// `X-GCS-ServerMetaInfo`: Base64 of the JSON the Python SDK sends (`metadata_provider.py`), naming Till.
     let serverMetaInfo: String
     let now: @Sendable () -> Date
@@ -62,7 +62,7 @@ struct WorldlineServerAPI: Sendable {
         self.environment = environment
         self.merchantId = merchantId
         self.credentials = credentials
-        self.client = GatewayClient(gateway: gateway, transport: transport)
+        self.client = GatewayHTTPClient(gateway: gateway, transport: transport)
         self.now = now
         let meta: [(String, String)] = [("platformIdentifier", Self.platform), ("sdkIdentifier", "TillWorldlineServer/v1"),
                                         ("sdkCreator", "Till"), ("integrator", integrator)]
@@ -135,7 +135,7 @@ struct WorldlineServerAPI: Sendable {
     }
 
     /// Decodes a 2xx body as `Answer` (an unreadable one is `malformed_body`, `unknown_outcome`, naming
-    /// the path, as ``GatewayClient/decodeAnswer(_:as:decoder:)`` reads every gateway's answers); anything
+    /// the path, as ``GatewayHTTPClient/decodeAnswer(_:as:decoder:)`` reads every gateway's answers); anything
     /// else becomes the error ``failure(_:)`` gives.
     func decode<Answer: Decodable>(_ response: TransportResponse, as: Answer.Type) throws(CheckoutError) -> Answer {
         guard (200..<300).contains(response.statusCode) else { throw failure(response) }

@@ -7,7 +7,7 @@ import Foundation
 public struct PrepareRequest: Codable, Sendable {
     /// Every return URL the app can be reached by for this attempt, one per route it registered, each
     /// carrying the attempt's state. The gateway the server picks chooses one
-    /// (``CheckoutServer/returnURL(from:for:)``); the preparation names it.
+    /// (``GatewayServerHalf/returnURL(from:for:)``); the preparation names it.
     public var returnURLs: [URL]?
     /// A single return URL (older apps). Taken as `returnURLs: [returnURL]` when `returnURLs` is absent.
     public var returnURL: URL?
@@ -168,6 +168,16 @@ public struct PaymentUpdate: Codable, Sendable, Hashable {
 }
 
 /// One attempt as the API shows it.
+extension PaymentView {
+    /// The server's view of one of the payment's attempts as a report (`nil` when the payment has no such attempt): how
+    /// every client of the server reads `GET /v1/attempts/{reference}`.
+    package func report(of attempt: AttemptReference) -> StatusReport? {
+        guard let view = attempts.first(where: { $0.reference == attempt }) else { return nil }
+        return StatusReport(gateway: view.gateway, attempt: attempt, gatewayReference: view.gatewayReference,
+                            status: view.status, amount: amount, gatewayCode: view.gatewayCode)
+    }
+}
+
 public struct AttemptView: Codable, Sendable, Hashable {
     public var reference: AttemptReference
     public var sequence: Int

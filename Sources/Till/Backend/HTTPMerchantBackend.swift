@@ -59,19 +59,12 @@ public struct HTTPMerchantBackend: MerchantBackend {
     }
 
     public func status(of attempt: AttemptReference) async throws -> StatusReport? {
-        Self.report(of: attempt, in: try await server.call(.get, "v1/attempts/\(attempt.rawValue)", body: Optional<String>.none))
+        try await (server.call(.get, "v1/attempts/\(attempt.rawValue)", body: Optional<String>.none) as PaymentView).report(of: attempt)
     }
 
     /// `POST /v1/attempts/{reference}/inquire`: the server asks the gateway and applies the answer.
     public func inquire(_ attempt: AttemptReference) async throws -> StatusReport? {
-        Self.report(of: attempt, in: try await server.call(.post, "v1/attempts/\(attempt.rawValue)/inquire", body: Optional<String>.none))
-    }
-
-    /// The server's view of one attempt as a report.
-    private static func report(of attempt: AttemptReference, in payment: PaymentView) -> StatusReport? {
-        guard let view = payment.attempts.first(where: { $0.reference == attempt }) else { return nil }
-        return StatusReport(gateway: view.gateway, attempt: attempt, gatewayReference: view.gatewayReference,
-                            status: view.status, amount: payment.amount, gatewayCode: view.gatewayCode)
+        try await (server.call(.post, "v1/attempts/\(attempt.rawValue)/inquire", body: Optional<String>.none) as PaymentView).report(of: attempt)
     }
 
     /// The payment with its attempts and authoritative status.
@@ -129,6 +122,8 @@ package struct MerchantServerCall: Sendable {
         }
     }
 
+    /// The one table from the server's HTTP status to what is known about the money, for an answer without a
+    /// `category`: used by the app's client, the merchant backend's client and the in-process backend alike.
     package static func category(status: Int) -> CheckoutError.Category {
         switch status {
         case 400, 404, 409, 413, 422: .invalidInput

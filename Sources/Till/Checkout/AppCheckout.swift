@@ -132,9 +132,9 @@ public struct AppCheckout: Sendable {
     public var maxAttempts: Int
     /// What each method needs (the URL schemes it queries, whether it switches apps).
     public var methods: PaymentMethodRegistry
-    private let gateways: [GatewayID: any Checkout]
+    private let gateways: [GatewayID: any GatewayAppHalf]
 
-    public init(backend: any MerchantBackend, gateways: [any Checkout], returns: ReturnURLHandler,
+    public init(backend: any MerchantBackend, gateways: [any GatewayAppHalf], returns: ReturnURLHandler,
                 presenter: any CheckoutPresenter, returnTimeout: Duration = .seconds(900),
                 confirmationTimeout: Duration = .seconds(30), confirmationInterval: Duration = .milliseconds(500),
                 maxAttempts: Int = 1, methods: PaymentMethodRegistry? = nil) {
@@ -166,12 +166,19 @@ public struct AppCheckout: Sendable {
         return try await run(intent, firstAttemptRequestedByCustomer: true)
     }
 
+    /// Whether the app asks the server for another attempt by itself after `status`: only after a definite
+    /// failure the customer was never handed off for, while attempts remain. The server decides the rest
+    /// (its attempt policy: the decision table, the budget, the gateways left).
+    public static func mayAskAgain(after status: PaymentStatus, handedOff: Bool, attemptsMade: Int, maxAttempts: Int) -> Bool {
+        attemptsMade < maxAttempts && (status == .failed || status == .expired) && !handedOff
+    }
+
     private func run(_ intent: PaymentIntent, firstAttemptRequestedByCustomer: Bool) async throws -> CheckoutResult {
         var result = try await attempt(intent, customerRequested: firstAttemptRequestedByCustomer)
         // The one attempt policy: ask again only after a definite failure the customer was never handed
         // off for; the server decides the rest (decision table, budget, attempts left).
-        while AttemptPolicy().appMayAskAgain(after: result.status, handedOff: result.customerMayHaveAuthenticated,
-                                             attemptsMade: result.attempts, maxAttempts: maxAttempts) {
+        while Self.mayAskAgain(after: result.status, handedOff: result.customerMayHaveAuthenticated,
+                               attemptsMade: result.attempts, maxAttempts: maxAttempts) {
             let made = result.attempts
             do {
                 result = try await attempt(intent, customerRequested: false)
@@ -183,7 +190,7 @@ public struct AppCheckout: Sendable {
         return result
     }
 
-    /// What the app's gateway halves know that the server's may need (``Checkout/appData()``), merged: a key
+    /// What the app's gateway halves know that the server's may need (``GatewayAppHalf/appData()``), merged: a key
     /// two halves send must have one value.
     private func appData() async throws -> [String: String] {
         var merged: [String: String] = [:]
@@ -235,7 +242,7 @@ public struct AppCheckout: Sendable {
                               customerMayHaveAuthenticated: handedOff)
     }
 
-    private func presentUntilDone(_ preparation: Preparation, gateway: any Checkout, expected: ExpectedReturn,
+    private func presentUntilDone(_ preparation: Preparation, gateway: any GatewayAppHalf, expected: ExpectedReturn,
                                   handedOff: inout Bool) async throws -> ClientOutcome {
         var input = PresentInput.start
         // A step the server answered a submit with; it comes before asking the gateway again.
@@ -298,7 +305,7 @@ public struct AppCheckout: Sendable {
 
     /// Launches a vendor SDK and waits for whichever comes first: its in-process result or the return
     /// URL. An SDK that reports only through the URL returns `nil`, and the wait goes on.
-    private func launchAndAwait(_ launch: WalletLaunch, preparation: Preparation, gateway: any Checkout,
+    private func launchAndAwait(_ launch: WalletLaunch, preparation: Preparation, gateway: any GatewayAppHalf,
                                 expected: ExpectedReturn) async throws -> ClientOutcome {
         enum Arrival: Sendable {
             case sdk(SDKResult?)
@@ -334,7 +341,7 @@ public struct AppCheckout: Sendable {
         return gateway.interpretReturn(.abandoned, for: preparation)
     }
 
-    private func interpret(_ result: ReturnResult, _ preparation: Preparation, gateway: any Checkout) -> ClientOutcome {
+    private func interpret(_ result: ReturnResult, _ preparation: Preparation, gateway: any GatewayAppHalf) -> ClientOutcome {
         switch result {
         case .returned(let url): gateway.interpretReturn(.url(url), for: preparation)
         case .timedOut: gateway.interpretReturn(.timedOut, for: preparation)

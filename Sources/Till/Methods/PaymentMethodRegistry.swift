@@ -79,7 +79,7 @@ public struct PaymentMethodRegistry: Sendable {
     public init() {}
 
     /// A registry of the methods `gateways` declare in their capabilities, in the given order.
-    public init(gateways: [any Checkout]) {
+    public init(gateways: [any GatewayAppHalf]) {
         for gateway in gateways {
             register(gateway.gateway, methods: gateway.capabilities.methods)
         }

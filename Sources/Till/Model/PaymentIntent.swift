@@ -166,5 +166,5 @@ public struct PaymentIntent: Hashable, Sendable, Codable {
 }
 
 extension Character {
-    var isASCIIDigit: Bool { isASCII && isNumber }
+    package var isASCIIDigit: Bool { isASCII && isNumber }
 }

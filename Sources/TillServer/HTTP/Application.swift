@@ -7,6 +7,8 @@ import Logging
 import Metrics
 import NIOCore
 import Till
+import TillOrchestration
+import TillService
 import TillGatewayKit
 
 /// The request context of the merchant server: Hummingbird's core context and the peer's address
@@ -33,12 +35,19 @@ public struct TillRequestContext: RequestContext {
 ///   - metrics: where counters and timers go (`till_payments_created_total`,
 ///     `till_payment_status_total{status}`, `till_notifications_total{gateway,result}`,
 ///     `till_prepare_duration{gateway}`); the process-wide swift-metrics backend by default.
-///   - crashPoint: test-only fault injection: the process kills itself there (SIGKILL).
 ///   - onServerRunning: called with the bound port once listening (port 0 picks one).
 public func buildApplication(
     state: ServerState, store: any PaymentStore, logger: Logger = Logger(label: "till.server"),
+    metrics: any MetricsFactory = MetricsSystem.factory, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+) throws -> some ApplicationProtocol {
+    try buildApplication(state: state, store: store, logger: logger, metrics: metrics, crashPoint: nil, onServerRunning: onServerRunning)
+}
+
+/// The same, with a crash-safety test's fault injection: the process kills itself (SIGKILL) at `crashPoint`.
+package func buildApplication(
+    state: ServerState, store: any PaymentStore, logger: Logger = Logger(label: "till.server"),
     metrics: any MetricsFactory = MetricsSystem.factory,
-    crashPoint: CrashPoint? = nil, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    crashPoint: CrashPoint?, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) throws -> some ApplicationProtocol {
     guard let (host, port) = state.settings.hostAndPort else {
         throw StartupError(problems: ["server.listen: expected host:port"])

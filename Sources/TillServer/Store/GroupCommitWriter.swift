@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Till
+import TillService
 
 /// Group commit for SQLite: the durable writes that arrive while the writer is busy wait in a queue, and
 /// the writer's next turn runs all of them in **one** transaction and **one** commit, so one WAL sync

@@ -2,6 +2,8 @@ import Foundation
 import Logging
 import PostgresNIO
 import Till
+import TillOrchestration
+import TillService
 
 /// The PostgreSQL store. Every mutation of a payment runs in a transaction that first locks the
 /// payment's row (`SELECT … FOR UPDATE`), so one payment is never mutated by two requests at once.
@@ -16,12 +18,12 @@ public final class PostgresPaymentStore: PaymentStore {
     public static let defaultConnections = ServerSettings.defaultPostgresConnections
 
     /// Connects to `url` with a pool of at most `connections` connections. TLS is not used, so keep the
-    /// database on loopback or a private network. `url` is read by ``endpoint(_:)``.
+    /// database on loopback or a private network. `url` is read by ``PostgresEndpoint/read(_:)``.
     public init(url: String, connections: Int = PostgresPaymentStore.defaultConnections,
                 logger: Logger = Logger(label: "till.store.postgres")) throws {
         guard connections >= 1 else { throw StoreError.unavailable("the PostgreSQL pool needs at least one connection") }
-        let endpoint: Endpoint
-        switch Self.endpoint(url) {
+        let endpoint: PostgresEndpoint
+        switch PostgresEndpoint.read(url) {
         case .success(let read): endpoint = read
         case .failure(let problem): throw StoreError.unavailable(problem.message)
         }
@@ -42,72 +44,6 @@ public final class PostgresPaymentStore: PaymentStore {
         self.client = client
         self.logger = logger
         runner = Task { await client.run() }
-    }
-
-    /// Where a PostgreSQL URL points, and as whom.
-    public struct Endpoint: Sendable, Equatable {
-        public enum Address: Sendable, Equatable {
-            /// A host name or IP address (IPv6 without its brackets) and a port.
-            case tcp(host: String, port: Int)
-            /// The path of a Unix-domain socket: `<directory>/.s.PGSQL.<port>`.
-            case socket(path: String)
-        }
-        public var address: Address
-        public var user: String
-        public var password: String?
-        public var database: String?
-    }
-
-    /// Why a PostgreSQL URL cannot be used (never containing the URL, which may hold a password).
-    public struct URLProblem: Error, Sendable, Equatable {
-        public var message: String
-    }
-
-    /// Reads a storage URL:
-    ///
-    /// - `postgres://user:password@host:port/database` connects over TCP (`[::1]` for IPv6);
-    /// - `postgres://user:password@/database?host=/run/postgresql`, libpq's spelling, or the same directory
-    ///   percent-encoded as the host (`postgres://user@%2Frun%2Fpostgresql/database`), connects over the
-    ///   Unix-domain socket `/run/postgresql/.s.PGSQL.<port>`, for a database on the same machine.
-    ///
-    /// Any other query parameter is refused rather than ignored (an `sslmode=require` that silently did
-    /// nothing would be worse than an error); `sslmode=disable` is accepted, as it is what happens. A
-    /// host and a `host=` parameter together are refused: which one wins would be a guess.
-    public static func endpoint(_ url: String) -> Result<Endpoint, URLProblem> {
-        let expected = "expected postgres://user:password@host:port/database or postgres://user:password@/database?host=/socket/directory"
-        guard let components = URLComponents(string: url), ["postgres", "postgresql"].contains(components.scheme ?? ""),
-              let user = components.user, !user.isEmpty else {
-            return .failure(URLProblem(message: expected))
-        }
-        let host = components.host ?? ""
-        var socketDirectory: String? = host.hasPrefix("/") ? host : nil
-        for item in components.queryItems ?? [] {
-            switch (item.name, item.value) {
-            case ("host", let value?) where value.hasPrefix("/"):
-                guard host.isEmpty else {
-                    return .failure(URLProblem(message: "a host and a host= socket directory together in the PostgreSQL URL (\(expected))"))
-                }
-                socketDirectory = value
-            case ("sslmode", "disable"):
-                continue
-            default:
-                return .failure(URLProblem(message: "unsupported parameter \(item.name) in the PostgreSQL URL (\(expected))"))
-            }
-        }
-        let port = components.port ?? 5432
-        let database = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
-        let address: Endpoint.Address
-        if let socketDirectory {
-            let directory = socketDirectory.hasSuffix("/") ? String(socketDirectory.dropLast()) : socketDirectory
-            address = .socket(path: "\(directory)/.s.PGSQL.\(port)")
-        } else {
-            var name = host
-            if name.hasPrefix("[") && name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
-            guard !name.isEmpty else { return .failure(URLProblem(message: expected)) }
-            address = .tcp(host: name, port: port)
-        }
-        return .success(Endpoint(address: address, user: user, password: components.password,
-                                 database: database.isEmpty ? nil : database))
     }
 
     public func migrate() async throws {
@@ -490,7 +426,7 @@ public final class PostgresPaymentStore: PaymentStore {
         }
     }
 
-    public func seedPendingAttempts(count: Int, merchant: String, gateway: GatewayID, amount: Money) async throws -> [AttemptReference] {
+    package func seedPendingAttempts(count: Int, merchant: String, gateway: GatewayID, amount: Money) async throws -> [AttemptReference] {
         let references = (0..<count).map { _ in AttemptReference.generate() }
         let now = Date().storedMillis
         for chunk in stride(from: 0, to: references.count, by: 1_000) {

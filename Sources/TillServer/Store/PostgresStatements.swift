@@ -1,6 +1,7 @@
 import Foundation
 import PostgresNIO
 import Till
+import TillService
 
 /// A statement of the store's hot paths whose text never changes, only its values: PostgreSQL parses and
 /// plans it once per connection (a named prepared statement) instead of on every request.

@@ -1,10 +1,12 @@
 import Foundation
+import TillService
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
 import Musl
 #elseif canImport(Darwin)
 import Darwin
+import TillService
 #endif
 
 /// One merchant server per SQLite file: an exclusive `flock` on `<database>.till-lock`, held while the server

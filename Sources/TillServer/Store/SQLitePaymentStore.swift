@@ -1,6 +1,8 @@
 import Foundation
 import GRDB
 import Till
+import TillOrchestration
+import TillService
 
 /// The embedded store: one SQLite file in WAL mode, with `synchronous = FULL` so a write that was
 /// acknowledged survives a crash. All writes go through one writer, so one payment is never mutated
@@ -297,7 +299,7 @@ public final class SQLitePaymentStore: PaymentStore {
         try pool.close()
     }
 
-    public func seedPendingAttempts(count: Int, merchant: String, gateway: GatewayID, amount: Money) async throws -> [AttemptReference] {
+    package func seedPendingAttempts(count: Int, merchant: String, gateway: GatewayID, amount: Money) async throws -> [AttemptReference] {
         let references = (0..<count).map { _ in AttemptReference.generate() }
         let now = Date().storedMillis
         try await pool.write { db in
@@ -430,19 +432,5 @@ public final class SQLitePaymentStore: PaymentStore {
 
     static func decode<T: Decodable>(_ type: T.Type, _ json: String) throws -> T {
         try JSONDecoder().decode(type, from: Data(json.utf8))
-    }
-}
-
-extension ApplyOutcome {
-    /// How the outcome is recorded next to a stored notification.
-    var storedName: String {
-        switch self {
-        case .applied: "applied"
-        case .duplicate: "duplicate"
-        case .stale: "stale"
-        case .needsInquiry: "needs_inquiry"
-        case .unknownAttempt: "unknown_attempt"
-        case .quarantined: "quarantined"
-        }
     }
 }

@@ -8,6 +8,8 @@ import Darwin
 import Logging
 import Testing
 import Till
+import TillOrchestration
+import TillService
 import TillGatewayKit
 @testable import TillServer
 import TillTesting

@@ -5,6 +5,8 @@ import FoundationNetworking
 #endif
 import Testing
 import Till
+import TillOrchestration
+import TillService
 import TillGatewayKit
 import TillIPayNow
 import TillIPayNowServer

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 import Till
+import TillOrchestration
+import TillService
 @testable import TillServer
 import TillTesting
 

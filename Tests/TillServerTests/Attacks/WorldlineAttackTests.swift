@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import Testing
 import Till
+import TillOrchestration
 import TillGatewayKit
 import TillSandbox
 import TillWorldline

@@ -19,7 +19,7 @@ public struct WorldlineClientAPI: Sendable {
     public let metaInfo: WorldlineClientMetaInfo
     /// The gateway every error is attributed to.
     public let gateway: GatewayID
-    private let client: GatewayClient
+    private let client: GatewayHTTPClient
     private let baseURL: String
     private let headers: [String: String]
 
@@ -39,7 +39,7 @@ public struct WorldlineClientAPI: Sendable {
         self.session = fixed
         self.metaInfo = metaInfo
         self.gateway = gateway
-        self.client = GatewayClient(gateway: gateway, transport: transport)
+        self.client = GatewayHTTPClient(gateway: gateway, transport: transport)
         self.baseURL = fixed.clientApiURL.absoluteString + "/" + Self.escapePathSegment(session.customerId)
         self.headers = ["Authorization": "GCS v1Client:\(session.clientSessionId)", "X-GCS-ClientMetaInfo": metaInfo.encoded]
     }
@@ -233,7 +233,7 @@ public struct WorldlineClientAPI: Sendable {
         guard let url = URL(string: baseURL + path) else {
             throw CheckoutError(.invalidField, field: "clientApiUrl", message: "cannot build a Client API URL", gateway: gateway)
         }
-        var request = try GatewayClient.jsonRequest(.post, url, body: body, headers: headers, gateway: gateway)
+        var request = try GatewayHTTPClient.jsonRequest(.post, url, body: body, headers: headers, gateway: gateway)
         // Alamofire's JSONEncoding sets only Content-Type; no Accept.
         request.headers.removeValue(forKey: "Accept")
         return request

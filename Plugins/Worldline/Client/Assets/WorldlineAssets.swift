@@ -33,7 +33,7 @@ public actor WorldlineAssetCache {
     public nonisolated let assetURL: URL
     /// The most bytes kept; an asset larger than this is returned but not kept.
     public nonisolated let maxBytes: Int
-    private let client: GatewayClient
+    private let client: GatewayHTTPClient
     private var entries: [URL: Data] = [:]
     /// Least recently used first.
     private var order: [URL] = []
@@ -45,7 +45,7 @@ public actor WorldlineAssetCache {
     public init(assetURL: URL, transport: any HTTPTransport, maxBytes: Int = 4 << 20, gateway: GatewayID = "worldline") {
         self.assetURL = assetURL
         self.maxBytes = max(0, maxBytes)
-        self.client = GatewayClient(gateway: gateway, transport: transport)
+        self.client = GatewayHTTPClient(gateway: gateway, transport: transport)
     }
 
     /// The bytes of the asset at `path` (see ``WorldlineAssets/url(forPath:assetURL:)``), from memory
@@ -87,7 +87,7 @@ public actor WorldlineAssetCache {
         bytes = 0
     }
 
-    private static func fetch(_ url: URL, client: GatewayClient) async -> Result<Data, CheckoutError> {
+    private static func fetch(_ url: URL, client: GatewayHTTPClient) async -> Result<Data, CheckoutError> {
         do {
             let response = try await client.send(TransportRequest(method: .get, url: url))
             guard (200..<300).contains(response.statusCode) else {

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Till
+import TillOrchestration
 import TillGatewayKit
 
 /// Worldline Connect webhook authentication: `X-GCS-Signature` is Base64(HMAC-SHA256(secret, raw

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Logging
 import Till
+import TillOrchestration
 import TillGatewayKit
 
 /// One merchant, ready to serve: its API key, router, health and gateway instances.
@@ -12,7 +13,7 @@ public struct MerchantRuntime: Sendable {
     let apiKeyDigest: [UInt8]
     public let router: GatewayRouter
     public let health: HealthMonitor
-    public let gateways: [GatewayID: any CheckoutServer]
+    public let gateways: [GatewayID: any GatewayServerHalf]
     /// The one attempt policy: the merchant's retry settings and each gateway's decision table with the
     /// merchant's overrides.
     public let policy: AttemptPolicy
@@ -21,6 +22,7 @@ public struct MerchantRuntime: Sendable {
 /// Why the server refuses to start.
 public struct StartupError: Error, CustomStringConvertible, Sendable {
     public var problems: [String]
+    package init(problems: [String]) { self.problems = problems }
     public var description: String {
         "the server cannot start:\n" + problems.map { "  - \($0)" }.joined(separator: "\n")
     }
@@ -69,7 +71,7 @@ public struct ServerState: Sendable {
             } else {
                 problems.append("\(path).apiKey: the server needs an API key reference for every merchant")
             }
-            var gateways: [GatewayID: any CheckoutServer] = [:]
+            var gateways: [GatewayID: any GatewayServerHalf] = [:]
             for (g, gateway) in merchant.gateways.enumerated() where gateway.enabled {
                 var credentials: [String: String] = [:]
                 var complete = true
@@ -88,7 +90,7 @@ public struct ServerState: Sendable {
                     settings: ModuleSettings(module: gateway.module, settings: gateway.settings, credentials: credentials),
                     transport: transport(gateway.id))
                 do {
-                    gateways[gateway.id] = try plugin.makeServer(context)
+                    gateways[gateway.id] = try plugin.makeServerHalf(context)
                 } catch let error as CheckoutError {
                     problems.append("\(path).gateways[\(g)].\(error.field ?? "module"): \(error.message)")
                 } catch {
@@ -126,15 +128,4 @@ public struct ServerState: Sendable {
 
     /// The merchant with `id`.
     public func merchant(id: String) -> MerchantRuntime? { merchants.first { $0.configuration.id == id } }
-}
-
-
-/// Opens the store a storage URL names: `sqlite:PATH` or `postgres://…` (with a pool of at most
-/// `postgresConnections`).
-public func openStore(_ url: String, postgresConnections: Int = PostgresPaymentStore.defaultConnections) throws -> any PaymentStore {
-    if url.hasPrefix("sqlite:") { return try SQLitePaymentStore(path: String(url.dropFirst("sqlite:".count))) }
-    if url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") {
-        return try PostgresPaymentStore(url: url, connections: postgresConnections)
-    }
-    throw StoreError.unavailable("unsupported storage URL (expected sqlite:PATH or postgres://…)")
 }

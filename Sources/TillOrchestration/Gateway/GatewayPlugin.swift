@@ -1,23 +1,24 @@
 import Foundation
+import Till
 
 /// A gateway module's description of itself: everything the merchant server, the command-line tool,
 /// the demo and the tests need to use it, so that adding a gateway touches none of them.
 ///
 /// The module's **server** target exports one value (`PayFortPlugin.plugin`, `CitconPlugin.plugin`),
 /// and the tool lists it once (`Sources/till/Gateways.swift`). An app never links the server target:
-/// it builds the module's ``Checkout`` half itself, from non-secret settings.
+/// it builds the module's ``GatewayAppHalf`` half itself, from non-secret settings.
 ///
 /// ```swift
 /// public enum AcmePlugin {
 ///     public static let plugin = GatewayPlugin(
 ///         module: "acme",
 ///         capabilities: AcmeGateway.capabilities,
-///         makeServer: { context in
+///         makeServerHalf: { context in
 ///             try AcmeServer(id: context.id, apiKey: context.settings.secret("api_key"),
 ///                            baseURL: context.settings.url("base_url") ?? AcmeServer.production,
 ///                            transport: context.transport)
 ///         },
-///         makeClient: { context in AcmeGateway(id: context.id, transport: context.transport) })
+///         makeAppHalf: { context in AcmeGateway(id: context.id, transport: context.transport) })
 /// }
 /// ```
 public struct GatewayPlugin: Sendable {
@@ -28,20 +29,20 @@ public struct GatewayPlugin: Sendable {
     public var capabilities: GatewayCapabilities
     /// Builds the server half of one configured gateway from its settings and resolved credentials.
     /// Throws ``CheckoutError`` naming the setting or credential at fault (`settings.base_url`).
-    public var makeServer: @Sendable (GatewayPluginContext) throws -> any CheckoutServer
+    public var makeServerHalf: @Sendable (GatewayPluginContext) throws -> any GatewayServerHalf
     /// Builds the app half from non-secret settings only (as an app would; used by the demo and tests).
-    public var makeClient: @Sendable (GatewayPluginContext) throws -> any Checkout
+    public var makeAppHalf: @Sendable (GatewayPluginContext) throws -> any GatewayAppHalf
     /// The module's signature debugger for `till sign <module>` and `till verify <module>`, if it signs.
     public var debugger: SignatureDebugger?
 
     public init(module: String, capabilities: GatewayCapabilities,
-                makeServer: @escaping @Sendable (GatewayPluginContext) throws -> any CheckoutServer,
-                makeClient: @escaping @Sendable (GatewayPluginContext) throws -> any Checkout,
+                makeServerHalf: @escaping @Sendable (GatewayPluginContext) throws -> any GatewayServerHalf,
+                makeAppHalf: @escaping @Sendable (GatewayPluginContext) throws -> any GatewayAppHalf,
                 debugger: SignatureDebugger? = nil) {
         self.module = module
         self.capabilities = capabilities
-        self.makeServer = makeServer
-        self.makeClient = makeClient
+        self.makeServerHalf = makeServerHalf
+        self.makeAppHalf = makeAppHalf
         self.debugger = debugger
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Till
 
 /// Picks the ordered list of gateways to try for one payment.
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import Till
 
 /// Where a gateway stands for routing.
 public enum HealthTier: Int, Sendable, Comparable {
@@ -163,10 +164,10 @@ public struct SystemClock: TillClock {
 }
 
 /// Virtual time that moves only when someone sleeps or advances it. For tests and chaos runs.
-public final class VirtualClock: TillClock {
+package final class VirtualClock: TillClock {
     private let current = Locked<Duration>(.zero)
-    public init() {}
-    public var now: Duration { current.withLock { $0 } }
-    public func sleep(for duration: Duration) async throws { advance(by: duration) }
-    public func advance(by duration: Duration) { current.withLock { $0 += duration } }
+    package init() {}
+    package var now: Duration { current.withLock { $0 } }
+    package func sleep(for duration: Duration) async throws { advance(by: duration) }
+    package func advance(by duration: Duration) { current.withLock { $0 += duration } }
 }

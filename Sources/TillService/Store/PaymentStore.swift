@@ -1,5 +1,6 @@
 import Foundation
 import Till
+import TillOrchestration
 
 /// A payment as the merchant server stores it.
 public struct StoredPayment: Sendable, Hashable, Codable {
@@ -11,6 +12,16 @@ public struct StoredPayment: Sendable, Hashable, Codable {
     public var attempts: [StoredAttempt]
     public var createdAt: Date
     public var updatedAt: Date
+
+    package init(id: String, merchantID: String, intent: PaymentIntent, status: PaymentStatus, attempts: [StoredAttempt], createdAt: Date, updatedAt: Date) {
+        self.id = id
+        self.merchantID = merchantID
+        self.intent = intent
+        self.status = status
+        self.attempts = attempts
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+    }
 }
 
 /// One attempt at a payment, on one gateway.
@@ -40,6 +51,26 @@ public struct StoredAttempt: Sendable, Hashable, Codable {
     public var refundedMinorUnits: Int64 = 0
     public var createdAt: Date
     public var updatedAt: Date
+
+    package init(reference: AttemptReference, paymentID: String, sequence: Int, gateway: GatewayID, status: PaymentStatus, gatewayReference: String? = nil, gatewayCode: String? = nil, clientOutcome: ClientOutcome? = nil, returnURL: URL? = nil, submittedAt: Date? = nil, handedOff: Bool = false, customerRequested: Bool = false, inquiryCount: Int = 0, nextInquiryAt: Date? = nil, refundedMinorUnits: Int64 = 0, createdAt: Date, updatedAt: Date) {
+        self.reference = reference
+        self.paymentID = paymentID
+        self.sequence = sequence
+        self.gateway = gateway
+        self.status = status
+        self.gatewayReference = gatewayReference
+        self.gatewayCode = gatewayCode
+        self.clientOutcome = clientOutcome
+        self.returnURL = returnURL
+        self.submittedAt = submittedAt
+        self.handedOff = handedOff
+        self.customerRequested = customerRequested
+        self.inquiryCount = inquiryCount
+        self.nextInquiryAt = nextInquiryAt
+        self.refundedMinorUnits = refundedMinorUnits
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+    }
 }
 
 /// What creating a payment did.
@@ -192,10 +223,6 @@ public protocol PaymentStore: Sendable {
 
     /// Releases connections.
     func close() async throws
-
-    /// Benchmark support: creates `count` payments for `merchant`, each with one pending attempt on
-    /// `gateway`, in one transaction. Returns the attempt references.
-    func seedPendingAttempts(count: Int, merchant: String, gateway: GatewayID, amount: Money) async throws -> [AttemptReference]
 }
 
 extension PaymentStore {
@@ -230,6 +257,16 @@ public struct QuarantinedNotification: Sendable, Hashable, Codable {
     public var headers: [String: String]
     public var body: Data
     public var receivedAt: Date
+
+    package init(gateway: GatewayID, attempt: AttemptReference, eventID: String, reportedStatus: PaymentStatus, headers: [String: String], body: Data, receivedAt: Date) {
+        self.gateway = gateway
+        self.attempt = attempt
+        self.eventID = eventID
+        self.reportedStatus = reportedStatus
+        self.headers = headers
+        self.body = body
+        self.receivedAt = receivedAt
+    }
 }
 
 /// An open attempt whose inquiry is due.
@@ -299,16 +336,24 @@ public enum StoreError: Error, Sendable, Hashable {
 
 /// What the rules need of a payment to apply a report to it: its status, amount and attempts, read from
 /// their columns (a write does not decode the stored intent).
-struct PaymentFacts: Sendable, Equatable {
-    var id: String
-    var merchantID: String
-    var status: PaymentStatus
-    var amount: Money
-    var attempts: [StoredAttempt]
+package struct PaymentFacts: Sendable, Equatable {
+    package var id: String
+    package var merchantID: String
+    package var status: PaymentStatus
+    package var amount: Money
+    package var attempts: [StoredAttempt]
+
+    package init(id: String, merchantID: String, status: PaymentStatus, amount: Money, attempts: [StoredAttempt]) {
+        self.id = id
+        self.merchantID = merchantID
+        self.status = status
+        self.amount = amount
+        self.attempts = attempts
+    }
 
     /// The amount as stored in the `amount_minor` and `currency` columns.
     /// - Throws: ``StoreError/unavailable(_:)`` for a currency code Till does not know (a damaged row).
-    static func amount(minorUnits: Int64, currency code: String) throws -> Money {
+    package static func amount(minorUnits: Int64, currency code: String) throws -> Money {
         guard let currency = Currency.lookup(code) else { throw StoreError.unavailable("payment row holds an unknown currency") }
         return Money(minorUnits: minorUnits, currency: currency)
     }
@@ -316,19 +361,19 @@ struct PaymentFacts: Sendable, Equatable {
 
 /// The decisions every store makes the same way, as pure functions over the rows it loaded inside its
 /// transaction.
-enum StoreRules {
+package enum StoreRules {
     /// How a report changes an attempt and its payment.
-    struct Effect: Equatable {
-        var outcome: ApplyOutcome
+    package struct Effect: Equatable {
+        package var outcome: ApplyOutcome
         /// The attempt's new status, when it moves.
-        var attemptStatus: PaymentStatus?
+        package var attemptStatus: PaymentStatus?
         /// The payment's new status, when it moves.
-        var paymentStatus: PaymentStatus?
+        package var paymentStatus: PaymentStatus?
         /// The attempt's new refunded total, when a refund applies.
-        var refundedMinorUnits: Int64?
+        package var refundedMinorUnits: Int64?
     }
 
-    static func apply(_ report: StatusReport, attempt: StoredAttempt, payment: PaymentFacts,
+    package static func apply(_ report: StatusReport, attempt: StoredAttempt, payment: PaymentFacts,
                       source: AttemptPolicy.ReportSource) -> Effect {
         // The one rule set: forward only, amounts that match, refunds only of moved money, failed → paid
         // only by the server's own inquiry.
@@ -358,7 +403,7 @@ enum StoreRules {
     /// unchanged. It may go from failed back to pending when a new attempt starts, or from cancelled
     /// to authorized when a later attempt holds funds; it never leaves a money-moved status except
     /// through refunds (the schema's triggers refuse it too).
-    static func derivedStatus(current: PaymentStatus, attempts: [PaymentStatus]) -> PaymentStatus? {
+    package static func derivedStatus(current: PaymentStatus, attempts: [PaymentStatus]) -> PaymentStatus? {
         let derived = PaymentStatus.aggregate(attempts)
         guard derived != current else { return nil }
         if current.moneyMoved && current.transition(to: derived) != .advance { return nil }
@@ -366,13 +411,21 @@ enum StoreRules {
     }
 
     /// Whether the attempts a prepare decided on are still exactly the stored ones.
-    static func unchanged(_ stored: [StoredAttempt], expected: [StoredAttempt]) -> Bool {
+    package static func unchanged(_ stored: [StoredAttempt], expected: [StoredAttempt]) -> Bool {
         stored.map(\.reference) == expected.map(\.reference) && stored.map(\.status) == expected.map(\.status)
     }
 }
 
-extension Date {
-    /// Milliseconds since 1970, as stored.
-    var storedMillis: Int64 { Int64((timeIntervalSince1970 * 1000).rounded()) }
-    init(storedMillis: Int64) { self.init(timeIntervalSince1970: Double(storedMillis) / 1000) }
+extension ApplyOutcome {
+    /// How the outcome is recorded next to a stored notification.
+    package var storedName: String {
+        switch self {
+        case .applied: "applied"
+        case .duplicate: "duplicate"
+        case .stale: "stale"
+        case .needsInquiry: "needs_inquiry"
+        case .unknownAttempt: "unknown_attempt"
+        case .quarantined: "quarantined"
+        }
+    }
 }

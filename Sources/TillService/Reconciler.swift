@@ -3,6 +3,7 @@ import Logging
 import Metrics
 import ServiceLifecycle
 import Till
+import TillOrchestration
 
 /// The `server.reconciliation` block: how the reconciler finds and inquires open attempts. Every key is
 /// optional; an absent block means these defaults.
@@ -33,9 +34,12 @@ public struct ReconciliationSettings: Sendable, Hashable, Codable {
         self.backoffMaxSeconds = backoffMaxSeconds
     }
 
+    private enum CodingKeys: String, CodingKey, CaseIterable {
+        case enabled, minimumAgeSeconds, intervalSeconds, batch, maxInquiriesPerGatewayPerPass, backoffBaseSeconds, backoffMaxSeconds
+    }
+
     public init(from decoder: any Decoder) throws {
-        try decoder.reportUnknownKeys(allowed: ["enabled", "minimumAgeSeconds", "intervalSeconds", "batch",
-                                                "maxInquiriesPerGatewayPerPass", "backoffBaseSeconds", "backoffMaxSeconds"])
+        try decoder.reportUnknownKeys(CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         let d = ReconciliationSettings()
         enabled = try c.decodeIfPresent(Bool.self, forKey: .enabled) ?? d.enabled
@@ -203,7 +207,7 @@ public struct Reconciler: Service, CustomStringConvertible {
     }
 
     /// One gateway's due attempts, within its budget.
-    private func reconcile(_ queue: [(index: Int, attempt: DueAttempt)], on gateway: any CheckoutServer,
+    private func reconcile(_ queue: [(index: Int, attempt: DueAttempt)], on gateway: any GatewayServerHalf,
                            now: Date) async -> [(Int, ReconciliationEntry)] {
         var out: [(Int, ReconciliationEntry)] = []
         var inquiries = 0
@@ -233,25 +237,18 @@ public struct Reconciler: Service, CustomStringConvertible {
     }
 
     /// Inquires one claimed attempt and applies the answer (source `inquiry`).
-    private func inquire(_ attempt: DueAttempt, on gateway: any CheckoutServer, now: Date) async -> ReconciliationEntry? {
+    private func inquire(_ attempt: DueAttempt, on gateway: any GatewayServerHalf, now: Date) async -> ReconciliationEntry? {
         do {
-            let report = try await gateway.inquire(await store.inquiryQuery(for: attempt.reference, gatewayReference: attempt.gatewayReference,
-                                                                            amount: attempt.amount, gatewayID: attempt.gateway, on: gateway))
-            guard report.attempt == attempt.reference, report.gateway == attempt.gateway else {
-                throw CheckoutError(.unknownOutcome, message: "the gateway answered about another attempt", gateway: attempt.gateway)
-            }
             // Waiting for the customer (3-D Secure) since the submit — or the start, without one — for longer than the
-            // gateway gives a customer: nobody can finish it any more.
-            let capabilities = gateway.capabilities
-            let since = attempt.submittedAt ?? attempt.createdAt
-            let waited = Int(now.timeIntervalSince(since))
-            if report.status == .pending, let window = capabilities.abandonedAttemptSeconds, waited > window,
-               let code = report.gatewayCode, capabilities.waitingForCustomerCodes.contains(code) {
-                let from = attempt.submittedAt == nil ? "it started" : "it was submitted"
-                return await expire(attempt, code: Self.expiredAbandonedCode, now: now,
-                                    reason: "the gateway still reports it waiting for the customer (code \(code)) \(waited) s after \(from), past the \(window) s a customer has to finish it there")
+            // gateway gives a customer: nobody can finish it any more, and the attempt is closed as expired instead.
+            let settlement = try await store.settle(attempt.reference, on: attempt.gateway, gatewayReference: attempt.gatewayReference,
+                                                    amount: attempt.amount, gateway: gateway) { answer in
+                abandoned(attempt, answer: answer, capabilities: gateway.capabilities, now: now)
             }
-            let outcome = try await store.apply(report, source: .inquiry)
+            if settlement.applied != settlement.answer {
+                return await recordExpiry(attempt, settlement.outcome, reason: settlement.applied.gatewayMessage ?? "", now: now)
+            }
+            let (report, outcome) = (settlement.answer, settlement.outcome)
             let reported = "the gateway reports \(report.status)" + (report.gatewayCode.map { " (code \($0))" } ?? "")
             switch outcome {
             case .applied(let attemptStatus, let paymentStatus):
@@ -273,7 +270,7 @@ public struct Reconciler: Service, CustomStringConvertible {
 
     /// The gateway has no such attempt: not yet (it may still process a delayed request), or never,
     /// once the attempt outlived the gateway's documented lifetime of an attempt.
-    private func notFound(_ attempt: DueAttempt, on gateway: any CheckoutServer, now: Date) async -> ReconciliationEntry? {
+    private func notFound(_ attempt: DueAttempt, on gateway: any GatewayServerHalf, now: Date) async -> ReconciliationEntry? {
         let age = Int(now.timeIntervalSince(attempt.createdAt))
         guard let lifetime = gateway.capabilities.attemptLifetimeSeconds else {
             return await record(attempt, .unchanged, "the gateway has no such attempt; it documents no attempt lifetime, so it is never expired",
@@ -287,26 +284,49 @@ public struct Reconciler: Service, CustomStringConvertible {
                             reason: "the gateway never saw the attempt and it is \(age) s old, past the gateway's attempt lifetime of \(lifetime) s")
     }
 
-    /// Closes an attempt as expired (``expiredUnseenCode`` or ``expiredAbandonedCode``), through the store's
-    /// one status rule: a later verified success still moves it to paid.
+    /// The report that closes `attempt` as abandoned at the gateway (code ``expiredAbandonedCode``), when the gateway
+    /// still reports it waiting for the customer (one of its ``GatewayCapabilities/waitingForCustomerCodes``) past the
+    /// time a customer has there (``GatewayCapabilities/abandonedAttemptSeconds``), counted from the submit or, without
+    /// one, the start; `nil` otherwise.
+    private func abandoned(_ attempt: DueAttempt, answer report: StatusReport, capabilities: GatewayCapabilities, now: Date) -> StatusReport? {
+        let since = attempt.submittedAt ?? attempt.createdAt
+        let waited = Int(now.timeIntervalSince(since))
+        guard report.status == .pending, let window = capabilities.abandonedAttemptSeconds, waited > window,
+              let code = report.gatewayCode, capabilities.waitingForCustomerCodes.contains(code) else { return nil }
+        let from = attempt.submittedAt == nil ? "it started" : "it was submitted"
+        return Self.expiry(attempt, code: Self.expiredAbandonedCode,
+                           reason: "the gateway still reports it waiting for the customer (code \(code)) \(waited) s after \(from), past the \(window) s a customer has to finish it there")
+    }
+
+    /// The report that closes an attempt as expired (``expiredUnseenCode`` or ``expiredAbandonedCode``), applied through
+    /// the store's one status rule: a later verified success still moves it to paid. The reason is its message.
+    private static func expiry(_ attempt: DueAttempt, code: String, reason: String) -> StatusReport {
+        StatusReport(gateway: attempt.gateway, attempt: attempt.reference, status: .expired, gatewayCode: code, gatewayMessage: reason,
+                     eventID: "reconciler:\(attempt.reference.rawValue):expired")
+    }
+
+    /// Closes an attempt the gateway never saw as expired.
     private func expire(_ attempt: DueAttempt, code: String, now: Date, reason: String) async -> ReconciliationEntry? {
-        let report = StatusReport(gateway: attempt.gateway, attempt: attempt.reference, status: .expired,
-                                  gatewayCode: code, gatewayMessage: reason,
-                                  eventID: "reconciler:\(attempt.reference.rawValue):expired")
         do {
-            switch try await store.apply(report, source: .inquiry) {
-            case .applied(let attemptStatus, _):
-                return await record(attempt, .expired, reason, after: attemptStatus, now: now)
-            case .stale(let why), .needsInquiry(let why):
-                return await record(attempt, .unchanged, "not expired: \(why)", now: now)
-            case .duplicate:
-                return await record(attempt, .unchanged, "already expired", after: .expired, now: now)
-            case .unknownAttempt, .quarantined:
-                return await record(attempt, .skipped, "the attempt is no longer stored", now: now)
-            }
+            return await recordExpiry(attempt, try await store.apply(Self.expiry(attempt, code: code, reason: reason), source: .inquiry),
+                                      reason: reason, now: now)
         } catch {
             if Task.isCancelled { return nil }
             return await record(attempt, .inquiryFailed, "expiring failed: \(Self.describe(error))", now: now)
+        }
+    }
+
+    /// Records what applying an expiry did.
+    private func recordExpiry(_ attempt: DueAttempt, _ outcome: ApplyOutcome, reason: String, now: Date) async -> ReconciliationEntry? {
+        switch outcome {
+        case .applied(let attemptStatus, _):
+            return await record(attempt, .expired, reason, after: attemptStatus, now: now)
+        case .stale(let why), .needsInquiry(let why):
+            return await record(attempt, .unchanged, "not expired: \(why)", now: now)
+        case .duplicate:
+            return await record(attempt, .unchanged, "already expired", after: .expired, now: now)
+        case .unknownAttempt, .quarantined:
+            return await record(attempt, .skipped, "the attempt is no longer stored", now: now)
         }
     }
 

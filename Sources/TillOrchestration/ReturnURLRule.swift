@@ -1,4 +1,5 @@
 import Foundation
+import Till
 
 /// Which return URLs a merchant accepts from its apps: an absolute `https` URL with a host, or a URL on
 /// one of the custom schemes the merchant configured (``MerchantConfiguration/returnURLSchemes``).

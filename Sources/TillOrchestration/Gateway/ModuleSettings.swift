@@ -1,4 +1,5 @@
 import Foundation
+import Till
 
 /// A gateway module's settings and credentials, read with errors that name the entry at fault.
 ///

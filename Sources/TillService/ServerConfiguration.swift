@@ -1,5 +1,6 @@
 import Foundation
 import Till
+import TillOrchestration
 import TillGatewayKit
 
 // The merchant server's configuration file and secret resolution. They live here, not in the module
@@ -16,8 +17,12 @@ public struct TillConfiguration: Sendable, Hashable, Codable {
         self.server = server
     }
 
+    private enum CodingKeys: String, CodingKey, CaseIterable {
+        case merchants, server
+    }
+
     public init(from decoder: any Decoder) throws {
-        try decoder.reportUnknownKeys(allowed: ["merchants", "server"])
+        try decoder.reportUnknownKeys(CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         merchants = try c.decode([MerchantConfiguration].self, forKey: .merchants)
         server = try c.decodeIfPresent(ServerSettings.self, forKey: .server)
@@ -96,9 +101,12 @@ public struct ServerSettings: Sendable, Hashable, Codable {
         self.postgresConnections = postgresConnections
     }
 
+    private enum CodingKeys: String, CodingKey, CaseIterable {
+        case listen, storage, publicURL, maxBodyBytes, reconciliation, idleTimeoutSeconds, requestReadTimeoutSeconds, maxConnections, postgresConnections
+    }
+
     public init(from decoder: any Decoder) throws {
-        try decoder.reportUnknownKeys(allowed: ["listen", "storage", "publicURL", "maxBodyBytes", "reconciliation", "idleTimeoutSeconds",
-                                                "requestReadTimeoutSeconds", "maxConnections", "postgresConnections"])
+        try decoder.reportUnknownKeys(CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         let d = ServerSettings()
         listen = try c.decodeIfPresent(String.self, forKey: .listen) ?? d.listen
@@ -125,7 +133,7 @@ public struct ServerSettings: Sendable, Hashable, Codable {
             issues.append(.init(field: "\(path).listen", code: .invalidField, message: "expected host:port, such as 127.0.0.1:8080"))
         }
         if storage.hasPrefix("postgres://") || storage.hasPrefix("postgresql://") {
-            if case .failure(let problem) = PostgresPaymentStore.endpoint(storage) {
+            if case .failure(let problem) = PostgresEndpoint.read(storage) {
                 issues.append(.init(field: "\(path).storage", code: .invalidField, message: problem.message))
             }
         } else if !(storage.hasPrefix("sqlite:") && storage.count > 7) {

@@ -1,4 +1,5 @@
 import Foundation
+import Till
 
 /// One attempt of a payment, as the attempt policy sees it.
 public struct AttemptSummary: Sendable, Hashable {
@@ -130,13 +131,6 @@ public struct AttemptPolicy: Sendable, Hashable {
             return .failure(Refusal("not_retryable",
                                     "the last attempt's decline (\(last.gatewayCode ?? "no code")) may not be retried on another gateway"))
         }
-    }
-
-    /// Whether the app asks the server for another attempt by itself after `status`: only after a
-    /// definite failure the customer was never handed off for, while attempts remain. The server
-    /// decides the rest (``nextAttempt(payment:attempts:customerRequested:elapsed:)``).
-    public func appMayAskAgain(after status: PaymentStatus, handedOff: Bool, attemptsMade: Int, maxAttempts: Int) -> Bool {
-        attemptsMade < maxAttempts && (status == .failed || status == .expired) && !handedOff
     }
 
     /// Whether the next gateway may be tried right after a failed call, in-process (the cascade engine):

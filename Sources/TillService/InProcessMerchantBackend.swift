@@ -1,12 +1,12 @@
 import Foundation
 import Till
-import TillServer
+import TillOrchestration
 
 /// The app's ``MerchantBackend`` over the merchant server's own logic, in-process: what
 /// `HTTPMerchantBackend` does over HTTP, without the HTTP. Each call goes to ``PaymentService`` (the
 /// type the HTTP application adapts), and a refusal comes back as the ``CheckoutError`` the HTTP client
 /// would have made of the same answer: the server's `category` when it says what is known about the
-/// money, otherwise the HTTP status decides (a 409 or another 4xx is ``CheckoutError/Category/invalidInput``).
+/// money, otherwise the HTTP status decides, by the same table.
 public struct InProcessMerchantBackend: MerchantBackend {
     /// The server logic the calls go to.
     public let service: PaymentService
@@ -72,20 +72,13 @@ public struct InProcessMerchantBackend: MerchantBackend {
     /// The attempt's authoritative status, as the server holds it.
     public func status(of attempt: AttemptReference) async throws -> StatusReport? {
         await beforeEachCall()
-        return Self.report(of: attempt, in: try await mapped { try await service.payment(attempt: attempt, merchant: merchant) })
+        return try await mapped { try await service.payment(attempt: attempt, merchant: merchant) }.report(of: attempt)
     }
 
     /// The server inquires the attempt's gateway now and answers with the status afterwards.
     public func inquire(_ attempt: AttemptReference) async throws -> StatusReport? {
         await beforeEachCall()
-        return Self.report(of: attempt, in: try await mapped { try await service.inquire(attempt: attempt, merchant: merchant) })
-    }
-
-    /// The server's view of one attempt as a report (as the HTTP client reads `GET /v1/attempts/{reference}`).
-    static func report(of attempt: AttemptReference, in payment: PaymentView) -> StatusReport? {
-        guard let view = payment.attempts.first(where: { $0.reference == attempt }) else { return nil }
-        return StatusReport(gateway: view.gateway, attempt: attempt, gatewayReference: view.gatewayReference,
-                            status: view.status, amount: payment.amount, gatewayCode: view.gatewayCode)
+        return try await mapped { try await service.inquire(attempt: attempt, merchant: merchant) }.report(of: attempt)
     }
 
     /// Runs a server call and maps a refusal the way the HTTP client maps the answer it would have been.
@@ -101,20 +94,10 @@ public struct InProcessMerchantBackend: MerchantBackend {
         }
     }
 
-    /// The ``CheckoutError`` the HTTP client makes of a refusal: the server's category when it gave one,
-    /// otherwise the status's (400, 404, 409, 413, 422 and other 4xx: invalid input; 401, 403:
-    /// configuration; 503: unavailable; anything else: unknown outcome).
+    /// The ``CheckoutError`` the HTTP client makes of a refusal: the server's category when it gave one, otherwise
+    /// the HTTP status's, by the one table the app's client reads the server with (``MerchantServerCall``).
     public static func checkoutError(_ error: ServiceError) -> CheckoutError {
-        CheckoutError(CheckoutError.Code(rawValue: error.code), category: error.category ?? category(status: error.status.code),
+        CheckoutError(CheckoutError.Code(rawValue: error.code), category: error.category ?? MerchantServerCall.category(status: error.status.code),
                       field: error.field, message: error.message)
-    }
-
-    static func category(status: Int) -> CheckoutError.Category {
-        switch status {
-        case 401, 403: .configuration
-        case 503: .unavailable
-        case 400..<500: .invalidInput
-        default: .unknownOutcome
-        }
     }
 }

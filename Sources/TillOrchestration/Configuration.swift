@@ -1,4 +1,5 @@
 import Foundation
+import Till
 
 /// One merchant: its gateways, routing, retry policy and health settings.
 public struct MerchantConfiguration: Sendable, Hashable, Codable {
@@ -38,9 +39,12 @@ public struct MerchantConfiguration: Sendable, Hashable, Codable {
         maxAmounts[currency.code].map { Money(minorUnits: $0, currency: currency) }
     }
 
+    private enum CodingKeys: String, CodingKey, CaseIterable {
+        case id, apiKey, gateways, routing, retry, health, maxAmounts, returnURLSchemes, allowLoopbackHTTPReturnURLs
+    }
+
     public init(from decoder: any Decoder) throws {
-        try decoder.reportUnknownKeys(allowed: ["id", "apiKey", "gateways", "routing", "retry", "health", "maxAmounts",
-                                                "returnURLSchemes", "allowLoopbackHTTPReturnURLs"])
+        try decoder.reportUnknownKeys(CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         id = try c.decode(String.self, forKey: .id)
         apiKey = try c.decodeIfPresent(CredentialReference.self, forKey: .apiKey)
@@ -130,8 +134,12 @@ public struct GatewayConfiguration: Sendable, Hashable, Codable {
         self.limits = limits
     }
 
+    private enum CodingKeys: String, CodingKey, CaseIterable {
+        case id, module, enabled, credentials, settings, limits
+    }
+
     public init(from decoder: any Decoder) throws {
-        try decoder.reportUnknownKeys(allowed: ["id", "module", "enabled", "credentials", "settings", "limits"])
+        try decoder.reportUnknownKeys(CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         id = try c.decode(GatewayID.self, forKey: .id)
         module = try c.decode(String.self, forKey: .module)
@@ -187,8 +195,12 @@ public struct CapabilityLimits: Sendable, Hashable, Codable {
         self.actions = actions
     }
 
+    private enum CodingKeys: String, CodingKey, CaseIterable {
+        case methods, currencies, countries, actions
+    }
+
     public init(from decoder: any Decoder) throws {
-        try decoder.reportUnknownKeys(allowed: ["methods", "currencies", "countries", "actions"])
+        try decoder.reportUnknownKeys(CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         methods = try c.decodeIfPresent(Set<PaymentMethod>.self, forKey: .methods)
         currencies = try c.decodeIfPresent([String].self, forKey: .currencies)
@@ -206,7 +218,7 @@ public struct CredentialReference: Sendable, Hashable, Codable {
     /// Set when the file held a bare string (a pasted secret); already reported while decoding.
     private var pastedSecret = false
 
-    private enum CodingKeys: String, CodingKey { case env, file }
+    private enum CodingKeys: String, CodingKey, CaseIterable { case env, file }
 
     public init(env: String? = nil, file: String? = nil) {
         self.env = env
@@ -226,7 +238,7 @@ public struct CredentialReference: Sendable, Hashable, Codable {
             pastedSecret = true
             return
         }
-        try decoder.reportUnknownKeys(allowed: ["env", "file"])
+        try decoder.reportUnknownKeys(CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         env = try c.decodeIfPresent(String.self, forKey: .env)
         file = try c.decodeIfPresent(String.self, forKey: .file)
@@ -262,8 +274,12 @@ public struct RoutingConfiguration: Sendable, Hashable, Codable {
         self.fallback = fallback
     }
 
+    private enum CodingKeys: String, CodingKey, CaseIterable {
+        case rules, fallback
+    }
+
     public init(from decoder: any Decoder) throws {
-        try decoder.reportUnknownKeys(allowed: ["rules", "fallback"])
+        try decoder.reportUnknownKeys(CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         rules = try c.decodeIfPresent([RoutingRule].self, forKey: .rules) ?? []
         fallback = try c.decodeIfPresent([GatewayID].self, forKey: .fallback)
@@ -284,8 +300,12 @@ public struct RoutingRule: Sendable, Hashable, Codable {
         self.gateways = gateways
     }
 
+    private enum CodingKeys: String, CodingKey, CaseIterable {
+        case name, when, gateways
+    }
+
     public init(from decoder: any Decoder) throws {
-        try decoder.reportUnknownKeys(allowed: ["name", "when", "gateways"])
+        try decoder.reportUnknownKeys(CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         name = try c.decodeIfPresent(String.self, forKey: .name)
         when = try c.decodeIfPresent(RuleConditions.self, forKey: .when) ?? RuleConditions()
@@ -327,13 +347,17 @@ public struct RuleTarget: Sendable, Hashable, Codable {
         self.weight = weight
     }
 
+    private enum CodingKeys: String, CodingKey, CaseIterable {
+        case id, weight
+    }
+
     public init(from decoder: any Decoder) throws {
         if let single = try? decoder.singleValueContainer(), let bare = try? single.decode(String.self) {
             id = GatewayID(rawValue: bare)
             weight = nil
             return
         }
-        try decoder.reportUnknownKeys(allowed: ["id", "weight"])
+        try decoder.reportUnknownKeys(CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         id = try c.decode(GatewayID.self, forKey: .id)
         weight = try c.decodeIfPresent(Int.self, forKey: .weight)
@@ -364,8 +388,12 @@ public struct RuleConditions: Sendable, Hashable, Codable {
         self.actions = actions
     }
 
+    private enum CodingKeys: String, CodingKey, CaseIterable {
+        case methods, currencies, countries, amount, cardIIN, metadata, actions
+    }
+
     public init(from decoder: any Decoder) throws {
-        try decoder.reportUnknownKeys(allowed: ["methods", "currencies", "countries", "amount", "cardIIN", "metadata", "actions"])
+        try decoder.reportUnknownKeys(CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         methods = try c.decodeIfPresent([PaymentMethod].self, forKey: .methods)
         currencies = try c.decodeIfPresent([String].self, forKey: .currencies)
@@ -405,8 +433,12 @@ public struct AmountRange: Sendable, Hashable, Codable {
         self.max = max
     }
 
+    private enum CodingKeys: String, CodingKey, CaseIterable {
+        case currency, min, max
+    }
+
     public init(from decoder: any Decoder) throws {
-        try decoder.reportUnknownKeys(allowed: ["currency", "min", "max"])
+        try decoder.reportUnknownKeys(CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         currency = try c.decode(String.self, forKey: .currency)
         min = try c.decodeIfPresent(String.self, forKey: .min)
@@ -454,8 +486,12 @@ public struct IINRange: Sendable, Hashable, Codable {
         self.to = to
     }
 
+    private enum CodingKeys: String, CodingKey, CaseIterable {
+        case from, to
+    }
+
     public init(from decoder: any Decoder) throws {
-        try decoder.reportUnknownKeys(allowed: ["from", "to"])
+        try decoder.reportUnknownKeys(CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         from = try c.decode(String.self, forKey: .from)
         to = try c.decode(String.self, forKey: .to)
@@ -498,8 +534,12 @@ public struct RetryPolicy: Sendable, Hashable, Codable {
         self.decisionOverrides = decisionOverrides
     }
 
+    private enum CodingKeys: String, CodingKey, CaseIterable {
+        case maxAttempts, timeBudgetMillis, inquiryAttempts, inquiryIntervalMillis, decisionOverrides
+    }
+
     public init(from decoder: any Decoder) throws {
-        try decoder.reportUnknownKeys(allowed: ["maxAttempts", "timeBudgetMillis", "inquiryAttempts", "inquiryIntervalMillis", "decisionOverrides"])
+        try decoder.reportUnknownKeys(CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         let d = RetryPolicy()
         maxAttempts = try c.decodeIfPresent(Int.self, forKey: .maxAttempts) ?? d.maxAttempts
@@ -544,8 +584,12 @@ public struct HealthSettings: Sendable, Hashable, Codable {
         self.halfOpenProbes = halfOpenProbes
     }
 
+    private enum CodingKeys: String, CodingKey, CaseIterable {
+        case window, minSamples, minSuccessRate, failureThreshold, openMillis, halfOpenProbes
+    }
+
     public init(from decoder: any Decoder) throws {
-        try decoder.reportUnknownKeys(allowed: ["window", "minSamples", "minSuccessRate", "failureThreshold", "openMillis", "halfOpenProbes"])
+        try decoder.reportUnknownKeys(CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         let d = HealthSettings()
         window = try c.decodeIfPresent(Int.self, forKey: .window) ?? d.window

@@ -4,10 +4,11 @@ import HTTPTypes
 import Logging
 import Metrics
 import Till
+import TillOrchestration
 import TillGatewayKit
 
 /// Where a crash-safety test wants the server to die while handling a notification.
-public enum CrashPoint: String, Sendable {
+package enum CrashPoint: String, Sendable {
     /// After the notification is verified, before anything is stored.
     case beforeStore = "before-store"
     /// After the notification is stored and applied (committed), before the acknowledgement is sent.
@@ -23,7 +24,7 @@ public struct ServiceError: Error, Sendable, Hashable {
     public var field: String?
     public var category: CheckoutError.Category?
 
-    static let unauthorized = ServiceError(status: .unauthorized, code: "unauthorized", message: "missing or invalid API key or client secret")
+    package static let unauthorized = ServiceError(status: .unauthorized, code: "unauthorized", message: "missing or invalid API key or client secret")
     static func notFound(_ what: String) -> ServiceError { ServiceError(status: .notFound, code: "not_found", message: "no such \(what)") }
 
     public init(status: HTTPResponse.Status, code: String, message: String, field: String? = nil, category: CheckoutError.Category? = nil) {
@@ -68,7 +69,13 @@ public struct PaymentService: Sendable {
     let redactor = Redactor()
 
     public init(state: ServerState, store: any PaymentStore, logger: Logger = Logger(label: "till.server"),
-                metrics: any MetricsFactory = MetricsSystem.factory, crashPoint: CrashPoint? = nil, inquiriesInline: Bool = false) {
+                metrics: any MetricsFactory = MetricsSystem.factory, inquiriesInline: Bool = false) {
+        self.init(state: state, store: store, logger: logger, metrics: metrics, crashPoint: nil, inquiriesInline: inquiriesInline)
+    }
+
+    /// The same, with a crash-safety test's ``CrashPoint`` (test-only: the process kills itself there).
+    package init(state: ServerState, store: any PaymentStore, logger: Logger = Logger(label: "till.server"),
+                 metrics: any MetricsFactory = MetricsSystem.factory, crashPoint: CrashPoint?, inquiriesInline: Bool = false) {
         self.state = state
         self.store = store
         self.logger = logger
@@ -127,7 +134,7 @@ public struct PaymentService: Sendable {
 
     /// Why this merchant could not send `intent` to any gateway, or `nil` when one can take it: the router's
     /// eligibility first (method, currency, country, action, routing), then what each gateway the router would
-    /// offer it to needs of the payment (``CheckoutServer/requirementIssues(for:)``): one that can take it is
+    /// offer it to needs of the payment (``GatewayServerHalf/requirementIssues(for:)``): one that can take it is
     /// enough; when none can, the first candidate's first problem, its field under `path`
     /// (`body.customer.email`). Asked at create and at every change of the payment, so no attempt ever starts
     /// with a payment its gateway must refuse.
@@ -160,7 +167,7 @@ public struct PaymentService: Sendable {
     }
 
     /// The part of the app's data `gateway` reads: the keys it declares (``GatewayCapabilities/appDataKeys``).
-    static func appData(_ appData: [String: String], for gateway: any CheckoutServer) -> [String: String] {
+    static func appData(_ appData: [String: String], for gateway: any GatewayServerHalf) -> [String: String] {
         appData.filter { gateway.capabilities.appDataKeys.contains($0.key) }
     }
 
@@ -263,10 +270,10 @@ public struct PaymentService: Sendable {
 
     /// Compared against when a client secret names a payment the store does not have: the shape of a stored
     /// digest, matching no secret (no SHA-256 is all zeros to anyone's knowledge).
-    static let absentSecretDigest = String(repeating: "0", count: 64)
+    package static let absentSecretDigest = String(repeating: "0", count: 64)
 
     /// What the store keeps of a client secret: the hex SHA-256 of its secret part.
-    static func digest(clientSecret part: Substring) -> String {
+    package static func digest(clientSecret part: Substring) -> String {
         Hex.encode(SHA256.hash(data: Data(part.utf8)))
     }
 
@@ -382,7 +389,7 @@ public struct PaymentService: Sendable {
 
     /// The app's ``PrepareRequest/appData``, checked before anything is stored: at most 16 keys, each one some
     /// gateway module reads, each value 1 to 1024 bytes of UTF-8 without control characters. The chosen gateway
-    /// then checks its own values by its own rules (``CheckoutServer/appDataIssues(_:)``).
+    /// then checks its own values by its own rules (``GatewayServerHalf/appDataIssues(_:)``).
     func checkedAppData(_ data: [String: String]) throws -> [String: String] {
         guard data.count <= 16 else {
             throw ServiceError(status: .unprocessableContent, code: "invalid_field", message: "at most 16 entries", field: "body.appData")
@@ -560,14 +567,10 @@ public struct PaymentService: Sendable {
         return PaymentView(try await store.payment(attempt: reference) ?? payment)
     }
 
-    /// One inquiry of `attempt` and the answer applied (source `inquiry`).
-    func inquireAndApply(_ attempt: StoredAttempt, of payment: StoredPayment, on gateway: any CheckoutServer) async throws -> ApplyOutcome {
-        let report = try await gateway.inquire(await store.inquiryQuery(for: attempt.reference, gatewayReference: attempt.gatewayReference,
-                                                                        amount: payment.intent.amount, gatewayID: attempt.gateway, on: gateway))
-        guard report.attempt == attempt.reference, report.gateway == attempt.gateway else {
-            throw CheckoutError(.unknownOutcome, message: "the gateway answered about another attempt", gateway: attempt.gateway)
-        }
-        return try await store.apply(report, source: .inquiry)
+    /// One inquiry of `attempt` and the answer applied (source `inquiry`): the store's one settle.
+    func inquireAndApply(_ attempt: StoredAttempt, of payment: StoredPayment, on gateway: any GatewayServerHalf) async throws -> ApplyOutcome {
+        try await store.settle(attempt.reference, on: attempt.gateway, gatewayReference: attempt.gatewayReference,
+                               amount: payment.intent.amount, gateway: gateway).outcome
     }
 
     /// Records what the app saw (informational; a reported hand-off is kept for the attempt policy).
@@ -604,7 +607,7 @@ public struct PaymentService: Sendable {
     public func receiveNotification(gateway gatewayID: GatewayID, headers: [String: String], body: Data,
                                     logger: Logger? = nil) async throws -> NotificationAcknowledgement {
         let logger = logger ?? self.logger
-        let candidates: [(merchant: MerchantRuntime, gateway: any CheckoutServer)] = state.merchants.compactMap { merchant in
+        let candidates: [(merchant: MerchantRuntime, gateway: any GatewayServerHalf)] = state.merchants.compactMap { merchant in
             merchant.gateways[gatewayID].map { (merchant: merchant, gateway: $0) }
         }
         guard !candidates.isEmpty else { throw ServiceError.notFound("gateway") }

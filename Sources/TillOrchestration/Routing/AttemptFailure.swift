@@ -1,3 +1,6 @@
+import Foundation
+import Till
+
 /// What a failed gateway call (a Prepare or a Submit) means for the money: the one classification
 /// the merchant server, the app and the tests share.
 ///

@@ -1,3 +1,6 @@
+import Foundation
+import Till
+
 /// A small, fast, seedable random number generator (SplitMix64), so routing draws and chaos runs
 /// are reproducible from a seed. Not for secrets: state values and attempt references in
 /// production use the system generator.

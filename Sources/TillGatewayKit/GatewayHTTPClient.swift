@@ -10,11 +10,11 @@ import Foundation
 /// whenever the request may have been processed.
 ///
 /// ```swift
-/// let client = GatewayClient(gateway: gateway, transport: transport)
-/// let request = try GatewayClient.jsonRequest(.post, endpoint, body: charge, gateway: gateway)
+/// let client = GatewayHTTPClient(gateway: gateway, transport: transport)
+/// let request = try GatewayHTTPClient.jsonRequest(.post, endpoint, body: charge, gateway: gateway)
 /// let answer = try await client.json(request, as: ChargeAnswer.self)
 /// ```
-public struct GatewayClient: Sendable {
+public struct GatewayHTTPClient: Sendable {
     /// The gateway every error is attributed to.
     public let gateway: GatewayID
     /// How requests are sent.

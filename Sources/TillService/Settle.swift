@@ -1,0 +1,49 @@
+import Foundation
+import Till
+import TillOrchestration
+
+extension PaymentStore {
+    /// The query for an inquiry of `attempt` at `gateway`: its reference at the gateway, the payment's amount, and
+    /// the verified notifications waiting for this inquiry to confirm them, re-verified by the gateway module now
+    /// (a stored body that no longer verifies, or that names another attempt, is left out). Every inquiry the
+    /// server makes — after a notification, from the reconciler, at a caller's request — asks with this query.
+    package func inquiryQuery(for attempt: AttemptReference, gatewayReference: String?, amount: Money?, gatewayID: GatewayID,
+                      on gateway: any GatewayServerHalf) async -> InquiryQuery {
+        let awaiting = (try? await notificationsAwaitingInquiry(attempt: attempt, gateway: gatewayID, limit: 5)) ?? []
+        let confirming = awaiting.compactMap { raw -> StatusReport? in
+            guard let verified = try? gateway.verifyNotification(IncomingNotification(headers: raw.headers, body: raw.body)),
+                  verified.report.attempt == attempt else { return nil }
+            return verified.report
+        }
+        return InquiryQuery(attempt: attempt, gatewayReference: gatewayReference, amount: amount, confirming: confirming)
+    }
+}
+
+/// What one settle did: the gateway's answer, the report applied (the answer, or what the caller's `closing` made
+/// of it), and what applying it did.
+package struct Settlement: Sendable {
+    package var answer: StatusReport
+    package var applied: StatusReport
+    package var outcome: ApplyOutcome
+}
+
+extension PaymentStore {
+    /// The one way the server settles an attempt by asking its gateway, used by the API's inquiries, the inquiries
+    /// the server starts after a notification, and the reconciler: the attempt's inquiry query, the gateway's answer
+    /// checked to be about this attempt on this gateway, and the answer applied by the attempt policy (source
+    /// `inquiry`). `closing` may replace the answer before it is applied (the reconciler closes an attempt abandoned
+    /// at the gateway as expired); by default the answer is applied as it is.
+    /// - Throws: the gateway module's ``CheckoutError`` (``CheckoutError/Code/attemptNotFound`` when the gateway has no
+    ///   such attempt), `unknownOutcome` for an answer about another attempt, or the store's error.
+    package func settle(_ attempt: AttemptReference, on gatewayID: GatewayID, gatewayReference: String?, amount: Money?,
+                        gateway: any GatewayServerHalf,
+                        closing: (StatusReport) -> StatusReport? = { _ in nil }) async throws -> Settlement {
+        let answer = try await gateway.inquire(await inquiryQuery(for: attempt, gatewayReference: gatewayReference, amount: amount,
+                                                                  gatewayID: gatewayID, on: gateway))
+        guard answer.attempt == attempt, answer.gateway == gatewayID else {
+            throw CheckoutError(.unknownOutcome, message: "the gateway answered about another attempt", gateway: gatewayID)
+        }
+        let applied = closing(answer) ?? answer
+        return Settlement(answer: answer, applied: applied, outcome: try await apply(applied, source: .inquiry))
+    }
+}

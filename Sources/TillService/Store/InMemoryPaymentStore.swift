@@ -1,0 +1,243 @@
+import Foundation
+import Till
+import TillOrchestration
+
+/// A ``PaymentStore`` in memory, for the app's in-process mode, tests and demos: the same decisions as the
+/// database stores (``StoreRules``, the one attempt policy), the same compare-and-set checks and uniqueness
+/// rules, kept in one actor instead of a schema. Nothing survives the process; a server that must keep payments
+/// uses SQLite or PostgreSQL.
+public actor InMemoryPaymentStore: PaymentStore {
+    private struct Notification {
+        var gateway: GatewayID
+        var eventID: String
+        var attempt: AttemptReference
+        var outcome: String
+        var raw: RawNotification
+    }
+
+    private var payments: [String: StoredPayment] = [:]
+    private var paymentOfAttempt: [AttemptReference: String] = [:]
+    private var references: Set<[String]> = []
+    private var idempotency: [[String]: (requestHash: String, paymentID: String)] = [:]
+    private var secrets: [String: String] = [:]
+    private var notifications: [Notification] = []
+    private var seenEvents: Set<[String]> = []
+    private var quarantine: [(merchant: String, notification: QuarantinedNotification)] = []
+    private var log: [ReconciliationEntry] = []
+
+    public init() {}
+
+    public func migrate() async throws {}
+    public func close() async throws {}
+
+    public func notificationCount(attempt: AttemptReference) async throws -> Int {
+        notifications.count { $0.attempt == attempt }
+    }
+
+    public func notificationsAwaitingInquiry(attempt: AttemptReference, gateway: GatewayID, limit: Int) async throws -> [RawNotification] {
+        Array(notifications.reversed().filter { $0.attempt == attempt && $0.gateway == gateway && $0.outcome == "needs_inquiry" }
+            .prefix(limit).map(\.raw))
+    }
+
+    public func hasIdempotencyKey(_ key: String, merchant: String) async throws -> Bool { idempotency[[merchant, key]] != nil }
+
+    public func create(_ intent: PaymentIntent, merchant: String, id: String, idempotencyKey: String?, requestHash: String,
+                       clientSecretHash: String?) async throws -> CreateOutcome {
+        if let key = idempotencyKey, let known = idempotency[[merchant, key]] {
+            guard known.requestHash == requestHash else { return .idempotencyConflict }
+            guard let existing = payments[known.paymentID] else { throw StoreError.unavailable("idempotency key points to a missing payment") }
+            if let clientSecretHash { secrets[existing.id] = clientSecretHash }
+            return .replayed(existing)
+        }
+        guard !references.contains([merchant, intent.merchantReference]) else { return .duplicateReference }
+        guard payments[id] == nil else { throw StoreError.conflict("payment \(id) already exists") }
+        let now = Self.now()
+        let payment = StoredPayment(id: id, merchantID: merchant, intent: intent, status: .created, attempts: [], createdAt: now, updatedAt: now)
+        payments[id] = payment
+        references.insert([merchant, intent.merchantReference])
+        if let key = idempotencyKey { idempotency[[merchant, key]] = (requestHash, id) }
+        if let clientSecretHash { secrets[id] = clientSecretHash }
+        return .created(payment)
+    }
+
+    public func clientSecretHash(payment id: String) async throws -> (merchantID: String, hash: String)? {
+        guard let payment = payments[id], let hash = secrets[id] else { return nil }
+        return (payment.merchantID, hash)
+    }
+
+    public func payment(id: String, merchant: String) async throws -> StoredPayment? {
+        payments[id].flatMap { $0.merchantID == merchant ? $0 : nil }
+    }
+
+    public func payment(attempt: AttemptReference) async throws -> StoredPayment? {
+        paymentOfAttempt[attempt].flatMap { payments[$0] }
+    }
+
+    public func addAttempt(_ reference: AttemptReference, payment id: String, gateway: GatewayID, expected: [StoredAttempt],
+                           customerRequested: Bool, intent: PaymentIntent?) async throws {
+        guard var payment = payments[id], StoreRules.unchanged(payment.attempts, expected: expected),
+              intent.map({ $0 == payment.intent }) ?? true else {
+            throw StoreError.conflict("the attempts or the intent of payment \(id) changed")
+        }
+        guard paymentOfAttempt[reference] == nil else { throw StoreError.conflict("attempt \(reference) already exists") }
+        let now = Self.now()
+        payment.attempts.append(StoredAttempt(reference: reference, paymentID: id, sequence: expected.count + 1, gateway: gateway,
+                                              status: .created, customerRequested: customerRequested, createdAt: now, updatedAt: now))
+        paymentOfAttempt[reference] = id
+        payments[id] = Self.refreshed(payment, at: now)
+    }
+
+    public func replaceIntent(_ intent: PaymentIntent, payment id: String, merchant: String, expected: [StoredAttempt]) async throws -> StoredPayment? {
+        guard var payment = payments[id], payment.merchantID == merchant else { return nil }
+        guard StoreRules.unchanged(payment.attempts, expected: expected) else { throw StoreError.conflict("the attempts of payment \(id) changed") }
+        payment.intent = intent
+        payment.updatedAt = Self.now()
+        payments[id] = payment
+        return payment
+    }
+
+    public func attemptPrepared(_ reference: AttemptReference, gatewayReference: String?, returnURL: URL?) async throws {
+        update(reference) { attempt in
+            attempt.gatewayReference = gatewayReference
+            attempt.returnURL = returnURL ?? attempt.returnURL
+            if attempt.status == .created { attempt.status = .pending }
+            return true
+        }
+    }
+
+    public func markSubmitted(_ reference: AttemptReference) async throws -> Bool {
+        update(reference) { attempt in
+            guard attempt.submittedAt == nil, attempt.status == .pending else { return false }
+            attempt.submittedAt = Self.now()
+            return true
+        }
+    }
+
+    public func recordClientOutcome(_ outcome: ClientOutcome, attempt reference: AttemptReference) async throws {
+        update(reference) { attempt in
+            attempt.clientOutcome = outcome
+            attempt.handedOff = attempt.handedOff || outcome.handedOff == true
+            return true
+        }
+    }
+
+    public func markHandedOff(_ reference: AttemptReference) async throws {
+        update(reference) { attempt in
+            attempt.handedOff = true
+            return true
+        }
+    }
+
+    public func ingest(_ notification: RawNotification, report: StatusReport, merchant: String,
+                       source: AttemptPolicy.ReportSource) async throws -> ApplyOutcome {
+        guard report.gateway == notification.gateway, let id = paymentOfAttempt[report.attempt], let payment = payments[id],
+              payment.merchantID == merchant,
+              payment.attempts.contains(where: { $0.reference == report.attempt && $0.gateway == notification.gateway }) else {
+            // Verified, but about no attempt of this merchant on this gateway: kept, applied to nothing.
+            if !quarantine.contains(where: { $0.merchant == merchant && $0.notification.gateway == notification.gateway
+                                             && $0.notification.attempt == report.attempt && $0.notification.eventID == report.eventID }) {
+                quarantine.append((merchant, QuarantinedNotification(gateway: notification.gateway, attempt: report.attempt, eventID: report.eventID,
+                                                                     reportedStatus: report.status, headers: notification.headers,
+                                                                     body: notification.body, receivedAt: notification.receivedAt)))
+            }
+            return .quarantined
+        }
+        guard seenEvents.insert([report.attempt.rawValue, notification.gateway.rawValue, report.eventID]).inserted else { return .duplicate }
+        let outcome = apply(report, to: id, source: source)
+        notifications.append(Notification(gateway: notification.gateway, eventID: report.eventID, attempt: report.attempt,
+                                          outcome: outcome.storedName, raw: notification))
+        return outcome
+    }
+
+    public func apply(_ report: StatusReport, source: AttemptPolicy.ReportSource) async throws -> ApplyOutcome {
+        guard let id = paymentOfAttempt[report.attempt] else { return .unknownAttempt }
+        return apply(report, to: id, source: source)
+    }
+
+    public func quarantined(merchant: String, limit: Int) async throws -> [QuarantinedNotification] {
+        Array(quarantine.reversed().filter { $0.merchant == merchant }.prefix(limit).map(\.notification))
+    }
+
+    public func dueAttempts(createdBefore: Date, now: Date, limit: Int) async throws -> [DueAttempt] {
+        let due = payments.values.flatMap { payment in
+            payment.attempts.filter { attempt in
+                (attempt.status == .created || attempt.status == .pending) && attempt.createdAt < createdBefore
+                    && (attempt.nextInquiryAt.map { $0 <= now } ?? true)
+            }.map { attempt in
+                DueAttempt(reference: attempt.reference, paymentID: payment.id, merchantID: payment.merchantID, gateway: attempt.gateway,
+                           status: attempt.status, gatewayReference: attempt.gatewayReference, amount: payment.intent.amount,
+                           createdAt: attempt.createdAt, inquiryCount: attempt.inquiryCount, nextInquiryAt: attempt.nextInquiryAt,
+                           submittedAt: attempt.submittedAt)
+            }
+        }
+        return Array(due.sorted { ($0.createdAt, $0.reference.rawValue) < ($1.createdAt, $1.reference.rawValue) }.prefix(limit))
+    }
+
+    public func claimInquiry(_ reference: AttemptReference, expected: Date?, next: Date) async throws -> Bool {
+        update(reference) { attempt in
+            guard attempt.nextInquiryAt == expected else { return false }
+            attempt.nextInquiryAt = next
+            attempt.inquiryCount += 1
+            return true
+        }
+    }
+
+    public func logReconciliation(_ entry: ReconciliationEntry) async throws { log.append(entry) }
+
+    public func reconciliationLog(limit: Int) async throws -> [ReconciliationEntry] { Array(log.reversed().prefix(limit)) }
+
+    // MARK: Rows
+
+    /// Changes one attempt when `change` says so, and re-derives its payment's status. False when there is no
+    /// such attempt or `change` changed nothing.
+    @discardableResult
+    private func update(_ reference: AttemptReference, _ change: (inout StoredAttempt) -> Bool) -> Bool {
+        guard let id = paymentOfAttempt[reference], var payment = payments[id],
+              let index = payment.attempts.firstIndex(where: { $0.reference == reference }) else { return false }
+        let now = Self.now()
+        guard change(&payment.attempts[index]) else { return false }
+        payment.attempts[index].updatedAt = now
+        payments[id] = Self.refreshed(payment, at: now)
+        return true
+    }
+
+    /// The stores' one rule (``StoreRules/apply(_:attempt:payment:source:)``) applied to the rows.
+    private func apply(_ report: StatusReport, to id: String, source: AttemptPolicy.ReportSource) -> ApplyOutcome {
+        guard var payment = payments[id], let index = payment.attempts.firstIndex(where: { $0.reference == report.attempt }) else {
+            return .unknownAttempt
+        }
+        let facts = PaymentFacts(id: id, merchantID: payment.merchantID, status: payment.status, amount: payment.intent.amount,
+                                 attempts: payment.attempts)
+        let effect = StoreRules.apply(report, attempt: payment.attempts[index], payment: facts, source: source)
+        let now = Self.now()
+        if let status = effect.attemptStatus {
+            payment.attempts[index].status = status
+            payment.attempts[index].gatewayCode = report.gatewayCode ?? payment.attempts[index].gatewayCode
+            payment.attempts[index].gatewayReference = payment.attempts[index].gatewayReference ?? report.gatewayReference
+            payment.attempts[index].updatedAt = now
+        }
+        if let refunded = effect.refundedMinorUnits {
+            payment.attempts[index].refundedMinorUnits = refunded
+            payment.attempts[index].updatedAt = now
+        }
+        if let status = effect.paymentStatus {
+            payment.status = status
+            payment.updatedAt = now
+        }
+        payments[id] = payment
+        return effect.outcome
+    }
+
+    /// `payment` with its status re-derived from its attempts (``StoreRules/derivedStatus(current:attempts:)``).
+    private static func refreshed(_ payment: StoredPayment, at now: Date) -> StoredPayment {
+        var payment = payment
+        if let derived = StoreRules.derivedStatus(current: payment.status, attempts: payment.attempts.map(\.status)) {
+            payment.status = derived
+            payment.updatedAt = now
+        }
+        return payment
+    }
+
+    /// Now, at the stores' precision (milliseconds).
+    private static func now() -> Date { Date(storedMillis: Date().storedMillis) }
+}
