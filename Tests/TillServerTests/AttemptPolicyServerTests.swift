@@ -15,7 +15,7 @@ struct AttemptPolicyServerTests {
     }
 
     @Test("after a hand-off, a failed attempt is not followed automatically; only the customer's request starts another",
-          arguments: StoreKind.available)
+          arguments: StoreKind.everyStore)
     func handOffNeedsTheCustomer(kind: StoreKind) async throws {
         let h = try await ServerHarness(kind, gateways: ["first", "second"])
         defer { Task { await h.stop() } }
@@ -43,7 +43,7 @@ struct AttemptPolicyServerTests {
         #expect(attempts[1]["customerRequested"] as? Bool == true)
     }
 
-    @Test("without a hand-off the same decline cascades automatically, as the decision table says", arguments: StoreKind.available)
+    @Test("without a hand-off the same decline cascades automatically, as the decision table says", arguments: StoreKind.everyStore)
     func noHandOffCascades(kind: StoreKind) async throws {
         let h = try await ServerHarness(kind, gateways: ["first", "second"])
         defer { Task { await h.stop() } }
@@ -57,7 +57,7 @@ struct AttemptPolicyServerTests {
     }
 
     @Test("a half-open probe that fails is released: the next period probes again, and a success closes the circuit",
-          arguments: StoreKind.available)
+          arguments: StoreKind.everyStore)
     func probeReleased(kind: StoreKind) async throws {
         let clock = VirtualClock()
         let h = try await ServerHarness(kind, gateways: ["solo"],

@@ -12,7 +12,7 @@ struct CascadeRulesTests {
         try await h.send("POST", "v1/payments/\(id)/attempts", json: "{}")
     }
 
-    @Test("a step-up decline goes back to the app; an unlisted code is never retried", arguments: StoreKind.available)
+    @Test("a step-up decline goes back to the app; an unlisted code is never retried", arguments: StoreKind.everyStore)
     func stepUpAndUnlisted(kind: StoreKind) async throws {
         let h = try await ServerHarness(kind, gateways: ["first", "second"])
         defer { Task { await h.stop() } }
@@ -28,7 +28,7 @@ struct CascadeRulesTests {
         }
     }
 
-    @Test("a charge whose answer was lost is inquired, never cascaded: paid once", arguments: StoreKind.available)
+    @Test("a charge whose answer was lost is inquired, never cascaded: paid once", arguments: StoreKind.everyStore)
     func lostAnswer(kind: StoreKind) async throws {
         let h = try await ServerHarness(kind, gateways: ["first", "second"], flow: .submit)
         defer { Task { await h.stop() } }
@@ -45,7 +45,7 @@ struct CascadeRulesTests {
         #expect(await h.gateway("second").ledger.charges.isEmpty)
     }
 
-    @Test("a request the gateway has not seen yet stays open: inquiry says not found, no cascade", arguments: StoreKind.available)
+    @Test("a request the gateway has not seen yet stays open: inquiry says not found, no cascade", arguments: StoreKind.everyStore)
     func delayedRequest(kind: StoreKind) async throws {
         let h = try await ServerHarness(kind, gateways: ["first", "second"], flow: .submit)
         defer { Task { await h.stop() } }
@@ -63,7 +63,7 @@ struct CascadeRulesTests {
         #expect(try await h.send("POST", "v1/attempts/\(attempt.rawValue)/inquire").json["status"] as? String == "paid")
     }
 
-    @Test("a 5xx with or without a charge is never cascaded on", arguments: StoreKind.available)
+    @Test("a 5xx with or without a charge is never cascaded on", arguments: StoreKind.everyStore)
     func serverErrors(kind: StoreKind) async throws {
         let h = try await ServerHarness(kind, gateways: ["first", "second"], flow: .submit)
         defer { Task { await h.stop() } }
@@ -76,7 +76,7 @@ struct CascadeRulesTests {
         #expect(await h.gateway("second").ledger.charges.isEmpty)
     }
 
-    @Test("at most maxAttempts attempts; then none is left", arguments: StoreKind.available)
+    @Test("at most maxAttempts attempts; then none is left", arguments: StoreKind.everyStore)
     func maxAttempts(kind: StoreKind) async throws {
         let h = try await ServerHarness(kind, gateways: ["first", "second", "third"], maxAttempts: 2)
         defer { Task { await h.stop() } }
@@ -90,7 +90,7 @@ struct CascadeRulesTests {
         #expect(try await prepare(h, id).errorCode == "attempts_exhausted")
     }
 
-    @Test("every gateway tried: nothing left, a clear refusal", arguments: StoreKind.available)
+    @Test("every gateway tried: nothing left, a clear refusal", arguments: StoreKind.everyStore)
     func noneLeft(kind: StoreKind) async throws {
         let h = try await ServerHarness(kind, gateways: ["only"])
         defer { Task { await h.stop() } }

@@ -14,6 +14,9 @@ import TillTesting
 /// Which store a test runs against.
 enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case sqlite, postgres
+    /// TillService's ``InMemoryPaymentStore`` (the app's in-process mode and the tests' backend): held to the same
+    /// behaviour as the database stores wherever a test needs no SQL.
+    case memory
     var testDescription: String { rawValue }
 
     /// PostgreSQL tests need `TILL_TEST_POSTGRES_URL` (`.ci/run` starts a server and sets it).
@@ -28,6 +31,9 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
         return [.sqlite, .postgres]
     }
 
+    /// The database stores available here and the in-memory store: for tests of behaviour that read no SQL.
+    static var everyStore: [StoreKind] { available + [.memory] }
+
     func open() async throws -> any PaymentStore {
         let store: any PaymentStore
         switch self {
@@ -36,6 +42,8 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
             store = try SQLitePaymentStore(path: path)
         case .postgres:
             store = try PostgresPaymentStore(url: StoreKind.postgresURL!)
+        case .memory:
+            store = InMemoryPaymentStore()
         }
         try await store.migrate()
         return store

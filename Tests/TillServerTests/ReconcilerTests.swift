@@ -141,7 +141,7 @@ private struct Fixture {
 @Suite("Reconciler: settles what nobody settled")
 struct ReconcilerTests {
     @Test("an attempt abandoned after prepare, never notified, is settled by a pass once it is old enough",
-          arguments: StoreKind.available, [FakeBehavior.pending, .timeoutAfterCharging])
+          arguments: StoreKind.everyStore, [FakeBehavior.pending, .timeoutAfterCharging])
     func settlesAbandoned(kind: StoreKind, behavior: FakeBehavior) async throws {
         let f = try await Fixture(kind)
         let gateway = f.gateways["fake"]!
@@ -173,7 +173,7 @@ struct ReconcilerTests {
         try await f.store.close()
     }
 
-    @Test("an attempt younger than minimumAgeSeconds is left to the app and the notification", arguments: StoreKind.available)
+    @Test("an attempt younger than minimumAgeSeconds is left to the app and the notification", arguments: StoreKind.everyStore)
     func youngLeftAlone(kind: StoreKind) async throws {
         let f = try await Fixture(kind)
         let reference = try await f.abandonedAttempt(FakeAttemptPlan(.timeoutAfterCharging, notification: .never))
@@ -190,7 +190,7 @@ struct ReconcilerTests {
         try await f.store.close()
     }
 
-    @Test("a failed inquiry is not repeated before its backoff, which doubles; inquiry_count grows", arguments: StoreKind.available)
+    @Test("a failed inquiry is not repeated before its backoff, which doubles; inquiry_count grows", arguments: StoreKind.everyStore)
     func backoff(kind: StoreKind) async throws {
         let f = try await Fixture(kind)
         let gateway = f.gateways["fake"]!
@@ -236,7 +236,7 @@ struct ReconcilerTests {
     }
 
     @Test("each gateway has its own budget per pass; over it, attempts wait unclaimed for the next pass",
-          arguments: StoreKind.available)
+          arguments: StoreKind.everyStore)
     func budget(kind: StoreKind) async throws {
         let capabilities = FakeGateway().capabilities
         let f = try await Fixture(kind, gateways: [("busy", capabilities), ("quiet", capabilities)])
@@ -267,7 +267,7 @@ struct ReconcilerTests {
     }
 
     @Test("an attempt the gateway never saw expires only after its lifetime; a charge that comes later still makes it paid",
-          arguments: StoreKind.available)
+          arguments: StoreKind.everyStore)
     func expiresUnseen(kind: StoreKind) async throws {
         let f = try await Fixture(kind)
         let gateway = f.gateways["fake"]!
@@ -315,7 +315,7 @@ struct ReconcilerTests {
     }
 
     @Test("an attempt the gateway still reports waiting for the customer expires after the time the gateway gives (PayFort's hour at 3-D Secure); a late charge still makes it paid",
-          arguments: StoreKind.available)
+          arguments: StoreKind.everyStore)
     func expiresAbandoned(kind: StoreKind) async throws {
         let f = try await Fixture(kind, gateways: [("fake", Self.waiting(codes: [FakeGateway.waitingForCustomerCode]))])
         // The gateway took the attempt and waits for the customer (a 3-D Secure page nobody finished).
@@ -340,7 +340,7 @@ struct ReconcilerTests {
     }
 
     @Test("a pending attempt stays open however old: without an abandonment time, or when the gateway's pending is not a wait for the customer (uncertain, on hold)",
-          arguments: StoreKind.available)
+          arguments: StoreKind.everyStore)
     func pendingStaysWithoutAbandonmentTime(kind: StoreKind) async throws {
         for capabilities in [FakeGateway().capabilities, Self.waiting(codes: ["another_code"])] {
             let f = try await Fixture(kind, gateways: [("fake", capabilities)])
@@ -354,7 +354,7 @@ struct ReconcilerTests {
     }
 
     @Test("the time a customer has is counted from the attempt's submit (the card's token, then 3-D Secure), not its start",
-          arguments: StoreKind.available)
+          arguments: StoreKind.everyStore)
     func abandonmentCountsFromSubmit(kind: StoreKind) async throws {
         let f = try await Fixture(kind, gateways: [("fake", Self.waiting(codes: [FakeGateway.waitingForCustomerCode]))])
         let reference = try await f.abandonedAttempt(FakeAttemptPlan(.pending, notification: .never))
@@ -377,7 +377,7 @@ struct ReconcilerTests {
         #expect(PayFortGateway.capabilities.abandonedAttemptSeconds == 3_600)
     }
 
-    @Test("a gateway without a documented attempt lifetime never expires an attempt it has not seen", arguments: StoreKind.available)
+    @Test("a gateway without a documented attempt lifetime never expires an attempt it has not seen", arguments: StoreKind.everyStore)
     func noLifetimeNoExpiry(kind: StoreKind) async throws {
         var capabilities = FakeGateway().capabilities
         capabilities.attemptLifetimeSeconds = nil
@@ -390,7 +390,7 @@ struct ReconcilerTests {
         try await f.store.close()
     }
 
-    @Test("two reconcilers over one store inquire each attempt once per round", arguments: StoreKind.available)
+    @Test("two reconcilers over one store inquire each attempt once per round", arguments: StoreKind.everyStore)
     func twoInstances(kind: StoreKind) async throws {
         let f = try await Fixture(kind)
         var references: [AttemptReference] = []
@@ -413,7 +413,7 @@ struct ReconcilerTests {
         try await f.store.close()
     }
 
-    @Test("two reconcilers racing on attempts that stay open claim each once per round", arguments: StoreKind.available)
+    @Test("two reconcilers racing on attempts that stay open claim each once per round", arguments: StoreKind.everyStore)
     func twoInstancesOpen(kind: StoreKind) async throws {
         let f = try await Fixture(kind)
         var references: [AttemptReference] = []
@@ -436,7 +436,7 @@ struct ReconcilerTests {
         try await f.store.close()
     }
 
-    @Test("every action is logged, counted, and recorded in the reconciliation log", arguments: StoreKind.available)
+    @Test("every action is logged, counted, and recorded in the reconciliation log", arguments: StoreKind.everyStore)
     func everyActionLogged(kind: StoreKind) async throws {
         var withoutInquiry = FakeGateway().capabilities
         withoutInquiry.supportsInquiry = false
@@ -474,7 +474,7 @@ struct ReconcilerTests {
     }
 
     @Test("an attempt of a merchant this server does not know is skipped with the reason, never claimed",
-          arguments: StoreKind.available)
+          arguments: StoreKind.everyStore)
     func unknownMerchant(kind: StoreKind) async throws {
         let f = try await Fixture(kind)
         let stranger = "m-unknown-\(UUID().uuidString.prefix(8).lowercased())"

@@ -62,7 +62,7 @@ struct StoreTests {
         try await store.close()
     }
 
-    @Test("an attempt keeps its chosen return URL and is marked submitted exactly once", arguments: StoreKind.available)
+    @Test("an attempt keeps its chosen return URL and is marked submitted exactly once", arguments: StoreKind.everyStore)
     func submittedOnce(kind: StoreKind) async throws {
         let store = try await kind.open()
         let merchant = "m-\(UUID().uuidString.prefix(8))", id = "pay_\(UUID().uuidString.prefix(12))"
@@ -121,7 +121,7 @@ struct StoreTests {
         try await store.close()
     }
 
-    @Test("a paid report for another amount is stored as stale, never applied", arguments: StoreKind.available)
+    @Test("a paid report for another amount is stored as stale, never applied", arguments: StoreKind.everyStore)
     func amountMismatch(kind: StoreKind) async throws {
         let store = try await kind.open()
         let merchant = "m-\(UUID().uuidString.prefix(8))", id = "pay_\(UUID().uuidString.prefix(12))"
@@ -137,7 +137,7 @@ struct StoreTests {
     }
 
     @Test("refunds add up per attempt in the store: partial, then the rest, then nothing more; a refund of a never-paid attempt is stale; a confirmable paid notification waits for the inquiry",
-          arguments: StoreKind.available)
+          arguments: StoreKind.everyStore)
     func refunds(kind: StoreKind) async throws {
         let store = try await kind.open()
         let merchant = "m-\(UUID().uuidString.prefix(8))"
@@ -184,7 +184,7 @@ struct StoreTests {
     }
 
     @Test("a payment's status follows its attempts: a new attempt after a failure is pending, a later authorisation shows",
-          arguments: StoreKind.available)
+          arguments: StoreKind.everyStore)
     func derived(kind: StoreKind) async throws {
         let store = try await kind.open()
         let merchant = "m-\(UUID().uuidString.prefix(8))", id = "pay_\(UUID().uuidString.prefix(12))"
