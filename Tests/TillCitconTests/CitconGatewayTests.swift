@@ -464,6 +464,25 @@ struct CitconGatewayTests {
     }
 }
 
+@Suite("Citcon: the preparation both halves read")
+struct CitconPreparationTests {
+    @Test("what the server half writes, the app half reads back whole; the wire keys stay the documented ones")
+    func roundTrip() {
+        let wallet = CitconPreparation(chargeID: "ch_1", accessToken: "client", accessTokenExpiry: 1_800_000_000, environment: "UAT",
+                                       method: "wechatpay", launch: .wallet("wechatpay", parameters: ["prepayid": "p", "mode": "00"]))
+        #expect(CitconPreparation(parameters: wallet.parameters) == wallet)
+        #expect(wallet.parameters == ["charge_id": "ch_1", "access_token": "client", "access_token_expiry": "1800000000",
+                                      "environment": "UAT", "method": "wechatpay", "launch": "wallet", "wallet": "wechatpay",
+                                      "wallet.prepayid": "p", "wallet.mode": "00"])
+        let page = CitconPreparation(chargeID: "ch_2", accessToken: "c", accessTokenExpiry: nil, environment: "PROD", method: "card",
+                                     launch: .page("https://citcon.test/h5/1"))
+        #expect(CitconPreparation(parameters: page.parameters) == page)
+        #expect(page.parameters["page_url"] == "https://citcon.test/h5/1" && page.parameters["launch"] == "page")
+        #expect(CitconPreparation(parameters: [:]) == CitconPreparation(chargeID: nil, accessToken: nil, accessTokenExpiry: nil,
+                                                                        environment: nil, method: nil, launch: nil))
+    }
+}
+
 @Suite("Citcon: what only signed fields, real 401s and confirmed amounts may do")
 struct CitconHardeningTests {
     let attempt = "attemptref0000000000000001"

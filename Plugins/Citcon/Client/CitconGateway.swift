@@ -53,21 +53,18 @@ public struct CitconGateway: GatewayAppHalf {
         guard case .start = input else {
             throw CheckoutError(.invalidField, field: "input", message: "Citcon collects nothing in the app", gateway: gateway)
         }
-        let parameters = preparation.parameters
-        guard parameters["environment"] == environment.name else {
+        let prepared = CitconPreparation(parameters: preparation.parameters)
+        guard prepared.environment == environment.name else {
             throw CheckoutError(.misconfigured, field: "environment",
-                                message: "the preparation was made in \(parameters["environment"] ?? "no environment"), this app uses \(environment.name); tokens belong to one environment",
+                                message: "the preparation was made in \(prepared.environment ?? "no environment"), this app uses \(environment.name); tokens belong to one environment",
                                 gateway: gateway)
         }
-        switch parameters["launch"] {
-        case "wallet":
-            guard let wallet = parameters["wallet"], !wallet.isEmpty else { break }
-            var content: [String: String] = [:]
-            for (key, value) in parameters where key.hasPrefix(Self.walletPrefix) { content[String(key.dropFirst(Self.walletPrefix.count))] = value }
+        switch prepared.launch {
+        case .wallet(let wallet, let content)? where !wallet.isEmpty:
             let scheme = preparation.returnURL?.scheme.flatMap { ["http", "https"].contains($0.lowercased()) ? nil : $0 }
             return .launchWallet(WalletLaunch(wallet: wallet, parameters: content, returnScheme: scheme, returnURL: preparation.returnURL))
-        case "page":
-            guard let text = parameters["page_url"], let url = URL(string: text), let scheme = url.scheme?.lowercased(),
+        case .page(let text)?:
+            guard let url = URL(string: text), let scheme = url.scheme?.lowercased(),
                   scheme == "https" || (scheme == "http" && environment.allowsPlainHTTP) else { break }
             return .openURL(url, handoff: .webPage)
         default:
@@ -76,9 +73,6 @@ public struct CitconGateway: GatewayAppHalf {
         throw CheckoutError(.gatewayError, category: .unknownOutcome, field: "payment.client",
                             message: "Citcon gave nothing the app can open for \(preparation.method)", gateway: gateway)
     }
-
-    /// The prefix of the wallet SDK's parameters in a preparation (`wallet.prepayid`).
-    package static let walletPrefix = "wallet."
 
     // MARK: Return (app)
 
@@ -135,10 +129,11 @@ public struct CitconGateway: GatewayAppHalf {
 
     /// The charge of `preparation` as the app may see it, with the client token the server handed over.
     func clientTransaction(_ preparation: Preparation) async throws -> CitconCharge {
-        guard let id = preparation.parameters["charge_id"], let token = preparation.parameters["access_token"] else {
+        let prepared = CitconPreparation(parameters: preparation.parameters)
+        guard let id = prepared.chargeID, let token = prepared.accessToken else {
             throw CheckoutError(.missingField, field: "preparation.parameters", message: "no charge id or client token", gateway: gateway)
         }
-        guard preparation.parameters["environment"] == environment.name else {
+        guard prepared.environment == environment.name else {
             throw CheckoutError(.misconfigured, field: "environment", message: "the preparation was made in another environment", gateway: gateway)
         }
         return try await api.send(.get, "transactions/\(id)", as: CitconCharge.self, bearer: token)

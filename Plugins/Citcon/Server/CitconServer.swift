@@ -141,24 +141,18 @@ public struct CitconServer: GatewayServerHalf {
                                 gateway: gateway, gatewayCode: (error as? CheckoutError)?.gatewayCode)
         }
 
-        var parameters: [String: String] = [
-            "charge_id": charge.id,
-            "access_token": clientToken.value,
-            "access_token_expiry": String(Int64(clientToken.expiresAt.timeIntervalSince1970.rounded(.down))),
-            "environment": environment.name,
-            "method": request.payment.method,
-        ]
+        let prepared: CitconPreparation.Launch
         switch launch {
         case .wallet(let method, let content):
-            parameters["launch"] = "wallet"
-            parameters["wallet"] = method
             var content = content
             if method == "upop", content["mode"] == nil { content["mode"] = settings.unionpayMode }
-            for (key, value) in content { parameters[CitconGateway.walletPrefix + key] = value }
+            prepared = .wallet(method, parameters: content)
         case .page(let url):
-            parameters["launch"] = "page"
-            parameters["page_url"] = url.absoluteString
+            prepared = .page(url.absoluteString)
         }
+        let parameters = CitconPreparation(chargeID: charge.id, accessToken: clientToken.value,
+                                           accessTokenExpiry: Int64(clientToken.expiresAt.timeIntervalSince1970.rounded(.down)),
+                                           environment: environment.name, method: request.payment.method, launch: prepared).parameters
         var expiresAt = clientToken.expiresAt
         if let lifetime = settings.chargeLifetime { expiresAt = min(expiresAt, Date().addingTimeInterval(CitconAPI.seconds(lifetime))) }
         return Preparation(gateway: gateway, attempt: context.attempt, method: context.intent.method, amount: context.intent.amount,
