@@ -241,7 +241,7 @@ extension CitconEmulator {
         }
         let type = request["token_type"]?.stringValue ?? ""
         let nowMillis = Self.unixMillis(now())
-        let expiresAt = nowMillis + Int64(Self.seconds(tokenLifetime) * 1000)
+        let expiresAt = nowMillis + Int64(tokenLifetime.timeInterval * 1000)
         var value = makeToken(issuedAt: nowMillis, expiresAt: expiresAt)
         while tokens[value] != nil { value = makeToken(issuedAt: nowMillis, expiresAt: expiresAt) }
         tokens[value] = AccessToken(apiKey: merchant.apiKey, type: type, permission: permission, expiresAt: expiresAt)
@@ -751,29 +751,6 @@ extension CitconEmulator {
     }
 
     // MARK: Values
-
-    static func randomHex(count: Int) -> String {
-        let digits = Array("0123456789abcdef")
-        return String((0..<count).map { _ in digits[Int.random(in: 0..<16)] })
-    }
-
-    static func randomDigits(count: Int) -> String {
-        String((0..<count).map { _ in Character(String(Int.random(in: 0...9))) })
-    }
-
-    static func randomAlphanumeric(count: Int) -> String {
-        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
-        return String((0..<count).map { _ in alphabet[Int.random(in: 0..<alphabet.count)] })
-    }
-
-    static func unixMillis(_ date: Date) -> Int64 {
-        Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
-    }
-
-    static func seconds(_ duration: Duration) -> TimeInterval {
-        let parts = duration.components
-        return TimeInterval(parts.seconds) + TimeInterval(parts.attoseconds) / 1e18
-    }
 
     /// `2021-08-14T09:47:43.000Z` for Unix milliseconds (UTC, proleptic Gregorian), as the IPN
     /// document's example writes times.

@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 extension CitconEmulator {
     /// The IPN fields, in the order of the IPN document's example and its `fields` list.
@@ -69,12 +66,7 @@ extension CitconEmulator {
         let message = IPNMessage(url: url, body: Self.ipnBody(members, format: format, secret: charge.merchant.apiSecret),
                                  contentType: format == .json ? "application/json" : "application/x-www-form-urlencoded",
                                  transactionID: charge.id)
-        lastIPN[charge.id] = message
-        if ipnsHeld {
-            heldIPNs.append((message, ipnDelay))
-        } else {
-            startDelivery(message, delay: ipnDelay)
-        }
+        deliverer.queue(message)
     }
 
     /// The body of an IPN: `members`, then `fields` (their names, comma-separated) and `sign`, per
@@ -92,60 +84,11 @@ extension CitconEmulator {
         return Array(form.joined(separator: "&").utf8)
     }
 
-    /// Starts delivering `message` on its own task.
-    func startDelivery(_ message: IPNMessage, delay: Duration) {
-        let id = nextDeliveryID
-        nextDeliveryID += 1
-        deliveries[id] = Task {
-            await self.deliver(message, delay: delay)
-            self.deliveries[id] = nil
-        }
-    }
-
-    private func deliver(_ message: IPNMessage, delay: Duration) async {
-        if delay > .zero {
-            do { try await Task.sleep(for: delay) } catch { return }
-        }
-        for attempt in 1...ipnMaxAttempts {
-            if attempt > 1 {
-                do { try await Task.sleep(for: ipnRetryInterval) } catch { return }
-            }
-            let record = await post(message, attempt: attempt, replay: false)
-            if record.acknowledged { return }
-        }
-        logger.warning("IPN not acknowledged; giving up", metadata: ["id": .string(message.transactionID)])
-    }
-
-    /// POSTs `message` once and records the try.
-    private func post(_ message: IPNMessage, attempt: Int, replay: Bool) async -> IPNAttempt {
-        var request = URLRequest(url: message.url, timeoutInterval: Self.seconds(ipnTimeout))
-        request.httpMethod = "POST"
-        request.setValue(message.contentType, forHTTPHeaderField: "Content-Type")
-        request.httpBody = Data(message.body)
-        var status: Int?
-        do {
-            let (_, response) = try await session.data(for: request)
-            status = (response as? HTTPURLResponse)?.statusCode
-        } catch {
-            status = nil
-        }
-        let record = IPNAttempt(url: message.url, body: String(decoding: message.body, as: UTF8.self),
-                                contentType: message.contentType, status: status, attempt: attempt,
-                                transactionID: message.transactionID, replay: replay)
-        notifications.append(record)
-        logger.debug("IPN delivery", metadata: [
-            "id": .string(message.transactionID), "attempt": .stringConvertible(attempt),
-            "status": .string(status.map(String.init) ?? "no answer"), "replay": .stringConvertible(replay),
-        ])
-        return record
-    }
-
     /// POSTs the last IPN about charge `id` again, byte for byte, once (a replay, for tests of
     /// idempotent receivers). Returns the try (also in ``notifications``, with `replay` set and
     /// `attempt` 1), or `nil` when no IPN was ever made for that charge.
     @discardableResult
     public func redeliver(ipnOf id: String) async -> IPNAttempt? {
-        guard let message = lastIPN[id] else { return nil }
-        return await post(message, attempt: 1, replay: true)
+        await deliverer.redeliver(key: id)
     }
 }

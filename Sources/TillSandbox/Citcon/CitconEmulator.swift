@@ -1,9 +1,6 @@
 import Crypto
 import Foundation
 import Logging
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// A local stand-in for the Citcon UPI API: the other party of Till's Citcon module.
 ///
@@ -195,13 +192,11 @@ public actor CitconEmulator {
     let tokenLifetime: Duration
     let timeUnit: TimeUnit
     let unknownFields: UnknownFields
-    let ipnRetryInterval: Duration
-    let ipnMaxAttempts: Int
-    let ipnTimeout: Duration
     let timeoutHold: Duration
     let now: @Sendable () -> Date
     let logger: Logger
-    let session: URLSession
+    /// Sends the IPNs, retried every `ipnRetryInterval` up to `ipnMaxAttempts` times, and records the tries.
+    let deliverer: NotificationDeliverer<IPNMessage>
     /// Keys what this instance issues: access tokens, the WeChat `sign` and the Alipay `signedString`.
     let instanceKey = SymmetricKey(size: .bits256)
 
@@ -268,11 +263,23 @@ public actor CitconEmulator {
     }
 
     /// An IPN body ready to send, kept for replays.
-    struct IPNMessage: Sendable {
+    struct IPNMessage: MerchantNotification {
         var url: URL
         var body: [UInt8]
         var contentType: String
         var transactionID: String
+
+        var key: String { transactionID }
+        var headers: [(name: String, value: String)] { [("Content-Type", contentType)] }
+        var logMetadata: Logger.Metadata { ["id": .string(transactionID)] }
+
+        /// Any 2xx.
+        func isAcknowledged(by response: DeliveryResponse) -> Bool { response.isSuccess }
+
+        func record(_ delivery: DeliveryTry) -> IPNAttempt {
+            IPNAttempt(url: url, body: String(decoding: body, as: UTF8.self), contentType: contentType, status: delivery.status,
+                       attempt: delivery.attempt, transactionID: transactionID, replay: delivery.kind == .replay)
+        }
     }
 
     var tokens: [String: AccessToken] = [:]
@@ -285,20 +292,15 @@ public actor CitconEmulator {
     var landings: [String: String] = [:]
     var chargeIDsByPrepayID: [String: String] = [:]
     var chargeIDsByTN: [String: String] = [:]
-    var pendingFaults: [(fault: Fault, path: String?)] = []
-    var lastIPN: [String: IPNMessage] = [:]
-    var deliveries: [Int: Task<Void, Never>] = [:]
-    var nextDeliveryID = 0
-    var ipnDelay: Duration = .zero
-    var ipnsHeld = false
-    var heldIPNs: [(message: IPNMessage, delay: Duration)] = []
+    /// Faults by normalized API path (``normalizedAPIPath(_:)``).
+    var faults = FaultQueue<Fault>()
 
     /// What really moved money, oldest first: charges the customer paid or authorized, refunds, and
     /// cancels that released an authorization.
     public internal(set) var ledger: [LedgerEntry] = []
 
     /// Every IPN delivery try so far (replays included), oldest first.
-    public internal(set) var notifications: [IPNAttempt] = []
+    public var notifications: [IPNAttempt] { deliverer.attempts }
 
     /// Creates an emulator for some merchant accounts.
     /// - Parameters:
@@ -328,18 +330,11 @@ public actor CitconEmulator {
         self.tokenLifetime = tokenLifetime
         self.timeUnit = timeUnit
         self.unknownFields = unknownFields
-        self.ipnRetryInterval = ipnRetryInterval
-        self.ipnMaxAttempts = max(1, ipnMaxAttempts)
-        self.ipnTimeout = ipnTimeout
         self.timeoutHold = timeoutHold
         self.now = now
         self.logger = logger
-        self.session = URLSession(configuration: .ephemeral, delegate: NoRedirects(), delegateQueue: nil)
-    }
-
-    deinit {
-        for task in deliveries.values { task.cancel() }
-        session.invalidateAndCancel()
+        self.deliverer = NotificationDeliverer(schedule: RetrySchedule(attempts: ipnMaxAttempts, interval: ipnRetryInterval),
+                                               timeout: ipnTimeout, noun: "IPN", logger: logger)
     }
 
     // MARK: Test controls
@@ -349,7 +344,7 @@ public actor CitconEmulator {
     /// - Parameter path: the API path: `"/v1/charges"`, `"charges"` and `"/citcon/v1/charges"` are the
     ///   same; `"/v1/transactions"` matches every inquiry. `nil` matches any API request.
     public func inject(_ fault: Fault, path: String? = nil) {
-        pendingFaults.append((fault, path.map(Self.normalizedAPIPath)))
+        faults.append(fault, key: path.map(Self.normalizedAPIPath))
     }
 
     /// Expires every access token issued so far, now. Returns how many were still valid.
@@ -368,39 +363,30 @@ public actor CitconEmulator {
     /// Delays the first try of every IPN queued from now on by `delay` (zero by default), e.g. so
     /// a return URL reaches the app before the IPN reaches the server.
     public func setIPNDelay(_ delay: Duration) {
-        ipnDelay = max(.zero, delay)
+        deliverer.setDelay(delay)
     }
 
     /// Keeps IPNs queued instead of sending them, until ``releaseIPNs()``. Deliveries already under
     /// way go on.
     public func holdIPNs() {
-        ipnsHeld = true
+        deliverer.hold()
     }
 
     /// Sends the IPNs queued since ``holdIPNs()`` (in order, each after the IPN delay it was queued
     /// with), and sends the next ones at once again.
     public func releaseIPNs() {
-        ipnsHeld = false
-        let queued = heldIPNs
-        heldIPNs = []
-        for item in queued { startDelivery(item.message, delay: item.delay) }
+        deliverer.release()
     }
 
     /// Waits until every IPN under way has been acknowledged or has run out of tries. IPNs held by
     /// ``holdIPNs()`` are not waited for.
     public func waitForNotifications() async {
-        while let task = deliveries.values.first {
-            await task.value
-        }
+        await deliverer.waitForAll()
     }
 
     /// Takes the first queued fault that matches the API `path`.
     func takeFault(for path: String) -> Fault? {
-        guard let index = pendingFaults.firstIndex(where: { fault in
-            guard let wanted = fault.path else { return true }
-            return path == wanted || path.hasPrefix(wanted + "/")
-        }) else { return nil }
-        return pendingFaults.remove(at: index).fault
+        faults.take { wanted in path == wanted || path.hasPrefix(wanted + "/") }
     }
 
     /// How long held requests wait.

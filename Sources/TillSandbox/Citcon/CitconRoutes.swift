@@ -2,7 +2,7 @@ import Foundation
 import Hummingbird
 
 /// The Citcon emulator's HTTP routes inside the sandbox server.
-enum CitconRoutes {
+enum CitconRoutes: SandboxRoutes {
     static func register(on router: Router<SandboxRequestContext>, emulator: CitconEmulator,
                          address: SandboxAddress, release: HoldRelease) {
         @Sendable func api(_ request: Request, _ context: SandboxRequestContext, _ endpoint: CitconEndpoint) async -> Response {
@@ -12,15 +12,11 @@ enum CitconRoutes {
                                                   citconBaseURL: base)
             switch answer.delivery {
             case .respond:
-                return Response(status: .init(code: answer.httpStatus),
-                                headers: [.contentType: "application/json; charset=utf-8"],
-                                body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
+                return jsonAnswer(answer.body, status: answer.httpStatus)
             case .holdThenGatewayTimeout:
-                await release.hold(for: emulator.holdDuration)
-                return Sandbox.text("Gateway Timeout", status: .gatewayTimeout)
+                return await gatewayTimeout(after: emulator.holdDuration, release: release)
             case .dropConnection:
-                context.closeConnection()
-                return Sandbox.text("", status: .internalServerError)
+                return dropConnection(context)
             }
         }
 
@@ -48,34 +44,14 @@ enum CitconRoutes {
             return response(await emulator.walletPay(wallet: context.parameters.get("wallet") ?? "", body: body))
         }
 
-        router.post("/admin/citcon/faults") { request, _ -> Response in
-            let expected = "expected {\"fault\": \"server_error\" | \"timeout\" | \"drop\" | \"expire_tokens\", \"path\": optional}"
-            guard let body = await readBody(request), let parsed = try? JSONValue.parse(body),
-                  let name = parsed["fault"]?.stringValue else {
-                return Sandbox.json(error(expected), status: .badRequest)
-            }
-            guard let fault = CitconEmulator.Fault(rawValue: name) else {
-                return Sandbox.json(error("unknown fault \"\(name)\"; " + expected), status: .badRequest)
-            }
-            let path = parsed["path"]?.stringValue
-            await emulator.inject(fault, path: path)
-            var members: [JSONValue.Member] = [.init(key: "queued", value: .string(fault.rawValue))]
-            if let path { members.append(.init(key: "path", value: .string(CitconEmulator.normalizedAPIPath(path)))) }
-            return Sandbox.json(.object(members))
-        }
-        router.get("/admin/citcon/ledger") { _, _ -> Response in
-            Sandbox.json(encoding: await emulator.ledger)
-        }
-        router.get("/admin/citcon/notifications") { _, _ -> Response in
-            Sandbox.json(encoding: await emulator.notifications)
-        }
-        router.post("/admin/citcon/ipn/:id/redeliver") { _, context -> Response in
-            let id = context.parameters.get("id") ?? ""
-            guard let attempt = await emulator.redeliver(ipnOf: id) else {
-                return Sandbox.json(error("no IPN was made for transaction \(id)"), status: .notFound)
-            }
-            return Sandbox.json(encoding: attempt)
-        }
+        SandboxAdmin.mountFaults(CitconEmulator.Fault.self, on: router, path: "/admin/citcon/faults", keyName: "path",
+                                 expected: "expected {\"fault\": \"server_error\" | \"timeout\" | \"drop\" | \"expire_tokens\", \"path\": optional}",
+                                 echo: CitconEmulator.normalizedAPIPath) { await emulator.inject($0, path: $1) }
+        SandboxAdmin.mountList(on: router, path: "/admin/citcon/ledger") { await emulator.ledger }
+        SandboxAdmin.mountList(on: router, path: "/admin/citcon/notifications") { await emulator.notifications }
+        SandboxAdmin.mountTry(on: router, path: "/admin/citcon/ipn/:id/redeliver", expected: "",
+                              input: { parameters, _ in parameters.get("id") ?? "" },
+                              send: { await emulator.redeliver(ipnOf: $0) }, notFound: { "no IPN was made for transaction \($0)" })
         router.post("/admin/citcon/ipn/:id/send") { request, context -> Response in
             let expected = "expected {\"transaction_type\": \"chargeback\" | \"vault\" | …, \"status\": \"…\", \"omit\": [\"amount\", …] (optional)}"
             guard let body = await readBody(request), let parsed = try? JSONValue.parse(body),
@@ -96,11 +72,6 @@ enum CitconRoutes {
         }
     }
 
-    private static func readBody(_ request: Request) async -> [UInt8]? {
-        guard let buffer = try? await request.body.collect(upTo: Sandbox.maximumBodyBytes) else { return nil }
-        return Array(buffer.readableBytesView)
-    }
-
     private static func response(_ answer: CitconCustomerAnswer) -> Response {
         switch answer {
         case .page(let status, let html):
@@ -112,10 +83,6 @@ enum CitconRoutes {
         case .error(let status, let message):
             Sandbox.json(error(message), status: .init(code: status))
         }
-    }
-
-    private static func error(_ message: String) -> JSONValue {
-        .object([.init(key: "error", value: .string(message))])
     }
 }
 

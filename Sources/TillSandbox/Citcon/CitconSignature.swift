@@ -37,12 +37,7 @@ extension CitconEmulator {
         /// Whether `values[sign]` (hex, any case) is right for `secret`. Compares in constant time.
         public static func verify(_ values: [String: String], secret: String) -> Bool {
             guard let given = values[signKey] else { return false }
-            let expected = Array(sign(values, secret: secret).utf8)
-            let actual = Array(given.lowercased().utf8)
-            guard expected.count == actual.count else { return false }
-            var difference: UInt8 = 0
-            for index in expected.indices { difference |= expected[index] ^ actual[index] }
-            return difference == 0
+            return constantTimeEqual(sign(values, secret: secret), given.lowercased())
         }
     }
 }

@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 extension EcommpayEmulator {
     /// The callback body about payment `payment` and its last operation, not signed yet. Shapes from
@@ -93,92 +90,20 @@ extension EcommpayEmulator {
         }
         let signed = EcommpaySignature.signedMessage(value, secret: payment.project.secretKey)
         let callback = Callback(url: url, body: signed.serializedBytes, projectId: payment.project.projectId, paymentId: payment.id)
-        lastCallback[key] = callback
-        if callbacksToDrop > 0 {
-            callbacksToDrop -= 1
-            callbacks.append(CallbackAttempt(url: url.absoluteString, body: String(decoding: callback.body, as: UTF8.self), status: nil,
-                                             answer: nil, attempt: 0, projectId: callback.projectId, paymentId: callback.paymentId,
-                                             replay: false, crafted: false, dropped: true, acknowledged: false))
-            logger.debug("callback dropped", metadata: ["payment_id": .string(payment.id)])
-            return
-        }
-        if callbacksHeld {
-            heldCallbacks.append(callback)
-        } else {
-            startDelivery(callback)
-        }
-    }
-
-    /// Starts delivering `callback` on its own task. Deliveries of one payment go one after another, in
-    /// the order they were queued (a cascade's first callback before its second).
-    func startDelivery(_ callback: Callback) {
-        let id = nextDeliveryID
-        nextDeliveryID += 1
-        let key = Self.key(callback.projectId, callback.paymentId)
-        let before = (deliveryIDsByPayment[key] ?? []).compactMap { deliveries[$0] }
-        deliveryIDsByPayment[key, default: []].append(id)
-        deliveries[id] = Task {
-            for task in before { await task.value }
-            await self.deliver(callback)
-            self.deliveries[id] = nil
-            self.deliveryIDsByPayment[key]?.removeAll { $0 == id }
-        }
+        deliverer.queue(callback)
     }
 
     /// Waits for the deliveries under way for payment `key`.
     func waitForCallbacks(of key: String) async {
-        while let id = deliveryIDsByPayment[key]?.last, let task = deliveries[id] {
-            await task.value
-        }
-    }
-
-    /// Tries until the merchant answers HTTP 200, `callbackMaxAttempts` times, `callbackRetryInterval`
-    /// apart (*emulator choice*: no source gives ecommpay's schedule).
-    private func deliver(_ callback: Callback) async {
-        for attempt in 1...callbackMaxAttempts {
-            if attempt > 1 {
-                do { try await Task.sleep(for: callbackRetryInterval) } catch { return }
-            }
-            if await post(callback, attempt: attempt, replay: false, crafted: false).acknowledged { return }
-        }
-        logger.warning("callback not acknowledged; giving up", metadata: ["payment_id": .string(callback.paymentId)])
-    }
-
-    /// POSTs `callback` once (`Content-Type: application/json`) and records the try. Acknowledged: HTTP
-    /// 200 (the official WooCommerce plugin answers a processed callback `200` `OK`, a bad signature
-    /// `400`, an unknown order `404`: `common/includes/EcpCallbacksHandler.php`); the body is not read.
-    private func post(_ callback: Callback, attempt: Int, replay: Bool, crafted: Bool) async -> CallbackAttempt {
-        var request = URLRequest(url: callback.url, timeoutInterval: Self.seconds(callbackTimeout))
-        request.httpMethod = "POST"
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.httpBody = Data(callback.body)
-        var status: Int?
-        var answer: String?
-        do {
-            let (data, response) = try await session.data(for: request)
-            status = (response as? HTTPURLResponse)?.statusCode
-            answer = String(String(decoding: data, as: UTF8.self).prefix(200))
-        } catch {
-            status = nil
-        }
-        let record = CallbackAttempt(url: callback.url.absoluteString, body: String(decoding: callback.body, as: UTF8.self),
-                                     status: status, answer: answer, attempt: attempt, projectId: callback.projectId,
-                                     paymentId: callback.paymentId, replay: replay, crafted: crafted, dropped: false,
-                                     acknowledged: status == 200)
-        callbacks.append(record)
-        logger.debug("callback delivery", metadata: [
-            "payment_id": .string(callback.paymentId), "attempt": .stringConvertible(attempt),
-            "status": .string(status.map(String.init) ?? "no answer"),
-        ])
-        return record
+        await deliverer.waitForDeliveries(of: key)
     }
 
     /// POSTs the last callback of payment `paymentId` again, byte for byte, once (a replay, for tests of
     /// idempotent receivers). `nil` when no callback was ever sent for it.
     @discardableResult
     public func redeliver(projectId: Int? = nil, paymentId: String) async -> CallbackAttempt? {
-        guard let key = paymentKey(projectId: projectId, paymentId: paymentId), let callback = lastCallback[key] else { return nil }
-        return await post(callback, attempt: 1, replay: true, crafted: false)
+        guard let key = paymentKey(projectId: projectId, paymentId: paymentId) else { return nil }
+        return await deliverer.redeliver(key: key)
     }
 
     /// Sends a callback built as `crafted` says, once, and returns the try. Moves no money and changes
@@ -207,7 +132,7 @@ extension EcommpayEmulator {
             value = Self.setting(value, path: path.split(separator: ".").map(String.init), to: parsed)
         }
         let callback = Callback(url: url, body: value.serializedBytes, projectId: payment.project.projectId, paymentId: payment.id)
-        return await post(callback, attempt: 1, replay: false, crafted: true)
+        return await deliverer.send(callback, kind: .crafted)
     }
 
     /// `value` with the member at `path` set to `new` (objects created on the way, members appended).

@@ -178,7 +178,7 @@ extension EcommpayEmulator {
         // The SDK presents with the signature of its own `paramsForSignature` (MsdkCore.h): only the
         // `SignatureParam` parameters, so `operation_type` and the additional fields are not covered.
         let signed = EcommpaySignature.sdkParamsForSignature(params)
-        guard EcommpaySignature.constantTimeEqual(Array(EcommpaySignature.mac(signed, secret: project.secretKey).utf8), Array(signature.utf8)) else {
+        guard constantTimeEqual(EcommpaySignature.mac(signed, secret: project.secretKey), signature) else {
             return .success(Self.sdkError(.serverUnauthorized, "signature: does not match the parameters (expected the HMAC-SHA512 of the SDK's "
                 + "paramsForSignature \"" + signed + "\")"))
         }

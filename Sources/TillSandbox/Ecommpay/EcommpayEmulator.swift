@@ -1,8 +1,5 @@
 import Foundation
 import Logging
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// A local stand-in for ecommpay: the other party of Till's `ecommpay` module.
 ///
@@ -187,14 +184,15 @@ public actor EcommpayEmulator {
 
     let projects: [Project]
     var callbackURLs: [Int: URL] = [:]
-    let callbackRetryInterval: Duration
-    let callbackMaxAttempts: Int
-    let callbackTimeout: Duration
     let timeoutHold: Duration
     let languages: Set<String>
     let now: @Sendable () -> Date
     let logger: Logger
-    let session: URLSession
+    /// Sends the callbacks, retried every `callbackRetryInterval` up to `callbackMaxAttempts` times
+    /// (*emulator choice*: no source gives ecommpay's schedule), and records the tries. Callbacks of
+    /// one payment go one after another, in the order they were queued (a cascade's first callback
+    /// before its second).
+    let deliverer: NotificationDeliverer<Callback>
 
     // MARK: State
 
@@ -247,11 +245,27 @@ public actor EcommpayEmulator {
     }
 
     /// A callback ready to send, kept for replays.
-    struct Callback: Sendable {
+    struct Callback: MerchantNotification {
         var url: URL
         var body: [UInt8]
         var projectId: Int
         var paymentId: String
+
+        var key: String { EcommpayEmulator.key(projectId, paymentId) }
+        var headers: [(name: String, value: String)] { [("Content-Type", "application/json")] }
+        var logMetadata: Logger.Metadata { ["payment_id": .string(paymentId)] }
+
+        /// HTTP 200 (the official WooCommerce plugin answers a processed callback `200` `OK`, a bad
+        /// signature `400`, an unknown order `404`: `common/includes/EcpCallbacksHandler.php`); the body
+        /// is not read.
+        func isAcknowledged(by response: DeliveryResponse) -> Bool { response.status == 200 }
+
+        func record(_ delivery: DeliveryTry) -> CallbackAttempt {
+            CallbackAttempt(url: url.absoluteString, body: String(decoding: body, as: UTF8.self), status: delivery.status,
+                            answer: delivery.response?.answerPrefix, attempt: delivery.attempt, projectId: projectId,
+                            paymentId: paymentId, replay: delivery.kind == .replay, crafted: delivery.kind == .crafted,
+                            dropped: delivery.kind == .dropped, acknowledged: delivery.acknowledged)
+        }
     }
 
     /// `projectId \0 paymentId` → payment.
@@ -259,22 +273,16 @@ public actor EcommpayEmulator {
     var paymentKeys: [String] = []
     /// Payment Page sessions by id.
     var pageSessions: [String: PageSession] = [:]
-    var pendingFaults: [(fault: Fault, path: String?)] = []
-    var lastCallback: [String: Callback] = [:]
+    /// Faults by the end of a Gate path.
+    var faults = FaultQueue<Fault>()
     var lastCallbackValue: [String: JSONValue] = [:]
-    var deliveries: [Int: Task<Void, Never>] = [:]
-    var deliveryIDsByPayment: [String: [Int]] = [:]
-    var nextDeliveryID = 0
-    var callbacksHeld = false
-    var heldCallbacks: [Callback] = []
-    var callbacksToDrop = 0
     var nextOperationID: Int64 = 1_000_001
 
     /// What really moved money, oldest first (never twice for one payment).
     public internal(set) var ledger: [LedgerEntry] = []
 
     /// Every callback try so far (replays, crafted and dropped ones included), oldest first.
-    public internal(set) var callbacks: [CallbackAttempt] = []
+    public var callbacks: [CallbackAttempt] { deliverer.attempts }
 
     /// Creates an emulator for some projects.
     /// - Parameters:
@@ -299,19 +307,12 @@ public actor EcommpayEmulator {
         var urls: [Int: URL] = [:]
         for project in projects.reversed() { urls[project.projectId] = project.callbackURL }
         self.callbackURLs = urls
-        self.callbackRetryInterval = callbackRetryInterval
-        self.callbackMaxAttempts = max(1, callbackMaxAttempts)
-        self.callbackTimeout = callbackTimeout
         self.timeoutHold = timeoutHold
         self.languages = languages
         self.now = now
         self.logger = logger
-        self.session = URLSession(configuration: .ephemeral, delegate: NoRedirects(), delegateQueue: nil)
-    }
-
-    deinit {
-        for task in deliveries.values { task.cancel() }
-        session.invalidateAndCancel()
+        self.deliverer = NotificationDeliverer(schedule: RetrySchedule(attempts: callbackMaxAttempts, interval: callbackRetryInterval),
+                                               timeout: callbackTimeout, orderedByKey: true, noun: "callback", logger: logger)
     }
 
     // MARK: Test controls
@@ -331,32 +332,27 @@ public actor EcommpayEmulator {
     /// Makes the next Gate request whose path ends with `path` (`"status"`, `"card/capture"`; any when
     /// `nil`) fail as `fault`. Faults queue up and are used in order.
     public func inject(_ fault: Fault, path: String? = nil) {
-        pendingFaults.append((fault, path))
+        faults.append(fault, key: path)
     }
 
     /// Keeps callbacks queued instead of sending them, until ``releaseCallbacks()``.
-    public func holdCallbacks() { callbacksHeld = true }
+    public func holdCallbacks() { deliverer.hold() }
 
     /// Sends the callbacks queued since ``holdCallbacks()``, and the next ones at once again.
     public func releaseCallbacks() {
-        callbacksHeld = false
-        let queued = heldCallbacks
-        heldCallbacks = []
-        for callback in queued { startDelivery(callback) }
+        deliverer.release()
     }
 
     /// Drops the next `count` callbacks: recorded (``CallbackAttempt/dropped``) but never sent, so
     /// only a status request can tell the merchant.
     public func dropCallbacks(_ count: Int = 1) {
-        callbacksToDrop += max(0, count)
+        deliverer.drop(count)
     }
 
     /// Waits until every callback under way has been acknowledged or has run out of tries (held ones
     /// are not waited for).
     public func waitForCallbacks() async {
-        while let task = deliveries.values.first {
-            await task.value
-        }
+        await deliverer.waitForAll()
     }
 
     /// Every payment, oldest first.
@@ -448,23 +444,9 @@ public actor EcommpayEmulator {
         return formatter.string(from: date)
     }
 
-    static func randomDigits(count: Int) -> String {
-        String((0..<count).map { _ in Character(String(Int.random(in: 0...9))) })
-    }
-
-    static func randomHex(count: Int) -> String {
-        String((0..<count).map { _ in "0123456789abcdef".randomElement() ?? "0" })
-    }
-
-    static func seconds(_ duration: Duration) -> TimeInterval {
-        let parts = duration.components
-        return TimeInterval(parts.seconds) + TimeInterval(parts.attoseconds) / 1e18
-    }
-
     /// Takes the first queued fault for a Gate request to `path`.
     func takeFault(for path: String) -> Fault? {
-        guard let index = pendingFaults.firstIndex(where: { $0.path == nil || path.hasSuffix($0.path ?? "") }) else { return nil }
-        return pendingFaults.remove(at: index).fault
+        faults.take { path.hasSuffix($0) }
     }
 
     /// How long held requests wait.

@@ -2,7 +2,7 @@ import Foundation
 import Hummingbird
 
 /// The ecommpay emulator's HTTP routes inside the sandbox server.
-enum EcommpayRoutes {
+enum EcommpayRoutes: SandboxRoutes {
     static func register(on router: Router<SandboxRequestContext>, emulator: EcommpayEmulator, release: HoldRelease) {
         router.get("/ecommpay/payment") { request, _ -> Response in
             await emulator.paymentPage(query: request.uri.query ?? "").response
@@ -21,8 +21,7 @@ enum EcommpayRoutes {
         router.post("/ecommpay/\(EcommpayEmulator.sdkPath)") { request, _ -> Response in
             guard let body = await readBody(request) else { return Sandbox.json(error("body too large"), status: .contentTooLarge) }
             let (status, answer) = await emulator.handleSDK(body: body)
-            return Response(status: .init(code: status), headers: [.contentType: "application/json; charset=utf-8"],
-                            body: .init(byteBuffer: ByteBuffer(bytes: answer)))
+            return jsonAnswer(answer, status: status)
         }
         for path in EcommpayEmulator.gatePaths {
             router.post(RouterPath(stringLiteral: "/ecommpay/v2/payment/" + path)) { request, context -> Response in
@@ -35,11 +34,9 @@ enum EcommpayRoutes {
                                     headers: [.contentType: json ? "application/json; charset=utf-8" : "text/html; charset=utf-8"],
                                     body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
                 case .holdThenGatewayTimeout:
-                    await release.hold(for: emulator.holdDuration)
-                    return Sandbox.text("Gateway Timeout", status: .gatewayTimeout)
+                    return await gatewayTimeout(after: emulator.holdDuration, release: release)
                 case .dropConnection:
-                    context.closeConnection()
-                    return Sandbox.text("", status: .internalServerError)
+                    return dropConnection(context)
                 }
             }
         }
@@ -47,24 +44,12 @@ enum EcommpayRoutes {
     }
 
     private static func registerAdmin(on router: Router<SandboxRequestContext>, emulator: EcommpayEmulator) {
-        router.post("/admin/ecommpay/faults") { request, _ -> Response in
-            let expected = "expected {\"fault\": \"server_error\" | \"timeout\" | \"drop\" | \"garbage\" | \"bad_signature\", "
-                + "\"path\": optional, \"status\" | \"card/capture\" | \"card/cancel\"}"
-            guard let body = await readBody(request), let parsed = try? JSONValue.parse(body), let name = parsed["fault"]?.stringValue else {
-                return Sandbox.json(error(expected), status: .badRequest)
-            }
-            guard let fault = EcommpayEmulator.Fault(rawValue: name) else {
-                return Sandbox.json(error("unknown fault \"\(name)\"; " + expected), status: .badRequest)
-            }
-            let path = parsed["path"]?.stringValue
-            await emulator.inject(fault, path: path)
-            var members: [JSONValue.Member] = [.init(key: "queued", value: .string(fault.rawValue))]
-            if let path { members.append(.init(key: "path", value: .string(path))) }
-            return Sandbox.json(.object(members))
-        }
-        router.get("/admin/ecommpay/ledger") { _, _ -> Response in Sandbox.json(encoding: await emulator.ledger) }
-        router.get("/admin/ecommpay/payments") { _, _ -> Response in Sandbox.json(encoding: await emulator.paymentSummaries()) }
-        router.get("/admin/ecommpay/callbacks") { _, _ -> Response in Sandbox.json(encoding: await emulator.callbacks) }
+        SandboxAdmin.mountFaults(EcommpayEmulator.Fault.self, on: router, path: "/admin/ecommpay/faults", keyName: "path",
+                                 expected: "expected {\"fault\": \"server_error\" | \"timeout\" | \"drop\" | \"garbage\" | \"bad_signature\", "
+                                     + "\"path\": optional, \"status\" | \"card/capture\" | \"card/cancel\"}") { await emulator.inject($0, path: $1) }
+        SandboxAdmin.mountList(on: router, path: "/admin/ecommpay/ledger") { await emulator.ledger }
+        SandboxAdmin.mountList(on: router, path: "/admin/ecommpay/payments") { await emulator.paymentSummaries() }
+        SandboxAdmin.mountList(on: router, path: "/admin/ecommpay/callbacks") { await emulator.callbacks }
         router.post("/admin/ecommpay/projects/:id/callback") { request, context -> Response in
             guard let id = context.parameters.get("id").flatMap(Int.init), let body = await readBody(request),
                   let parsed = try? JSONValue.parse(body), let value = parsed["url"] else {
@@ -76,53 +61,19 @@ enum EcommpayRoutes {
             return Sandbox.json(.object([.init(key: "project_id", value: .number(String(id))),
                                          .init(key: "url", value: url.map { .string($0.absoluteString) } ?? .null)]))
         }
-        router.post("/admin/ecommpay/callbacks/redeliver") { request, _ -> Response in
-            guard let body = await readBody(request), let parsed = try? JSONValue.parse(body),
-                  let paymentId = parsed["payment_id"]?.stringValue else {
-                return Sandbox.json(error("expected {\"payment_id\": \"…\", \"project_id\": optional}"), status: .badRequest)
-            }
-            let projectId = parsed["project_id"].flatMap { Int($0.parameterText) }
-            guard let attempt = await emulator.redeliver(projectId: projectId, paymentId: paymentId) else {
-                return Sandbox.json(error("no callback was sent for payment \(paymentId)"), status: .notFound)
-            }
-            return Sandbox.json(encoding: attempt)
-        }
-        router.post("/admin/ecommpay/callbacks/send") { request, _ -> Response in
-            guard let body = await readBody(request),
-                  let crafted = try? JSONDecoder().decode(EcommpayEmulator.CraftedCallback.self, from: Data(body)) else {
-                return Sandbox.json(error("expected {\"paymentId\": \"…\", \"projectId\"?, \"paymentStatus\"?, \"operationStatus\"?, "
-                                          + "\"set\"?: {\"a.b\": \"<json>\"}, \"tamper\"?: {…}, \"secretKey\"?, \"signature\"?, \"unsigned\"?, \"url\"?}"),
-                                    status: .badRequest)
-            }
-            guard let attempt = await emulator.sendCrafted(crafted) else {
-                return Sandbox.json(error("no payment \(crafted.paymentId), no URL to send to, or a value that is not JSON"), status: .notFound)
-            }
-            return Sandbox.json(encoding: attempt)
-        }
-        router.post("/admin/ecommpay/callbacks/hold") { _, _ -> Response in
-            await emulator.holdCallbacks()
-            return Sandbox.json(.object([.init(key: "held", value: .bool(true))]))
-        }
-        router.post("/admin/ecommpay/callbacks/release") { _, _ -> Response in
-            await emulator.releaseCallbacks()
-            return Sandbox.json(.object([.init(key: "held", value: .bool(false))]))
-        }
-        router.post("/admin/ecommpay/callbacks/drop") { request, _ -> Response in
-            let body = await readBody(request) ?? []
-            let parsed = body.isEmpty ? nil : try? JSONValue.parse(body)
-            let count = parsed?["count"].flatMap { Int($0.parameterText) } ?? 1
-            await emulator.dropCallbacks(count)
-            return Sandbox.json(.object([.init(key: "dropping", value: .number(String(count)))]))
-        }
-    }
-
-    private static func readBody(_ request: Request) async -> [UInt8]? {
-        guard let buffer = try? await request.body.collect(upTo: Sandbox.maximumBodyBytes) else { return nil }
-        return Array(buffer.readableBytesView)
-    }
-
-    private static func error(_ message: String) -> JSONValue {
-        .object([.init(key: "error", value: .string(message))])
+        SandboxAdmin.mountTry(on: router, path: "/admin/ecommpay/callbacks/redeliver", expected: "expected {\"payment_id\": \"…\", \"project_id\": optional}",
+                              input: { _, body -> (projectId: Int?, paymentId: String)? in
+                                  guard let body, let parsed = try? JSONValue.parse(body), let paymentId = parsed["payment_id"]?.stringValue else { return nil }
+                                  return (projectId: parsed["project_id"].flatMap { Int($0.parameterText) }, paymentId: paymentId)
+                              },
+                              send: { await emulator.redeliver(projectId: $0.projectId, paymentId: $0.paymentId) },
+                              notFound: { "no callback was sent for payment \($0.paymentId)" })
+        SandboxAdmin.mountCraftedSend(EcommpayEmulator.CraftedCallback.self, on: router, path: "/admin/ecommpay/callbacks/send",
+                                      expected: "expected {\"paymentId\": \"…\", \"projectId\"?, \"paymentStatus\"?, \"operationStatus\"?, "
+                                          + "\"set\"?: {\"a.b\": \"<json>\"}, \"tamper\"?: {…}, \"secretKey\"?, \"signature\"?, \"unsigned\"?, \"url\"?}",
+                                      send: { await emulator.sendCrafted($0) },
+                                      notFound: { "no payment \($0.paymentId), no URL to send to, or a value that is not JSON" })
+        SandboxAdmin.mountDeliveryControls([.hold, .release, .drop], on: router, under: "/admin/ecommpay/callbacks", deliverer: emulator.deliverer)
     }
 }
 

@@ -99,7 +99,7 @@ enum EcommpaySignature {
     /// Whether `signature` is the signature of `value` (constant-time comparison of the Base64 text;
     /// the Python SDK compares with `==`, which gives the same answers).
     static func verify(_ signature: String, of value: JSONValue, secret: String) -> Bool {
-        constantTimeEqual(Array(sign(value, secret: secret).utf8), Array(signature.utf8))
+        constantTimeEqual(sign(value, secret: secret), signature)
     }
 
     private static func collect(_ value: JSONValue, prefix: String, into leaves: inout [(path: String, text: String)]) {
@@ -144,13 +144,6 @@ enum EcommpaySignature {
     /// Python `str` order: by Unicode scalar values.
     static func codePointsPrecede(_ lhs: String, _ rhs: String) -> Bool {
         lhs.unicodeScalars.map(\.value).lexicographicallyPrecedes(rhs.unicodeScalars.map(\.value))
-    }
-
-    static func constantTimeEqual(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
-        guard lhs.count == rhs.count else { return false }
-        var difference: UInt8 = 0
-        for index in lhs.indices { difference |= lhs[index] ^ rhs[index] }
-        return difference == 0
     }
 
     // MARK: Signed messages (callbacks, Gate requests)

@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 extension IPayNowEmulator {
     /// The `Content-Type` of N001 posts. *Emulator choice*: README 2.2 says only that the message is a
@@ -41,94 +38,20 @@ extension IPayNowEmulator {
         let fields = signed(n001Fields(order, tradeStatus: order.tradeStatus), app: order.app)
         let notification = Notification(url: url, body: Array(IPayNowForm.encode(fields).utf8), appId: order.app.appId,
                                         mhtOrderNo: order.mhtOrderNo)
-        lastNotification[key] = notification
-        if notificationsToDrop > 0 {
-            notificationsToDrop -= 1
-            notifications.append(NotificationAttempt(url: url.absoluteString, body: String(decoding: notification.body, as: UTF8.self),
-                                                      status: nil, answer: nil, attempt: 0, appId: notification.appId,
-                                                      mhtOrderNo: notification.mhtOrderNo, replay: false, crafted: false,
-                                                      dropped: true, acknowledged: false))
-            logger.debug("N001 dropped", metadata: ["mhtOrderNo": .string(order.mhtOrderNo)])
-            return
-        }
-        if notificationsHeld {
-            heldNotifications.append((notification, notificationDelay))
-        } else {
-            startDelivery(notification, delay: notificationDelay)
-        }
-    }
-
-    /// Starts delivering `notification` on its own task.
-    func startDelivery(_ notification: Notification, delay: Duration) {
-        let id = nextDeliveryID
-        nextDeliveryID += 1
-        let key = Self.key(notification.appId, notification.mhtOrderNo)
-        deliveryIDsByOrder[key, default: []].append(id)
-        deliveries[id] = Task {
-            await self.deliver(notification, delay: delay)
-            self.deliveries[id] = nil
-            self.deliveryIDsByOrder[key]?.removeAll { $0 == id }
-        }
+        deliverer.queue(notification)
     }
 
     /// Waits for the deliveries under way for order `key`.
     func waitForNotifications(of key: String) async {
-        while let id = deliveryIDsByOrder[key]?.first, let task = deliveries[id] {
-            await task.value
-        }
-    }
-
-    /// Tries until the merchant acknowledges, `notifyMaxAttempts` times, `notifyRetryInterval` apart
-    /// (*emulator choice*: no source gives iPayNow's schedule).
-    private func deliver(_ notification: Notification, delay: Duration) async {
-        if delay > .zero {
-            do { try await Task.sleep(for: delay) } catch { return }
-        }
-        for attempt in 1...notifyMaxAttempts {
-            if attempt > 1 {
-                do { try await Task.sleep(for: notifyRetryInterval) } catch { return }
-            }
-            if await post(notification, attempt: attempt, replay: false, crafted: false).acknowledged { return }
-        }
-        logger.warning("N001 not acknowledged; giving up", metadata: ["mhtOrderNo": .string(notification.mhtOrderNo)])
-    }
-
-    /// POSTs `notification` once and records the try. Acknowledged: a 2xx whose body, trimmed, is
-    /// `success=Y` (*emulator choice* for the status; `success=N` or anything else is a failure).
-    private func post(_ notification: Notification, attempt: Int, replay: Bool, crafted: Bool) async -> NotificationAttempt {
-        var request = URLRequest(url: notification.url, timeoutInterval: Self.seconds(notifyTimeout))
-        request.httpMethod = "POST"
-        request.setValue(Self.notificationContentType, forHTTPHeaderField: "Content-Type")
-        request.httpBody = Data(notification.body)
-        var status: Int?
-        var answer: String?
-        do {
-            let (data, response) = try await session.data(for: request)
-            status = (response as? HTTPURLResponse)?.statusCode
-            answer = String(String(decoding: data, as: UTF8.self).prefix(200))
-        } catch {
-            status = nil
-        }
-        let acknowledged = status.map { (200..<300).contains($0) } == true
-            && answer?.trimmingCharacters(in: .whitespacesAndNewlines) == Self.acknowledgement
-        let record = NotificationAttempt(url: notification.url.absoluteString, body: String(decoding: notification.body, as: UTF8.self),
-                                         status: status, answer: answer, attempt: attempt, appId: notification.appId,
-                                         mhtOrderNo: notification.mhtOrderNo, replay: replay, crafted: crafted, dropped: false,
-                                         acknowledged: acknowledged)
-        notifications.append(record)
-        logger.debug("N001 delivery", metadata: [
-            "mhtOrderNo": .string(notification.mhtOrderNo), "attempt": .stringConvertible(attempt),
-            "status": .string(status.map(String.init) ?? "no answer"), "acknowledged": .stringConvertible(acknowledged),
-        ])
-        return record
+        await deliverer.waitForDeliveries(of: key)
     }
 
     /// POSTs the last N001 of order `mhtOrderNo` again, byte for byte, once (a replay, for tests of
     /// idempotent receivers). `nil` when no N001 was ever made for it.
     @discardableResult
     public func redeliver(appId: String? = nil, mhtOrderNo: String) async -> NotificationAttempt? {
-        guard let key = orderKey(appId: appId, mhtOrderNo: mhtOrderNo), let notification = lastNotification[key] else { return nil }
-        return await post(notification, attempt: 1, replay: true, crafted: false)
+        guard let key = orderKey(appId: appId, mhtOrderNo: mhtOrderNo) else { return nil }
+        return await deliverer.redeliver(key: key)
     }
 
     /// Sends an N001 built as `crafted` says, once, and returns the try. Moves no money and changes no
@@ -148,6 +71,6 @@ extension IPayNowEmulator {
         for name in omitted where name == "signType" || name == "signature" { fields[name] = nil }
         let notification = Notification(url: url, body: Array(IPayNowForm.encode(fields).utf8), appId: order.app.appId,
                                         mhtOrderNo: order.mhtOrderNo)
-        return await post(notification, attempt: 1, replay: false, crafted: true)
+        return await deliverer.send(notification, kind: .crafted)
     }
 }

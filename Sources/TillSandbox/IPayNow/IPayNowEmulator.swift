@@ -1,8 +1,5 @@
 import Foundation
 import Logging
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// A local stand-in for iPayNow's (现在支付) cross-border gateway: the other party of Till's `ipaynow`
 /// module.
@@ -207,15 +204,14 @@ public actor IPayNowEmulator {
     // MARK: Configuration
 
     let apps: [App]
-    let notifyRetryInterval: Duration
-    let notifyMaxAttempts: Int
-    let notifyTimeout: Duration
     let timeoutHold: Duration
     let queryRule: QuerySignatureRule
     let exchangeRates: [String: Decimal]
     let now: @Sendable () -> Date
     let logger: Logger
-    let session: URLSession
+    /// Sends the N001s, retried every `notifyRetryInterval` up to `notifyMaxAttempts` times (*emulator
+    /// choice*: no source gives iPayNow's schedule), and records the tries.
+    let deliverer: NotificationDeliverer<Notification>
 
     // MARK: State
 
@@ -245,11 +241,29 @@ public actor IPayNowEmulator {
     }
 
     /// An N001 ready to send, kept for replays.
-    struct Notification: Sendable {
+    struct Notification: MerchantNotification {
         var url: URL
         var body: [UInt8]
         var appId: String
         var mhtOrderNo: String
+
+        var key: String { IPayNowEmulator.key(appId, mhtOrderNo) }
+        var headers: [(name: String, value: String)] { [("Content-Type", IPayNowEmulator.notificationContentType)] }
+        var logMetadata: Logger.Metadata { ["mhtOrderNo": .string(mhtOrderNo)] }
+
+        /// A 2xx whose body, trimmed, is `success=Y` (*emulator choice* for the status; `success=N` or
+        /// anything else is a failure).
+        func isAcknowledged(by response: DeliveryResponse) -> Bool {
+            response.isSuccess
+                && response.answerPrefix?.trimmingCharacters(in: .whitespacesAndNewlines) == IPayNowEmulator.acknowledgement
+        }
+
+        func record(_ delivery: DeliveryTry) -> NotificationAttempt {
+            NotificationAttempt(url: url.absoluteString, body: String(decoding: body, as: UTF8.self), status: delivery.status,
+                                answer: delivery.response?.answerPrefix, attempt: delivery.attempt, appId: appId,
+                                mhtOrderNo: mhtOrderNo, replay: delivery.kind == .replay, crafted: delivery.kind == .crafted,
+                                dropped: delivery.kind == .dropped, acknowledged: delivery.acknowledged)
+        }
     }
 
     /// `appId \0 mhtOrderNo` → order.
@@ -258,22 +272,14 @@ public actor IPayNowEmulator {
     var orderKeys: [String] = []
     var keysByNowPayOrderNo: [String: String] = [:]
     var keysByPage: [String: String] = [:]
-    var pendingFaults: [(fault: Fault, funcode: String?)] = []
-    var lastNotification: [String: Notification] = [:]
-    var deliveries: [Int: Task<Void, Never>] = [:]
-    /// Delivery ids by order key, so a stand-in call can wait for its own.
-    var deliveryIDsByOrder: [String: [Int]] = [:]
-    var nextDeliveryID = 0
-    var notificationDelay: Duration = .zero
-    var notificationsHeld = false
-    var heldNotifications: [(notification: Notification, delay: Duration)] = []
-    var notificationsToDrop = 0
+    /// Faults by funcode.
+    var faults = FaultQueue<Fault>()
 
     /// What really moved money, oldest first: orders the customer paid (never twice for one order).
     public internal(set) var ledger: [LedgerEntry] = []
 
     /// Every N001 delivery try so far (replays, crafted and dropped ones included), oldest first.
-    public internal(set) var notifications: [NotificationAttempt] = []
+    public var notifications: [NotificationAttempt] { deliverer.attempts }
 
     /// Creates an emulator for some merchant apps.
     /// - Parameters:
@@ -297,20 +303,13 @@ public actor IPayNowEmulator {
                 now: @escaping @Sendable () -> Date = { Date() },
                 logger: Logger = Logger(label: "till.sandbox.ipaynow")) {
         self.apps = apps
-        self.notifyRetryInterval = notifyRetryInterval
-        self.notifyMaxAttempts = max(1, notifyMaxAttempts)
-        self.notifyTimeout = notifyTimeout
         self.timeoutHold = timeoutHold
         self.queryRule = queryRule
         self.exchangeRates = exchangeRates
         self.now = now
         self.logger = logger
-        self.session = URLSession(configuration: .ephemeral, delegate: NoRedirects(), delegateQueue: nil)
-    }
-
-    deinit {
-        for task in deliveries.values { task.cancel() }
-        session.invalidateAndCancel()
+        self.deliverer = NotificationDeliverer(schedule: RetrySchedule(attempts: notifyMaxAttempts, interval: notifyRetryInterval),
+                                               timeout: notifyTimeout, noun: "N001", logger: logger)
     }
 
     // MARK: Test controls
@@ -318,39 +317,34 @@ public actor IPayNowEmulator {
     /// Makes the next `POST {base}/global` request whose `funcode` is `funcode` (any, when `nil`) fail
     /// as `fault`. Faults queue up and are used in order.
     public func inject(_ fault: Fault, funcode: String? = nil) {
-        pendingFaults.append((fault, funcode))
+        faults.append(fault, key: funcode)
     }
 
     /// Delays the first try of every N001 queued from now on (zero by default).
     public func setNotificationDelay(_ delay: Duration) {
-        notificationDelay = max(.zero, delay)
+        deliverer.setDelay(delay)
     }
 
     /// Keeps N001s queued instead of sending them, until ``releaseNotifications()``.
     public func holdNotifications() {
-        notificationsHeld = true
+        deliverer.hold()
     }
 
     /// Sends the N001s queued since ``holdNotifications()``, and the next ones at once again.
     public func releaseNotifications() {
-        notificationsHeld = false
-        let queued = heldNotifications
-        heldNotifications = []
-        for item in queued { startDelivery(item.notification, delay: item.delay) }
+        deliverer.release()
     }
 
     /// Drops the next `count` N001s: they are recorded (``NotificationAttempt/dropped``) but never
     /// sent, so only a query can tell the merchant.
     public func dropNotifications(_ count: Int = 1) {
-        notificationsToDrop += max(0, count)
+        deliverer.drop(count)
     }
 
     /// Waits until every N001 under way has been acknowledged or has run out of tries (held ones are
     /// not waited for).
     public func waitForNotifications() async {
-        while let task = deliveries.values.first {
-            await task.value
-        }
+        await deliverer.waitForAll()
     }
 
     /// Every order, oldest first.
@@ -444,23 +438,9 @@ public actor IPayNowEmulator {
         "3001" + IPayNowTime.stamp(date) + randomDigits(count: 9)
     }
 
-    static func randomDigits(count: Int) -> String {
-        String((0..<count).map { _ in Character(String(Int.random(in: 0...9))) })
-    }
-
-    static func randomHex(count: Int) -> String {
-        String((0..<count).map { _ in "0123456789abcdef".randomElement() ?? "0" })
-    }
-
-    static func seconds(_ duration: Duration) -> TimeInterval {
-        let parts = duration.components
-        return TimeInterval(parts.seconds) + TimeInterval(parts.attoseconds) / 1e18
-    }
-
     /// Takes the first queued fault for `funcode`.
     func takeFault(for funcode: String?) -> Fault? {
-        guard let index = pendingFaults.firstIndex(where: { $0.funcode == nil || $0.funcode == funcode }) else { return nil }
-        return pendingFaults.remove(at: index).fault
+        faults.take(for: funcode)
     }
 
     /// How long held requests wait.

@@ -2,7 +2,7 @@ import Foundation
 import Hummingbird
 
 /// The iPayNow emulator's HTTP routes inside the sandbox server.
-enum IPayNowRoutes {
+enum IPayNowRoutes: SandboxRoutes {
     static func register(on router: Router<SandboxRequestContext>, emulator: IPayNowEmulator, address: SandboxAddress,
                          release: HoldRelease) {
         @Sendable func base() async -> URL { emulator.moduleBaseURL(in: await address.baseURL) }
@@ -15,18 +15,15 @@ enum IPayNowRoutes {
                 return Response(status: .init(code: answer.status), headers: [.contentType: answer.contentType],
                                 body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
             case .holdThenGatewayTimeout:
-                await release.hold(for: emulator.holdDuration)
-                return Sandbox.text("Gateway Timeout", status: .gatewayTimeout)
+                return await gatewayTimeout(after: emulator.holdDuration, release: release)
             case .dropConnection:
-                context.closeConnection()
-                return Sandbox.text("", status: .internalServerError)
+                return dropConnection(context)
             }
         }
         router.post("/ipaynow/\(IPayNowEmulator.pluginPath)") { request, _ -> Response in
             guard let body = await readBody(request) else { return Sandbox.json(error("body too large"), status: .contentTooLarge) }
             let (status, answer) = await emulator.handlePlugin(body: body)
-            return Response(status: .init(code: status), headers: [.contentType: "application/json; charset=utf-8"],
-                            body: .init(byteBuffer: ByteBuffer(bytes: answer)))
+            return jsonAnswer(answer, status: status)
         }
         router.get("/ipaynow/sandbox-only/channel/:id") { _, context -> Response in
             await emulator.channelPage(id: context.parameters.get("id") ?? "").response
@@ -39,24 +36,12 @@ enum IPayNowRoutes {
     }
 
     private static func registerAdmin(on router: Router<SandboxRequestContext>, emulator: IPayNowEmulator) {
-        router.post("/admin/ipaynow/faults") { request, _ -> Response in
-            let expected = "expected {\"fault\": \"server_error\" | \"timeout\" | \"drop\" | \"garbage\" | \"bad_signature\", "
-                + "\"funcode\": optional, e.g. \"MQ001\"}"
-            guard let body = await readBody(request), let parsed = try? JSONValue.parse(body), let name = parsed["fault"]?.stringValue else {
-                return Sandbox.json(error(expected), status: .badRequest)
-            }
-            guard let fault = IPayNowEmulator.Fault(rawValue: name) else {
-                return Sandbox.json(error("unknown fault \"\(name)\"; " + expected), status: .badRequest)
-            }
-            let funcode = parsed["funcode"]?.stringValue
-            await emulator.inject(fault, funcode: funcode)
-            var members: [JSONValue.Member] = [.init(key: "queued", value: .string(fault.rawValue))]
-            if let funcode { members.append(.init(key: "funcode", value: .string(funcode))) }
-            return Sandbox.json(.object(members))
-        }
-        router.get("/admin/ipaynow/ledger") { _, _ -> Response in Sandbox.json(encoding: await emulator.ledger) }
-        router.get("/admin/ipaynow/orders") { _, _ -> Response in Sandbox.json(encoding: await emulator.orderSummaries()) }
-        router.get("/admin/ipaynow/notifications") { _, _ -> Response in Sandbox.json(encoding: await emulator.notifications) }
+        SandboxAdmin.mountFaults(IPayNowEmulator.Fault.self, on: router, path: "/admin/ipaynow/faults", keyName: "funcode",
+                                 expected: "expected {\"fault\": \"server_error\" | \"timeout\" | \"drop\" | \"garbage\" | \"bad_signature\", "
+                                     + "\"funcode\": optional, e.g. \"MQ001\"}") { await emulator.inject($0, funcode: $1) }
+        SandboxAdmin.mountList(on: router, path: "/admin/ipaynow/ledger") { await emulator.ledger }
+        SandboxAdmin.mountList(on: router, path: "/admin/ipaynow/orders") { await emulator.orderSummaries() }
+        SandboxAdmin.mountList(on: router, path: "/admin/ipaynow/notifications") { await emulator.notifications }
         router.post("/admin/ipaynow/orders/status") { request, _ -> Response in
             let expected = "expected {\"mhtOrderNo\": \"…\", \"tradeStatus\": \"A001\" | \"A002\" | …, \"appId\": optional, \"notify\": true}"
             guard let body = await readBody(request), let parsed = try? JSONValue.parse(body),
@@ -71,59 +56,19 @@ enum IPayNowRoutes {
             }
             return Sandbox.json(encoding: order)
         }
-        router.post("/admin/ipaynow/notifications/redeliver") { request, _ -> Response in
-            guard let body = await readBody(request), let parsed = try? JSONValue.parse(body),
-                  let number = parsed["mhtOrderNo"]?.stringValue else {
-                return Sandbox.json(error("expected {\"mhtOrderNo\": \"…\", \"appId\": optional}"), status: .badRequest)
-            }
-            guard let attempt = await emulator.redeliver(appId: parsed["appId"]?.stringValue, mhtOrderNo: number) else {
-                return Sandbox.json(error("no N001 was made for order \(number)"), status: .notFound)
-            }
-            return Sandbox.json(encoding: attempt)
-        }
-        router.post("/admin/ipaynow/notifications/send") { request, _ -> Response in
-            guard let body = await readBody(request),
-                  let crafted = try? JSONDecoder().decode(IPayNowEmulator.CraftedNotification.self, from: Data(body)) else {
-                return Sandbox.json(error("expected {\"mhtOrderNo\": \"…\", \"appId\"?, \"tradeStatus\"?, \"set\"?: {…}, \"omit\"?: […], "
-                                          + "\"tamper\"?: {…}, \"appKey\"?, \"signature\"?, \"url\"?}"), status: .badRequest)
-            }
-            guard let attempt = await emulator.sendCrafted(crafted) else {
-                return Sandbox.json(error("no order \(crafted.mhtOrderNo), or no URL to send to"), status: .notFound)
-            }
-            return Sandbox.json(encoding: attempt)
-        }
-        router.post("/admin/ipaynow/notifications/hold") { _, _ -> Response in
-            await emulator.holdNotifications()
-            return Sandbox.json(.object([.init(key: "held", value: .bool(true))]))
-        }
-        router.post("/admin/ipaynow/notifications/release") { _, _ -> Response in
-            await emulator.releaseNotifications()
-            return Sandbox.json(.object([.init(key: "held", value: .bool(false))]))
-        }
-        router.post("/admin/ipaynow/notifications/drop") { request, _ -> Response in
-            let body = await readBody(request) ?? []
-            let parsed = body.isEmpty ? nil : try? JSONValue.parse(body)
-            let count = parsed?["count"].flatMap { Int($0.parameterText) } ?? 1
-            await emulator.dropNotifications(count)
-            return Sandbox.json(.object([.init(key: "dropping", value: .number(String(count)))]))
-        }
-        router.post("/admin/ipaynow/notifications/delay") { request, _ -> Response in
-            guard let body = await readBody(request), let parsed = try? JSONValue.parse(body),
-                  let milliseconds = parsed["milliseconds"].flatMap({ Int($0.parameterText) }), milliseconds >= 0 else {
-                return Sandbox.json(error("expected {\"milliseconds\": 0 or more}"), status: .badRequest)
-            }
-            await emulator.setNotificationDelay(.milliseconds(milliseconds))
-            return Sandbox.json(.object([.init(key: "milliseconds", value: .number(String(milliseconds)))]))
-        }
-    }
-
-    private static func readBody(_ request: Request) async -> [UInt8]? {
-        guard let buffer = try? await request.body.collect(upTo: Sandbox.maximumBodyBytes) else { return nil }
-        return Array(buffer.readableBytesView)
-    }
-
-    private static func error(_ message: String) -> JSONValue {
-        .object([.init(key: "error", value: .string(message))])
+        SandboxAdmin.mountTry(on: router, path: "/admin/ipaynow/notifications/redeliver", expected: "expected {\"mhtOrderNo\": \"…\", \"appId\": optional}",
+                              input: { _, body -> (appId: String?, mhtOrderNo: String)? in
+                                  guard let body, let parsed = try? JSONValue.parse(body), let number = parsed["mhtOrderNo"]?.stringValue else { return nil }
+                                  return (appId: parsed["appId"]?.stringValue, mhtOrderNo: number)
+                              },
+                              send: { await emulator.redeliver(appId: $0.appId, mhtOrderNo: $0.mhtOrderNo) },
+                              notFound: { "no N001 was made for order \($0.mhtOrderNo)" })
+        SandboxAdmin.mountCraftedSend(IPayNowEmulator.CraftedNotification.self, on: router, path: "/admin/ipaynow/notifications/send",
+                                      expected: "expected {\"mhtOrderNo\": \"…\", \"appId\"?, \"tradeStatus\"?, \"set\"?: {…}, \"omit\"?: […], "
+                                          + "\"tamper\"?: {…}, \"appKey\"?, \"signature\"?, \"url\"?}",
+                                      send: { await emulator.sendCrafted($0) }, notFound: { "no order \($0.mhtOrderNo), or no URL to send to" })
+        SandboxAdmin.mountDeliveryControls([.hold, .release, .drop, .delay], on: router, under: "/admin/ipaynow/notifications",
+                                           deliverer: emulator.deliverer)
     }
 }
 

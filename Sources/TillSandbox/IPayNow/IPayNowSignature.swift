@@ -77,13 +77,5 @@ extension IPayNowEmulator {
         public static func md5Hex(_ text: String) -> String {
             Insecure.MD5.hash(data: Data(text.utf8)).map { String(format: "%02x", $0) }.joined()
         }
-
-        static func constantTimeEqual(_ left: String, _ right: String) -> Bool {
-            let a = Array(left.utf8), b = Array(right.utf8)
-            guard a.count == b.count else { return false }
-            var difference: UInt8 = 0
-            for index in a.indices { difference |= a[index] ^ b[index] }
-            return difference == 0
-        }
     }
 }

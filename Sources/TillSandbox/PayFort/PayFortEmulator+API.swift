@@ -619,24 +619,6 @@ extension PayFortEmulator {
         }
     }
 
-    static func randomDigits(count: Int) -> String {
-        String((0..<count).map { _ in Character(String(Int.random(in: 0...9))) })
-    }
-
-    static func randomHex(count: Int) -> String {
-        let alphabet = Array("0123456789abcdef")
-        return String((0..<count).compactMap { _ in alphabet.randomElement() })
-    }
-
-    static func randomAlphanumeric(count: Int) -> String {
-        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
-        return String((0..<count).compactMap { _ in alphabet.randomElement() })
-    }
-
-    static func seconds(_ duration: Duration) -> TimeInterval {
-        let parts = duration.components
-        return TimeInterval(parts.seconds) + TimeInterval(parts.attoseconds) / 1e18
-    }
 }
 
 extension Character {

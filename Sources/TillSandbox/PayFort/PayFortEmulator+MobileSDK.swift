@@ -103,7 +103,7 @@ extension PayFortEmulator {
         guard let token = sdkTokens[value] else { throw Rejection.invalid("sdk_token", "unknown token") }
         guard token.deviceID == device else { throw Rejection(code: "070", message: "device_id mismatch") }
         guard !token.used else { throw Rejection.invalid("sdk_token", "already used") }
-        guard now() < token.created.addingTimeInterval(Self.seconds(tokenLifetime)) else {
+        guard now() < token.created.addingTimeInterval(tokenLifetime.timeInterval) else {
             throw Rejection.invalid("sdk_token", "expired")
         }
         guard let merchant = merchant(identifier: token.merchantIdentifier, accessCode: token.accessCode) else {

@@ -1,8 +1,5 @@
 import Foundation
 import Logging
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// A local stand-in for Amazon Payment Services (PayFort FORT), written from the vendor's SDKs, their
 /// tests and the vendor test application's sandbox logs, independent of Till's PayFort module: it is
@@ -106,14 +103,12 @@ public actor PayFortEmulator {
     // MARK: Configuration
 
     private(set) var merchants: [PayFortMerchant]
-    let notificationTries: Int
-    let notificationInterval: Duration
-    let notificationTimeout: Duration
     let tokenLifetime: Duration
     let timeoutHold: Duration
     let now: @Sendable () -> Date
     let logger: Logger
-    let session: URLSession
+    /// Sends transaction feedback on APS's retry schedule and records the tries.
+    let deliverer: NotificationDeliverer<Feedback>
 
     // MARK: State
 
@@ -165,15 +160,13 @@ public actor PayFortEmulator {
     var orders: [String: Order] = [:]
     var orderKeysByFortID: [String: String] = [:]
     var orderKeysBySession: [String: String] = [:]
-    var pendingFaults: [(fault: Fault, command: String?)] = []
+    /// Faults by command.
+    var faults = FaultQueue<Fault>()
     /// Whether CHECK_STATUS answers carry `authorized_amount`, `captured_amount` and `refunded_amount`. The
     /// docs' field table lists them (docs `incommon.md`), but the only published answer carries none of them.
     var checkStatusCarriesAmounts = true
     /// Set while processing a request that drew the `technicalProblem` fault.
     var declineWithTechnicalProblem = false
-    var attempts: [NotificationAttempt] = []
-    var deliveries: [Int: Task<Void, Never>] = [:]
-    var nextDeliveryID = 0
 
     /// What the gateway really charged or authorized: one entry per PURCHASE that reached status
     /// `14` and per AUTHORIZATION that reached `02`, including uncertain (`15`) answers that were
@@ -201,19 +194,13 @@ public actor PayFortEmulator {
                 now: @escaping @Sendable () -> Date = { Date() },
                 logger: Logger = Logger(label: "till.sandbox.payfort")) {
         self.merchants = merchants
-        self.notificationTries = max(1, notificationRetry.tries)
-        self.notificationInterval = notificationRetry.interval
-        self.notificationTimeout = notificationTimeout
         self.tokenLifetime = tokenLifetime
         self.timeoutHold = timeoutHold
         self.now = now
         self.logger = logger
-        self.session = URLSession(configuration: .ephemeral, delegate: NoRedirects(), delegateQueue: nil)
-    }
-
-    deinit {
-        for task in deliveries.values { task.cancel() }
-        session.invalidateAndCancel()
+        self.deliverer = NotificationDeliverer(
+            schedule: RetrySchedule(attempts: notificationRetry.tries, interval: notificationRetry.interval),
+            timeout: notificationTimeout, noun: "feedback", logger: logger)
     }
 
     // MARK: Test controls
@@ -222,7 +209,7 @@ public actor PayFortEmulator {
     /// - Parameter command: only a request with this command (`"PURCHASE"`, `"SDK_TOKEN"`,
     ///   `"CHECK_STATUS"`, …) matches; `nil` matches any request.
     public func injectFault(_ fault: Fault, matching command: String? = nil) {
-        pendingFaults.append((fault, command))
+        faults.append(fault, key: command)
     }
 
     /// Makes CHECK_STATUS answers carry the order's amounts (the docs' field table) or none of them (the only
@@ -233,14 +220,12 @@ public actor PayFortEmulator {
 
     /// Every feedback delivery attempt so far, oldest first.
     public func notificationLog() -> [NotificationAttempt] {
-        attempts
+        deliverer.attempts
     }
 
     /// Waits until every notification under way has been acknowledged or has run out of tries.
     public func waitForNotifications() async {
-        while let task = deliveries.values.first {
-            await task.value
-        }
+        await deliverer.waitForAll()
     }
 
     /// Points a merchant's transaction feedback somewhere else (a server started after the sandbox).
@@ -253,8 +238,7 @@ public actor PayFortEmulator {
 
     /// Takes the first queued fault that matches `command`.
     func takeFault(for command: String?) -> Fault? {
-        guard let index = pendingFaults.firstIndex(where: { $0.command == nil || $0.command == command }) else { return nil }
-        return pendingFaults.remove(at: index).fault
+        faults.take(for: command)
     }
 
     /// How long held requests wait.
@@ -263,15 +247,5 @@ public actor PayFortEmulator {
     /// The merchant with these credentials.
     func merchant(identifier: String, accessCode: String) -> PayFortMerchant? {
         merchants.first { $0.merchantIdentifier == identifier && $0.accessCode == accessCode }
-    }
-}
-
-/// Keeps the emulator's own HTTP clients from following redirects: APS counts a 302 itself as an
-/// acknowledgement of feedback, and the sandbox's customer hands a redirect to the app instead of
-/// loading it.
-final class NoRedirects: NSObject, URLSessionTaskDelegate, Sendable {
-    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
-                    newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void) {
-        completionHandler(nil)
     }
 }

@@ -2,7 +2,7 @@ import Foundation
 import Hummingbird
 
 /// The PayFort emulator's HTTP routes inside the sandbox server.
-enum PayFortRoutes {
+enum PayFortRoutes: SandboxRoutes {
     static func register(on router: Router<SandboxRequestContext>, emulator: PayFortEmulator,
                          address: SandboxAddress, release: HoldRelease) {
         router.post("/payfort/FortAPI/paymentApi") { request, context -> Response in
@@ -17,11 +17,9 @@ enum PayFortRoutes {
             case .serviceUnavailable:
                 return Sandbox.text("Service Unavailable", status: .serviceUnavailable)
             case .holdThenGatewayTimeout:
-                await release.hold(for: emulator.holdDuration)
-                return Sandbox.text("Gateway Timeout", status: .gatewayTimeout)
+                return await gatewayTimeout(after: emulator.holdDuration, release: release)
             case .dropConnection:
-                context.closeConnection()
-                return Sandbox.text("", status: .internalServerError)
+                return dropConnection(context)
             }
         }
 
@@ -51,32 +49,14 @@ enum PayFortRoutes {
             return response(await emulator.handleMobileSDK(body: body, payFortBaseURL: base))
         }
 
-        router.post("/admin/payfort/faults") { request, _ -> Response in
-            guard let body = await readBody(request), let parsed = try? JSONValue.parse(body),
-                  let name = parsed["fault"]?.stringValue else {
-                return Sandbox.json(error("expected {\"fault\": \"timeout\" | \"server_error\" | \"drop\" | \"technical_problem\"}"),
-                                    status: .badRequest)
-            }
-            guard let fault = PayFortEmulator.Fault(rawValue: name) else {
-                return Sandbox.json(error("unknown fault \"\(name)\"; expected timeout, server_error, drop or technical_problem"),
-                                    status: .badRequest)
-            }
-            let command = parsed["command"]?.stringValue
-            await emulator.injectFault(fault, matching: command)
-            var members: [JSONValue.Member] = [.init(key: "queued", value: .string(fault.rawValue))]
-            if let command { members.append(.init(key: "command", value: .string(command))) }
-            return Sandbox.json(.object(members))
+        SandboxAdmin.mountFaults(PayFortEmulator.Fault.self, on: router, path: "/admin/payfort/faults", keyName: "command",
+                                 expected: "expected {\"fault\": \"timeout\" | \"server_error\" | \"drop\" | \"technical_problem\"}",
+                                 unknownHint: "expected timeout, server_error, drop or technical_problem") {
+            await emulator.injectFault($0, matching: $1)
         }
-
-        router.get("/admin/payfort/ledger") { _, _ -> Response in
-            Sandbox.json(encoding: await emulator.ledger)
-        }
-        router.get("/admin/payfort/operations") { _, _ -> Response in
-            Sandbox.json(encoding: await emulator.operations)
-        }
-        router.get("/admin/payfort/notifications") { _, _ -> Response in
-            Sandbox.json(encoding: await emulator.notificationLog())
-        }
+        SandboxAdmin.mountList(on: router, path: "/admin/payfort/ledger") { await emulator.ledger }
+        SandboxAdmin.mountList(on: router, path: "/admin/payfort/operations") { await emulator.operations }
+        SandboxAdmin.mountList(on: router, path: "/admin/payfort/notifications") { await emulator.notificationLog() }
     }
 
     /// The `FORTSESSIONID` of a 3-D Secure page request (empty when absent).
@@ -84,21 +64,11 @@ enum PayFortRoutes {
         request.uri.query.flatMap { FormEncoding.decode($0)?["FORTSESSIONID"] } ?? ""
     }
 
-    private static func readBody(_ request: Request) async -> [UInt8]? {
-        guard let buffer = try? await request.body.collect(upTo: Sandbox.maximumBodyBytes) else { return nil }
-        return Array(buffer.readableBytesView)
-    }
-
     private static func response(_ answer: PaymentAPIAnswer) -> Response {
-        Response(status: .init(code: answer.httpStatus), headers: [.contentType: "application/json; charset=utf-8"],
-                 body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
+        jsonAnswer(answer.body, status: answer.httpStatus)
     }
 
     private static func response(_ answer: PageAnswer) -> Response { answer.response }
-
-    private static func error(_ message: String) -> JSONValue {
-        .object([.init(key: "error", value: .string(message))])
-    }
 }
 
 extension PayFortEmulator: SandboxEmulator {

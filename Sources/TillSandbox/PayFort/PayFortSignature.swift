@@ -116,13 +116,5 @@ extension PayFortEmulator {
             }
             return String(decoding: output, as: UTF8.self)
         }
-
-        static func constantTimeEqual(_ lhs: String, _ rhs: String) -> Bool {
-            let left = Array(lhs.utf8), right = Array(rhs.utf8)
-            guard left.count == right.count else { return false }
-            var difference: UInt8 = 0
-            for index in left.indices { difference |= left[index] ^ right[index] }
-            return difference == 0
-        }
     }
 }

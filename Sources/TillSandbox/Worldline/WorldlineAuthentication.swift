@@ -93,18 +93,10 @@ enum WorldlineV1HMAC {
         var matched = false
         for resource in candidateResources(rawPath: rawPath, rawQuery: rawQuery) {
             let expected = signature(of: stringToSign(method: method, headers: headers, resource: resource), secret: secret)
-            if constantTimeEqual(Array(expected.utf8), Array(credentials.signature.utf8)) { matched = true }
+            if constantTimeEqual(expected, credentials.signature) { matched = true }
         }
         return matched
     }
-}
-
-/// Compares two byte strings without stopping at the first difference.
-func constantTimeEqual(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
-    guard lhs.count == rhs.count else { return false }
-    var difference: UInt8 = 0
-    for index in lhs.indices { difference |= lhs[index] ^ rhs[index] }
-    return difference == 0
 }
 
 /// The webhook signature (docs `documentation/webhooks/event-structure/`; python

@@ -206,8 +206,8 @@ extension WorldlineEmulator {
     private func createSession(merchant: Merchant, body: [UInt8], root: URL) throws(WorldlineRefusal) -> WorldlineAnswer {
         struct SessionRequest: Decodable { var tokens: [String]? }
         let request = try decode(SessionRequest.self, body)
-        let sessionId = Self.randomHex(16)
-        let customerId = merchant.merchantId + "-" + Self.randomHex(10)
+        let sessionId = Self.randomHex(count: 32)
+        let customerId = merchant.merchantId + "-" + Self.randomHex(count: 20)
         sessions[sessionId] = ClientSession(merchantId: merchant.merchantId, customerId: customerId, created: now())
         let base = root.absoluteString.hasSuffix("/") ? String(root.absoluteString.dropLast()) : root.absoluteString
         // The emulator stores no tokens, so every token asked for is invalid.
@@ -219,7 +219,7 @@ extension WorldlineEmulator {
     /// The live session `id`, if it has not expired.
     func liveSession(_ id: String) -> ClientSession? {
         guard let session = sessions[id] else { return nil }
-        guard now().timeIntervalSince(session.created) < Self.seconds(sessionLifetime) else { return nil }
+        guard now().timeIntervalSince(session.created) < sessionLifetime.timeInterval else { return nil }
         return session
     }
 
@@ -342,7 +342,7 @@ extension WorldlineEmulator {
             // python `createPayment.failure.rejected.json`: 402 with errors and paymentResult.
             throw WorldlineRefusal(402, error, paymentResult: result)
         case .threeDSecure:
-            let token = Self.randomHex(16)
+            let token = Self.randomHex(count: 32)
             let mac = UUID().uuidString.lowercased()
             payments[id]?.returnURL = returnURL
             payments[id]?.returnMAC = mac

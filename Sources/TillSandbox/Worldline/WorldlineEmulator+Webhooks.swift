@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -56,6 +57,32 @@ extension WorldlineEmulator {
         }
     }
 
+    /// An event as POSTed: the message, where it goes, and the `X-GCS-Signature` it carries (`nil`:
+    /// left out).
+    struct WebhookPost: MerchantNotification {
+        var message: WebhookMessage
+        var url: URL
+        var signatureHeader: String?
+
+        var key: String { message.eventId }
+        var body: [UInt8] { message.body }
+        var headers: [(name: String, value: String)] {
+            [("Content-Type", "application/json")] + (signatureHeader.map { [("X-GCS-Signature", $0)] } ?? [])
+                + [("X-GCS-KeyId", message.keyId)]
+        }
+        var logMetadata: Logger.Metadata { ["event": .string(message.eventId), "type": .string(message.type)] }
+
+        /// Any 2xx.
+        func isAcknowledged(by response: DeliveryResponse) -> Bool { response.isSuccess }
+
+        func record(_ delivery: DeliveryTry) -> WebhookDelivery {
+            WebhookDelivery(kind: .event, url: url, eventId: message.eventId, type: message.type,
+                            body: String(decoding: message.body, as: UTF8.self), keyId: message.keyId, signature: signatureHeader,
+                            status: delivery.status, accepted: delivery.acknowledged, attempt: delivery.attempt,
+                            replay: delivery.kind == .replay, crafted: delivery.kind == .crafted)
+        }
+    }
+
     // MARK: Queueing
 
     func queuePaymentEvent(_ paymentId: String, type: String) {
@@ -69,7 +96,7 @@ extension WorldlineEmulator {
     }
 
     private func queueEvent(merchantId: String, type: String, payment: PaymentWire?, refund: RefundWire?) {
-        guard let merchant = merchant(merchantId), webhookURLs[merchantId] != nil else { return }
+        guard let merchant = merchant(merchantId), let url = webhookURLs[merchantId] else { return }
         let event = WebhookEventWire(apiVersion: "v1", id: UUID().uuidString.lowercased(),
                                      created: WorldlineDates.eventTime(now()), merchantId: merchantId, type: type,
                                      payment: payment, refund: refund)
@@ -80,81 +107,38 @@ extension WorldlineEmulator {
         let message = WebhookMessage(eventId: event.id, type: type, merchantId: merchantId, body: bytes,
                                      keyId: merchant.webhookKeyId,
                                      signature: WorldlineWebhookSignature.sign(bytes, secret: merchant.webhookSecretKey))
-        events[event.id] = message
-        startDelivery(message)
-    }
-
-    private func startDelivery(_ message: WebhookMessage) {
-        let id = nextDeliveryID
-        nextDeliveryID += 1
-        deliveryTasks[id] = Task {
-            await self.deliver(message)
-            self.deliveryTasks[id] = nil
+        deliverer.queue(WebhookPost(message: message, url: url, signatureHeader: message.signature)) { post, attempt in
+            await self.prepareTry(of: post, attempt: attempt)
         }
     }
 
-    private func deliver(_ message: WebhookMessage) async {
-        var wait = webhookRetryInterval
-        for attempt in 1...webhookMaxAttempts {
-            if attempt > 1 {
-                do { try await Task.sleep(for: wait) } catch { return }
-                wait = wait * 2
-            }
-            // The URL is read at each try: a merchant may fix its configuration meanwhile.
-            guard let url = webhookURLs[message.merchantId] else { return }
-            if !verifiedEndpoints.contains(url.absoluteString) {
-                guard await verify(url, attempt: attempt) else { continue }
-                verifiedEndpoints.insert(url.absoluteString)
-            }
-            let record = await post(message, to: url, attempt: attempt, replay: false, crafted: false, signatureHeader: message.signature)
-            if record.accepted { return }
+    /// Before each try: the URL is read again (a merchant may fix its configuration meanwhile; when
+    /// it has none, the delivery stops), and a URL not verified yet is verified first (a failed
+    /// verification is a failed try).
+    private func prepareTry(of post: WebhookPost, attempt: Int) async -> TryPlan<WebhookPost> {
+        guard let url = webhookURLs[post.message.merchantId] else { return .stop }
+        if !verifiedEndpoints.contains(url.absoluteString) {
+            guard await verify(url, attempt: attempt) else { return .skip }
+            verifiedEndpoints.insert(url.absoluteString)
         }
-        logger.warning("webhook not acknowledged; giving up", metadata: ["event": .string(message.eventId)])
+        var post = post
+        post.url = url
+        return .post(post)
     }
 
     /// The endpoint verification request; true when the endpoint echoed the value.
     private func verify(_ url: URL, attempt: Int) async -> Bool {
         let value = UUID().uuidString.lowercased()
-        var request = URLRequest(url: url, timeoutInterval: Self.seconds(webhookTimeout))
+        var request = URLRequest(url: url, timeoutInterval: webhookTimeout.timeInterval)
         request.httpMethod = "GET"
         request.setValue(value, forHTTPHeaderField: "X-GCS-Webhooks-Endpoint-Verification")
-        var status: Int?
-        var echoed = false
-        if let (data, response) = try? await session.data(for: request) {
-            status = (response as? HTTPURLResponse)?.statusCode
-            let body = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            echoed = (200..<300).contains(status ?? 0) && body == value
-        }
-        webhookDeliveries.append(WebhookDelivery(kind: .verification, url: url, eventId: nil, type: nil, body: value, keyId: nil,
-                                                 signature: nil, status: status, accepted: echoed, attempt: attempt,
-                                                 replay: false, crafted: false))
+        let response = await deliverer.perform(request)
+        let body = response.body.map { String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) }
+        let echoed = response.isSuccess && body == value
+        deliverer.append(WebhookDelivery(kind: .verification, url: url, eventId: nil, type: nil, body: value, keyId: nil,
+                                         signature: nil, status: response.status, accepted: echoed, attempt: attempt,
+                                         replay: false, crafted: false))
         return echoed
-    }
-
-    @discardableResult
-    private func post(_ message: WebhookMessage, to url: URL, attempt: Int, replay: Bool, crafted: Bool,
-                      signatureHeader: String?) async -> WebhookDelivery {
-        var request = URLRequest(url: url, timeoutInterval: Self.seconds(webhookTimeout))
-        request.httpMethod = "POST"
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        if let signatureHeader { request.setValue(signatureHeader, forHTTPHeaderField: "X-GCS-Signature") }
-        request.setValue(message.keyId, forHTTPHeaderField: "X-GCS-KeyId")
-        request.httpBody = Data(message.body)
-        var status: Int?
-        if let (_, response) = try? await session.data(for: request) {
-            status = (response as? HTTPURLResponse)?.statusCode
-        }
-        let record = WebhookDelivery(kind: .event, url: url, eventId: message.eventId, type: message.type,
-                                     body: String(decoding: message.body, as: UTF8.self), keyId: message.keyId,
-                                     signature: signatureHeader, status: status,
-                                     accepted: (200..<300).contains(status ?? 0), attempt: attempt, replay: replay,
-                                     crafted: crafted)
-        webhookDeliveries.append(record)
-        logger.debug("webhook delivery", metadata: [
-            "event": .string(message.eventId), "type": .string(message.type), "attempt": .stringConvertible(attempt),
-            "status": .string(status.map(String.init) ?? "no answer"),
-        ])
-        return record
     }
 
     // MARK: Test controls
@@ -163,8 +147,9 @@ extension WorldlineEmulator {
     /// idempotent receivers). Returns the try, or nil when there is no such event or no URL.
     @discardableResult
     public func redeliver(eventId: String) async -> WebhookDelivery? {
-        guard let message = events[eventId], let url = webhookURLs[message.merchantId] else { return nil }
-        return await post(message, to: url, attempt: 1, replay: true, crafted: false, signatureHeader: message.signature)
+        guard var post = deliverer.latest(for: eventId), let url = webhookURLs[post.message.merchantId] else { return nil }
+        post.url = url
+        return await deliverer.send(post, kind: .replay)
     }
 
     /// Sends a test's own event to `crafted.merchantId`'s webhook URL once, without verification or
@@ -200,6 +185,6 @@ extension WorldlineEmulator {
         let message = WebhookMessage(eventId: "crafted-" + UUID().uuidString.lowercased(), type: crafted.type ?? "crafted",
                                      merchantId: crafted.merchantId, body: bytes, keyId: crafted.keyId ?? merchant.webhookKeyId,
                                      signature: signature ?? "")
-        return await post(message, to: url, attempt: 1, replay: false, crafted: true, signatureHeader: signature)
+        return await deliverer.send(WebhookPost(message: message, url: url, signatureHeader: signature), kind: .crafted)
     }
 }

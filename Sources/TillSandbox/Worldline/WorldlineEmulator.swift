@@ -2,9 +2,6 @@ import Crypto
 import _CryptoExtras
 import Foundation
 import Logging
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// A local stand-in for the Worldline Connect gateway: the other party of Till's Worldline module.
 ///
@@ -221,13 +218,13 @@ public actor WorldlineEmulator {
     let merchants: [Merchant]
     let encryptionKey: EncryptionKey
     let sessionLifetime: Duration
-    let webhookRetryInterval: Duration
-    let webhookMaxAttempts: Int
     let webhookTimeout: Duration
     let timeoutHold: Duration
     let now: @Sendable () -> Date
     let logger: Logger
-    let session: URLSession
+    /// Sends the webhook events (retried `webhookRetryInterval`, then twice as long each time, up to
+    /// `webhookMaxAttempts` tries) and the endpoint verifications, and records every request.
+    let deliverer: NotificationDeliverer<WebhookPost>
 
     // MARK: State
 
@@ -245,21 +242,19 @@ public actor WorldlineEmulator {
     /// SHA-256 (hex) of every `encryptedCustomerInput` used.
     var usedInputs: Set<String> = []
     var idempotence: [String: IdempotenceEntry] = [:]
-    var pendingFaults: [(fault: Fault, path: String?)] = []
+    /// Faults by path prefix (with or without `/v1/{merchantId}`).
+    var faults = FaultQueue<Fault>()
     /// 3-D Secure page tokens → payment id.
     var threeDSTokens: [String: String] = [:]
     var webhookURLs: [String: URL] = [:]
     var verifiedEndpoints: Set<String> = []
-    var events: [String: WebhookMessage] = [:]
-    var deliveryTasks: [Int: Task<Void, Never>] = [:]
-    var nextDeliveryID = 0
     var sequence = 0
 
     /// What really moved money, oldest first.
     public internal(set) var ledger: [LedgerEntry] = []
 
     /// Every request made to webhook endpoints (verifications, events, replays, crafted events), oldest first.
-    public internal(set) var webhookDeliveries: [WebhookDelivery] = []
+    public var webhookDeliveries: [WebhookDelivery] { deliverer.attempts }
 
     /// Creates an emulator.
     /// - Parameters:
@@ -283,21 +278,16 @@ public actor WorldlineEmulator {
         self.merchants = merchants
         self.encryptionKey = try encryptionKey ?? EncryptionKey.generate()
         self.sessionLifetime = sessionLifetime
-        self.webhookRetryInterval = webhookRetryInterval
-        self.webhookMaxAttempts = max(1, webhookMaxAttempts)
         self.webhookTimeout = webhookTimeout
         self.timeoutHold = timeoutHold
         self.now = now
         self.logger = logger
-        self.session = URLSession(configuration: .ephemeral, delegate: NoRedirects(), delegateQueue: nil)
+        self.deliverer = NotificationDeliverer(
+            schedule: RetrySchedule(attempts: webhookMaxAttempts, interval: webhookRetryInterval, growth: 2),
+            timeout: webhookTimeout, noun: "webhook", logger: logger)
         var urls: [String: URL] = [:]
         for merchant in merchants { urls[merchant.merchantId] = merchant.webhookURL }
         self.webhookURLs = urls
-    }
-
-    deinit {
-        for task in deliveryTasks.values { task.cancel() }
-        session.invalidateAndCancel()
     }
 
     // MARK: Test controls
@@ -321,7 +311,7 @@ public actor WorldlineEmulator {
     /// include `/v1/{merchantId}` or not (`"/payments"` matches `/v1/1234/payments…`); `nil`
     /// matches any Server API request. Faults queue up and are used in order.
     public func inject(_ fault: Fault, path: String? = nil) {
-        pendingFaults.append((fault, path))
+        faults.append(fault, key: path)
     }
 
     /// Settles a payment left pending (`AUTHORIZATION_REQUESTED`): approved, it goes on as an
@@ -336,9 +326,7 @@ public actor WorldlineEmulator {
 
     /// Waits until every webhook under way has been acknowledged or has run out of tries.
     public func waitForWebhooks() async {
-        while let task = deliveryTasks.values.first {
-            await task.value
-        }
+        await deliverer.waitForAll()
     }
 
     /// The current status of a payment (`"CAPTURED"`, …), or nil.
@@ -349,11 +337,7 @@ public actor WorldlineEmulator {
     /// Takes the first queued fault that matches the Server API path `path` (`/v1/{m}/…`).
     func takeFault(for path: String, merchantId: String) -> Fault? {
         let short = path.hasPrefix("/v1/\(merchantId)") ? String(path.dropFirst("/v1/\(merchantId)".count)) : path
-        guard let index = pendingFaults.firstIndex(where: { fault in
-            guard let wanted = fault.path else { return true }
-            return path.hasPrefix(wanted) || short.hasPrefix(wanted)
-        }) else { return nil }
-        return pendingFaults.remove(at: index).fault
+        return faults.take { wanted in path.hasPrefix(wanted) || short.hasPrefix(wanted) }
     }
 
     /// How long held requests wait.
@@ -366,19 +350,5 @@ public actor WorldlineEmulator {
     func nextSequence() -> Int {
         sequence += 1
         return sequence
-    }
-
-    static func seconds(_ duration: Duration) -> TimeInterval {
-        let parts = duration.components
-        return TimeInterval(parts.seconds) + TimeInterval(parts.attoseconds) / 1e18
-    }
-
-    static func unixMillis(_ date: Date) -> Int64 {
-        Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
-    }
-
-    static func randomHex(_ bytes: Int) -> String {
-        var generator = SystemRandomNumberGenerator()
-        return (0..<bytes).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
     }
 }

@@ -7,7 +7,7 @@ import Hummingbird
 /// its endpoint as scheme+host[:port] with no path (`communicator.py`); the Client API at
 /// `/client/v1/{customerId}/…` because the client SDKs require `clientApiUrl`'s path to be exactly
 /// `/client/v1` (swift `ClientApiCommunicator.fixBaseURL`, js `C2SCommunicatorConfiguration.ts`).
-enum WorldlineRoutes {
+enum WorldlineRoutes: SandboxRoutes {
     static func register(on router: Router<SandboxRequestContext>, emulator: WorldlineEmulator,
                          address: SandboxAddress, release: HoldRelease) {
         @Sendable func deliver(_ answer: WorldlineAnswer, _ context: SandboxRequestContext) async -> Response {
@@ -15,12 +15,11 @@ enum WorldlineRoutes {
             case .respond:
                 return response(answer)
             case .holdThenGatewayTimeout:
-                await release.hold(for: emulator.holdDuration)
+                let timeout = await gatewayTimeout(after: emulator.holdDuration, release: release)
                 await emulator.releaseHeld(answer)
-                return Sandbox.text("Gateway Timeout", status: .gatewayTimeout)
+                return timeout
             case .dropConnection:
-                context.closeConnection()
-                return Sandbox.text("", status: .internalServerError)
+                return dropConnection(context)
             }
         }
 
@@ -58,46 +57,20 @@ enum WorldlineRoutes {
     }
 
     private static func registerAdmin(on router: Router<SandboxRequestContext>, emulator: WorldlineEmulator) {
-        router.post("/admin/worldline/faults") { request, _ -> Response in
-            let expected = "expected {\"fault\": \"server_error\" | \"timeout\" | \"drop\", \"path\": optional, e.g. \"/payments\"}"
-            guard let body = await readBody(request), let parsed = try? JSONValue.parse(body),
-                  let name = parsed["fault"]?.stringValue else {
-                return Sandbox.json(error(expected), status: .badRequest)
-            }
-            guard let fault = WorldlineEmulator.Fault(rawValue: name) else {
-                return Sandbox.json(error("unknown fault \"\(name)\"; " + expected), status: .badRequest)
-            }
-            let path = parsed["path"]?.stringValue
-            await emulator.inject(fault, path: path)
-            var members: [JSONValue.Member] = [.init(key: "queued", value: .string(fault.rawValue))]
-            if let path { members.append(.init(key: "path", value: .string(path))) }
-            return Sandbox.json(.object(members))
+        SandboxAdmin.mountFaults(WorldlineEmulator.Fault.self, on: router, path: "/admin/worldline/faults", keyName: "path",
+                                 expected: "expected {\"fault\": \"server_error\" | \"timeout\" | \"drop\", \"path\": optional, e.g. \"/payments\"}") {
+            await emulator.inject($0, path: $1)
         }
-        router.get("/admin/worldline/ledger") { _, _ -> Response in
-            Sandbox.json(encoding: await emulator.ledger)
-        }
-        router.get("/admin/worldline/webhooks") { _, _ -> Response in
-            Sandbox.json(encoding: await emulator.webhookDeliveries)
-        }
-        router.post("/admin/worldline/webhooks/:eventId/redeliver") { _, context -> Response in
-            let id = context.parameters.get("eventId") ?? ""
-            guard let delivery = await emulator.redeliver(eventId: id) else {
-                return Sandbox.json(error("no event \(id), or its merchant has no webhook URL"), status: .notFound)
-            }
-            return Sandbox.json(encoding: delivery)
-        }
-        router.post("/admin/worldline/webhooks/send") { request, _ -> Response in
-            guard let body = await readBody(request),
-                  let crafted = try? JSONDecoder().decode(WorldlineEmulator.CraftedEvent.self, from: Data(body)) else {
-                return Sandbox.json(error("expected a crafted event: {\"merchantId\": …, \"type\"?, \"paymentId\"?, \"status\"?, "
-                                          + "\"amount\"?, \"body\"?, \"secret\"?, \"signature\"?, \"keyId\"?, \"omitSignature\"?}"),
-                                    status: .badRequest)
-            }
-            guard let delivery = await emulator.sendCraftedEvent(crafted) else {
-                return Sandbox.json(error("no webhook URL for merchant \(crafted.merchantId), or no such payment"), status: .notFound)
-            }
-            return Sandbox.json(encoding: delivery)
-        }
+        SandboxAdmin.mountList(on: router, path: "/admin/worldline/ledger") { await emulator.ledger }
+        SandboxAdmin.mountList(on: router, path: "/admin/worldline/webhooks") { await emulator.webhookDeliveries }
+        SandboxAdmin.mountTry(on: router, path: "/admin/worldline/webhooks/:eventId/redeliver", expected: "",
+                              input: { parameters, _ in parameters.get("eventId") ?? "" },
+                              send: { await emulator.redeliver(eventId: $0) }, notFound: { "no event \($0), or its merchant has no webhook URL" })
+        SandboxAdmin.mountCraftedSend(WorldlineEmulator.CraftedEvent.self, on: router, path: "/admin/worldline/webhooks/send",
+                                      expected: "expected a crafted event: {\"merchantId\": …, \"type\"?, \"paymentId\"?, \"status\"?, "
+                                          + "\"amount\"?, \"body\"?, \"secret\"?, \"signature\"?, \"keyId\"?, \"omitSignature\"?}",
+                                      send: { await emulator.sendCraftedEvent($0) },
+                                      notFound: { "no webhook URL for merchant \($0.merchantId), or no such payment" })
         router.post("/admin/worldline/merchants/:merchantId/webhook") { request, context -> Response in
             let id = context.parameters.get("merchantId") ?? ""
             guard let body = await readBody(request), let parsed = try? JSONValue.parse(body), let value = parsed["url"] else {
@@ -140,11 +113,6 @@ enum WorldlineRoutes {
                                 headers: headers, body: body)
     }
 
-    private static func readBody(_ request: Request) async -> [UInt8]? {
-        guard let buffer = try? await request.body.collect(upTo: Sandbox.maximumBodyBytes) else { return nil }
-        return Array(buffer.readableBytesView)
-    }
-
     private static func response(_ answer: WorldlineAnswer) -> Response {
         var headers: HTTPFields = [.contentType: answer.contentType]
         for (name, value) in answer.headers {
@@ -155,10 +123,6 @@ enum WorldlineRoutes {
     }
 
     private static func page(_ answer: PageAnswer) -> Response { answer.response }
-
-    private static func error(_ message: String) -> JSONValue {
-        .object([.init(key: "error", value: .string(message))])
-    }
 
     private static let transparentPNG =
         "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
