@@ -201,9 +201,10 @@ public enum ChaosRun {
             let path = FileManager.default.temporaryDirectory.appendingPathComponent("till-chaos-\(UUID().uuidString).sqlite").path
             return (try SQLitePaymentStore(path: path), "sqlite", path)
         }
+        if spec == "memory" { return (InMemoryPaymentStore(), "memory", nil) }
         if spec.hasPrefix("sqlite:") { return (try TillServer.openStore(spec), "sqlite", nil) }
         if spec.hasPrefix("postgres://") || spec.hasPrefix("postgresql://") { return (try TillServer.openStore(spec), "postgres", nil) }
-        throw CheckoutError(.invalidField, field: "store", message: "expected sqlite, sqlite:PATH or postgres://…")
+        throw CheckoutError(.invalidField, field: "store", message: "expected sqlite, sqlite:PATH, postgres://… or memory")
     }
 }
 

@@ -24,14 +24,14 @@ struct ChaosCommand: AsyncParsableCommand {
     @Option(name: .customLong("fault-rate"), help: "Probability (0...1) of a fault at each step.")
     var faultRate = 0.3
 
-    @Option(help: "sqlite (a temporary file), sqlite:PATH (kept), or a postgres:// URL.")
+    @Option(help: "sqlite (a temporary file), sqlite:PATH (kept), a postgres:// URL, or memory (the in-memory store).")
     var store = "sqlite"
 
     func validate() throws {
         guard checkouts > 0 else { throw ValidationError("--checkouts must be positive") }
         guard (0...1).contains(faultRate) else { throw ValidationError("--fault-rate must be between 0 and 1") }
-        guard store == "sqlite" || store.hasPrefix("sqlite:") || store.hasPrefix("postgres://") || store.hasPrefix("postgresql://") else {
-            throw ValidationError("--store must be sqlite, sqlite:PATH or a postgres:// URL")
+        guard store == "sqlite" || store == "memory" || store.hasPrefix("sqlite:") || store.hasPrefix("postgres://") || store.hasPrefix("postgresql://") else {
+            throw ValidationError("--store must be sqlite, sqlite:PATH, a postgres:// URL or memory")
         }
     }
 
