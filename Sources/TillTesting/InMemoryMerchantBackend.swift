@@ -96,7 +96,13 @@ public final class InMemoryMerchantBackend: MerchantBackend {
         do {
             return try await service.receiveNotification(gateway: gatewayID, headers: notification.headers, body: notification.body)
         } catch let error as ServiceError {
-            log.withLock { $0.append(.rejected(InProcessMerchantBackend.checkoutError(error))) }
+            // The notification endpoint answers a failed verification 401 and anything else it refuses 400
+            // (docs/server.md): the receipt keeps that meaning, and the gateway module's code and field.
+            let category: CheckoutError.Category = error.status.code == 401 ? .verification : .invalidInput
+            log.withLock {
+                $0.append(.rejected(CheckoutError(CheckoutError.Code(rawValue: error.code), category: category, field: error.field,
+                                                  message: error.message, gateway: gatewayID)))
+            }
         } catch {
             log.withLock { $0.append(.rejected(CheckoutError(.malformedBody, message: "unverifiable notification"))) }
         }

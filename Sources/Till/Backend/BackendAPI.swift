@@ -167,7 +167,6 @@ public struct PaymentUpdate: Codable, Sendable, Hashable {
     }
 }
 
-/// One attempt as the API shows it.
 extension PaymentView {
     /// The server's view of one of the payment's attempts as a report (`nil` when the payment has no such attempt): how
     /// every client of the server reads `GET /v1/attempts/{reference}`.
@@ -178,6 +177,7 @@ extension PaymentView {
     }
 }
 
+/// One attempt as the API shows it.
 public struct AttemptView: Codable, Sendable, Hashable {
     public var reference: AttemptReference
     public var sequence: Int

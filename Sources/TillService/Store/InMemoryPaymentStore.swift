@@ -138,14 +138,16 @@ public actor InMemoryPaymentStore: PaymentStore {
                                              && $0.notification.attempt == report.attempt && $0.notification.eventID == report.eventID }) {
                 quarantine.append((merchant, QuarantinedNotification(gateway: notification.gateway, attempt: report.attempt, eventID: report.eventID,
                                                                      reportedStatus: report.status, headers: notification.headers,
-                                                                     body: notification.body, receivedAt: notification.receivedAt)))
+                                                                     body: notification.body, receivedAt: Self.millis(notification.receivedAt))))
             }
             return .quarantined
         }
         guard seenEvents.insert([report.attempt.rawValue, notification.gateway.rawValue, report.eventID]).inserted else { return .duplicate }
         let outcome = apply(report, to: id, source: source)
+        var raw = notification
+        raw.receivedAt = Self.millis(notification.receivedAt)
         notifications.append(Notification(gateway: notification.gateway, eventID: report.eventID, attempt: report.attempt,
-                                          outcome: outcome.storedName, raw: notification))
+                                          outcome: outcome.storedName, raw: raw))
         return outcome
     }
 
@@ -159,6 +161,7 @@ public actor InMemoryPaymentStore: PaymentStore {
     }
 
     public func dueAttempts(createdBefore: Date, now: Date, limit: Int) async throws -> [DueAttempt] {
+        let (createdBefore, now) = (Self.millis(createdBefore), Self.millis(now))
         let due = payments.values.flatMap { payment in
             payment.attempts.filter { attempt in
                 (attempt.status == .created || attempt.status == .pending) && attempt.createdAt < createdBefore
@@ -174,15 +177,21 @@ public actor InMemoryPaymentStore: PaymentStore {
     }
 
     public func claimInquiry(_ reference: AttemptReference, expected: Date?, next: Date) async throws -> Bool {
-        update(reference) { attempt in
-            guard attempt.nextInquiryAt == expected else { return false }
-            attempt.nextInquiryAt = next
-            attempt.inquiryCount += 1
-            return true
-        }
+        // As the database stores: compared and kept in milliseconds, and the attempt's `updatedAt` left alone.
+        guard let id = paymentOfAttempt[reference], var payment = payments[id],
+              let index = payment.attempts.firstIndex(where: { $0.reference == reference }),
+              payment.attempts[index].nextInquiryAt == expected.map(Self.millis) else { return false }
+        payment.attempts[index].nextInquiryAt = Self.millis(next)
+        payment.attempts[index].inquiryCount += 1
+        payments[id] = payment
+        return true
     }
 
-    public func logReconciliation(_ entry: ReconciliationEntry) async throws { log.append(entry) }
+    public func logReconciliation(_ entry: ReconciliationEntry) async throws {
+        var entry = entry
+        entry.at = Self.millis(entry.at)
+        log.append(entry)
+    }
 
     public func reconciliationLog(limit: Int) async throws -> [ReconciliationEntry] { Array(log.reversed().prefix(limit)) }
 
@@ -239,5 +248,8 @@ public actor InMemoryPaymentStore: PaymentStore {
     }
 
     /// Now, at the stores' precision (milliseconds).
-    private static func now() -> Date { Date(storedMillis: Date().storedMillis) }
+    private static func now() -> Date { millis(Date()) }
+
+    /// `date` at the stores' precision: what a database store would read back.
+    private static func millis(_ date: Date) -> Date { Date(storedMillis: date.storedMillis) }
 }
