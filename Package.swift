@@ -73,8 +73,8 @@ let package = Package(
         ),
         // Tests only: runs TillTesting's TestRun.setUp() when the test binary loads (quiet logs, a skipped line).
         .target(name: "TillTestSetup", dependencies: ["TillTesting"], path: "Tests/Support/TillTestSetup"),
-        // What gateway modules share: codecs, canonical strings, constant-time compare, the typed HTTP
-        // client, settings parsing, the plugin description. Core plus swift-crypto only.
+        // What gateway modules share, app-safe: codecs, canonical strings, constant-time compare, documented
+        // fields, the typed HTTP client. Core plus swift-crypto only.
         .target(
             name: "TillGatewayKit",
             dependencies: ["Till", .product(name: "Crypto", package: "swift-crypto")]

@@ -238,12 +238,15 @@ public struct Reconciler: Service, CustomStringConvertible {
 
     /// Inquires one claimed attempt and applies the answer (source `inquiry`).
     private func inquire(_ attempt: DueAttempt, on gateway: any GatewayServerHalf, now: Date) async -> ReconciliationEntry? {
+        var expiring = false
         do {
             // Waiting for the customer (3-D Secure) since the submit — or the start, without one — for longer than the
             // gateway gives a customer: nobody can finish it any more, and the attempt is closed as expired instead.
             let settlement = try await store.settle(attempt.reference, on: attempt.gateway, gatewayReference: attempt.gatewayReference,
                                                     amount: attempt.amount, gateway: gateway) { answer in
-                abandoned(attempt, answer: answer, capabilities: gateway.capabilities, now: now)
+                let expiry = abandoned(attempt, answer: answer, capabilities: gateway.capabilities, now: now)
+                expiring = expiry != nil
+                return expiry
             }
             if settlement.applied != settlement.answer {
                 return await recordExpiry(attempt, settlement.outcome, reason: settlement.applied.gatewayMessage ?? "", now: now)
@@ -264,7 +267,7 @@ public struct Reconciler: Service, CustomStringConvertible {
             return await notFound(attempt, on: gateway, now: now)
         } catch {
             if Task.isCancelled { return nil }
-            return await record(attempt, .inquiryFailed, Self.describe(error), now: now)
+            return await record(attempt, .inquiryFailed, (expiring ? "expiring failed: " : "") + Self.describe(error), now: now)
         }
     }
 

@@ -3,7 +3,7 @@
 // (ToyEmulator.swift) were written from this, and from nothing else of each other.
 //
 // In a gateway's own test target these would be files under `Fixtures/` with a README naming their
-// source; this target does not exclude a `Fixtures` folder, so they are kept as Swift here.
+// source; here they are kept as Swift, so that one file shows the whole vendor document.
 //
 // ---------------------------------------------------------------------------------------------------
 // Toy Pay API v1
