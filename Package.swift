@@ -204,12 +204,12 @@ let package = Package(
         .target(name: "TillChildProcess", path: "Tests/Support/TillChildProcess"),
         .testTarget(
             name: "TillTests",
-            dependencies: ["TillTestSetup", "TillOrchestration", "TillService", "Till", "TillTesting", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["TillTestSetup", "TillOrchestration", "Till", "TillTesting", .product(name: "Logging", package: "swift-log")],
             exclude: ["Fixtures"]
         ),
-        .testTarget(name: "TillTestingTests", dependencies: ["TillTestSetup", "TillOrchestration", "TillService", "Till", "TillTesting"]),
-        .testTarget(name: "TillGatewayKitTests", dependencies: ["TillTestSetup", "TillOrchestration", "TillService", "Till", "TillGatewayKit"]),
-        .testTarget(name: "TillChaosTests", dependencies: ["TillTestSetup", "TillOrchestration", "TillService", "Till", "TillTesting", "TillServer", "TillChaos"]),
+        .testTarget(name: "TillTestingTests", dependencies: ["TillTestSetup", "TillOrchestration", "Till", "TillTesting"]),
+        .testTarget(name: "TillGatewayKitTests", dependencies: ["TillTestSetup", "TillOrchestration", "Till", "TillGatewayKit"]),
+        .testTarget(name: "TillChaosTests", dependencies: ["TillTestSetup", "Till", "TillTesting", "TillServer", "TillChaos"]),
         // Proves docs/implementing-a-gateway.md: a toy gateway added by following only that page.
         .testTarget(
             name: "ToyGatewayTests",
@@ -222,45 +222,45 @@ let package = Package(
         ),
         .testTarget(
             name: "TillPayFortTests",
-            dependencies: ["TillTestSetup", "TillOrchestration", "TillService", "Till", "TillGatewayKit", "TillPayFort", "TillPayFortServer", "TillTesting",
+            dependencies: ["TillTestSetup", "TillOrchestration", "Till", "TillGatewayKit", "TillPayFort", "TillPayFortServer", "TillTesting",
                            .product(name: "Crypto", package: "swift-crypto")],
             exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "TillCitconTests",
-            dependencies: ["TillTestSetup", "TillOrchestration", "TillService", "Till", "TillGatewayKit", "TillCitcon", "TillCitconServer", "TillTesting",
+            dependencies: ["TillTestSetup", "TillOrchestration", "Till", "TillGatewayKit", "TillCitcon", "TillCitconServer", "TillTesting",
                            .product(name: "Crypto", package: "swift-crypto")],
             exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "TillWorldlineTests",
-            dependencies: ["TillTestSetup", "TillOrchestration", "TillService", "Till", "TillGatewayKit", "TillWorldline", "TillWorldlineServer", "TillTesting",
+            dependencies: ["TillTestSetup", "TillOrchestration", "Till", "TillGatewayKit", "TillWorldline", "TillWorldlineServer", "TillTesting",
                            .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "_CryptoExtras", package: "swift-crypto")],
             exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "TillIPayNowTests",
-            dependencies: ["TillTestSetup", "TillOrchestration", "TillService", "Till", "TillGatewayKit", "TillIPayNow", "TillIPayNowServer", "TillTesting",
+            dependencies: ["TillTestSetup", "TillOrchestration", "Till", "TillGatewayKit", "TillIPayNow", "TillIPayNowServer", "TillTesting",
                            .product(name: "Crypto", package: "swift-crypto")],
             exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "TillEcommpayTests",
-            dependencies: ["TillTestSetup", "TillOrchestration", "TillService", "Till", "TillGatewayKit", "TillEcommpay", "TillEcommpayServer", "TillTesting",
+            dependencies: ["TillTestSetup", "TillOrchestration", "Till", "TillGatewayKit", "TillEcommpay", "TillEcommpayServer", "TillTesting",
                            .product(name: "Crypto", package: "swift-crypto")],
             exclude: ["Fixtures"]
         ),
         // The vendors' own code as the other party: official Python SDKs in a virtualenv the tests make.
         .testTarget(
             name: "TillInteropTests",
-            dependencies: ["TillTestSetup", "TillOrchestration", "TillService", "Till", "TillGatewayKit", "TillWorldline", "TillWorldlineServer", "TillIPayNow", "TillIPayNowServer",
+            dependencies: ["TillTestSetup", "TillOrchestration", "Till", "TillGatewayKit", "TillWorldline", "TillWorldlineServer", "TillIPayNow", "TillIPayNowServer",
                            "TillEcommpay", "TillEcommpayServer", "TillSandbox", "TillTesting", "TillChildProcess",
                            .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "_CryptoExtras", package: "swift-crypto")],
             exclude: ["Fixtures", "Python"]
         ),
-        .testTarget(name: "TillSandboxTests", dependencies: ["TillTestSetup", "TillOrchestration", "TillService", "Till", "TillSandbox",
+        .testTarget(name: "TillSandboxTests", dependencies: ["TillTestSetup", "Till", "TillSandbox",
                                                              .product(name: "Hummingbird", package: "hummingbird"),
                                                              .product(name: "_CryptoExtras", package: "swift-crypto")],
                     exclude: ["Fixtures"]),

@@ -54,8 +54,10 @@ extension Decoder {
     /// default used. Outside a configuration load it checks nothing.
     package func reportUnknownKeys<Keys: CodingKey & CaseIterable>(_ keys: Keys.Type) throws {
         guard let collector = userInfo[.tillIssueCollector] as? IssueCollector else { return }
+        let unknown = try unknownKeys(keys)
+        guard !unknown.isEmpty else { return }
         let allowed = Keys.allCases.map(\.stringValue).sorted().joined(separator: ", ")
-        for key in try unknownKeys(keys) {
+        for key in unknown {
             collector.add(ValidationIssue(field: (codingPath + [key]).fieldPath, code: .invalidField,
                                           message: "unknown key \"\(CheckoutError.printable(key.stringValue))\" (allowed: \(allowed))"))
         }
