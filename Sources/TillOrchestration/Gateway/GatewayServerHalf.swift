@@ -61,6 +61,26 @@ public protocol GatewayServerHalf: Sendable {
     /// checked before an attempt is stored, each problem naming `appData.<key>` (PayFort's SDK: `device_id`). None by
     /// default.
     func appDataIssues(_ appData: [String: String]) -> [CheckoutError]
+
+    /// Which operations (capture, void, refund) the gateway offers, from the vendor's sources. None by default:
+    /// the service then refuses every operation with ``CheckoutError/Category/unsupported`` before anything is
+    /// sent.
+    var operationCapabilities: OperationCapabilities { get }
+
+    /// **Operate** (server): send one capture, void or refund to the gateway. Called only for a kind the
+    /// gateway declares in ``operationCapabilities``, after the money rules were checked and the operation was
+    /// stored as `unknown` (so a crash here leaves it to inquiry, never to a second request).
+    /// - Returns: what the gateway answered: `succeeded`, `pending` (it will say later) or `failed` with the
+    ///   gateway's code (a definite refusal).
+    /// - Throws: ``CheckoutError``: ``CheckoutError/Category/unavailable`` only when the request provably never
+    ///   left; ``CheckoutError/Category/unknownOutcome`` when it may have reached the gateway (the operation is
+    ///   then settled by ``inquireOperation(_:)``); a decline category for a definite refusal.
+    func perform(_ operation: OperationRequest) async throws -> OperationReport
+
+    /// **Operate** (server): ask the gateway for the authoritative status of one operation Till sent.
+    /// - Throws: ``CheckoutError`` in category ``CheckoutError/Category/unsupported`` when the gateway offers
+    ///   no way to ask (the operation then stays for the operator, listed by the reconciler).
+    func inquireOperation(_ operation: OperationRequest) async throws -> OperationReport
 }
 
 extension GatewayServerHalf {
@@ -70,6 +90,14 @@ extension GatewayServerHalf {
     public func claimedAttempt(in notification: IncomingNotification) -> AttemptReference? { nil }
     public func answerChallenge(_ request: IncomingNotification) -> NotificationAcknowledgement? { nil }
     public func returnURL(from offered: [URL], for intent: PaymentIntent) throws -> URL? { offered.first }
+    public var operationCapabilities: OperationCapabilities { .none }
+    public func perform(_ operation: OperationRequest) async throws -> OperationReport {
+        throw CheckoutError.unsupportedOperation(operation.kind, gateway: gateway)
+    }
+    public func inquireOperation(_ operation: OperationRequest) async throws -> OperationReport {
+        throw CheckoutError.unsupportedOperation(operation.kind, aspect: "inquiry", gateway: gateway,
+                                                 why: "gateway \(gateway) offers no inquiry of a \(operation.kind)")
+    }
     public func submit(_ submission: Submission, context: SubmitContext) async throws -> SubmitResult {
         throw CheckoutError(.unsupportedAction, field: "submission",
                             message: "gateway \(gateway) has no submit step", gateway: gateway)

@@ -30,11 +30,19 @@ public struct VerifiedNotification: Sendable, Hashable {
     /// inquiry's report decides. For gateways whose signed notifications a third party can re-cut or
     /// replay (the notification triggers, the inquiry decides).
     public var confirmBeforeApplying: Bool
+    /// What the notification says about one operation (a capture, void or refund), when it is about one. The
+    /// store settles the operation Till started that it names (by ``OperationReport/reference``, else the
+    /// gateway's id for it, else the one open operation of its kind and amount) before ``report`` is applied, so
+    /// a refund Till started and already counted is not counted twice; one it cannot match (made in the
+    /// gateway's back office) is recorded through ``report`` as before.
+    public var operation: OperationReport?
 
-    public init(report: StatusReport, acknowledgement: NotificationAcknowledgement = .ok, confirmBeforeApplying: Bool = false) {
+    public init(report: StatusReport, acknowledgement: NotificationAcknowledgement = .ok, confirmBeforeApplying: Bool = false,
+                operation: OperationReport? = nil) {
         self.report = report
         self.acknowledgement = acknowledgement
         self.confirmBeforeApplying = confirmBeforeApplying
+        self.operation = operation
     }
 }
 
