@@ -186,9 +186,16 @@ public struct OperationRequest: Sendable, Hashable {
     public var notificationURL: URL?
     /// For an inquiry: the gateway's own id for the operation, when its answer gave one.
     public var operationGatewayReference: String?
+    /// For an inquiry at a gateway that reports only running totals (PayFort's `CHECK_STATUS`): the sum of the
+    /// attempt's other operations of this kind that Till counts as succeeded, in the payment's currency.
+    public var succeededBefore: Money?
+    /// For an inquiry: whether another operation of this kind on the attempt is still open (pending or
+    /// unknown). A running total cannot tell two open operations apart, so such a gateway answers `unknown`.
+    public var othersOpen: Bool
 
     public init(reference: OperationReference, intent: PaymentIntent, gatewayReference: String?, amount: Money,
-                isFinal: Bool = false, notificationURL: URL? = nil, operationGatewayReference: String? = nil) {
+                isFinal: Bool = false, notificationURL: URL? = nil, operationGatewayReference: String? = nil,
+                succeededBefore: Money? = nil, othersOpen: Bool = false) {
         self.reference = reference
         self.intent = intent
         self.gatewayReference = gatewayReference
@@ -196,6 +203,8 @@ public struct OperationRequest: Sendable, Hashable {
         self.isFinal = isFinal
         self.notificationURL = notificationURL
         self.operationGatewayReference = operationGatewayReference
+        self.succeededBefore = succeededBefore
+        self.othersOpen = othersOpen
     }
 
     public var kind: OperationKind { reference.kind }
