@@ -645,7 +645,8 @@ public struct PaymentService: Sendable {
         // Headers are kept for audit and re-verification, minus credentials a proxy may have added.
         // A clear card number a gateway sent is masked before the body is kept; everything else stays as received.
         let stored = RawNotification(gateway: gatewayID, headers: redactor.redact(headers: headers), body: redactor.maskingCardFields(in: body))
-        let outcome = try await store.ingest(stored, report: notification.report, merchant: merchant.configuration.id,
+        let outcome = try await store.ingest(stored, report: notification.report, operation: notification.operation,
+                                             merchant: merchant.configuration.id,
                                              source: notification.confirmBeforeApplying ? .notificationToConfirm : .notification)
         if crashPoint == .afterStore { Self.crash() }
         Counter(label: "till_notifications_total", dimensions: [("gateway", gatewayID.rawValue), ("result", "verified")], factory: metrics).increment()
@@ -665,6 +666,9 @@ public struct PaymentService: Sendable {
         case .quarantined:
             logger.warning("verified notification for an unknown attempt quarantined", metadata: [
                 "merchant": .string(merchant.configuration.id), "gateway": .string(gatewayID.rawValue), "attempt": .string(attempt.rawValue)])
+        case .operation(let settled):
+            logger.info("notification about an operation", metadata: ["attempt": .string(attempt.rawValue),
+                                                                      "outcome": .string(settled.storedName)])
         case .duplicate, .stale, .unknownAttempt:
             logger.info("notification stored, not applied", metadata: ["attempt": .string(attempt.rawValue),
                                                                        "outcome": .string(outcome.storedName)])

@@ -198,7 +198,61 @@ public struct Reconciler: Service, CustomStringConvertible {
             return await group.reduce(into: [(Int, ReconciliationEntry)]()) { $0 += $1 }
         }
         for (index, entry) in done { entries[index] = entry }
-        return entries.sorted { $0.key < $1.key }.map(\.value)
+        return entries.sorted { $0.key < $1.key }.map(\.value) + (try await reconcileOperations(now: now))
+    }
+
+    /// Open operations (pending, or unknown after a lost answer) old enough, each asked about once per pass at most,
+    /// claimed like attempts so two instances never ask twice, with the same backoff. An operation is never sent
+    /// again; a gateway that offers no inquiry leaves it to its notification (logged as skipped).
+    private func reconcileOperations(now: Date) async throws -> [ReconciliationEntry] {
+        let due = try await store.dueOperations(createdBefore: now.addingTimeInterval(-Double(settings.minimumAgeSeconds)), now: now,
+                                                limit: settings.batch)
+        var entries: [ReconciliationEntry] = []
+        var asked: [GatewayKey: Int] = [:]
+        for operation in due {
+            if Task.isCancelled { break }
+            let key = GatewayKey(merchant: operation.merchantID, gateway: operation.gateway)
+            guard asked[key, default: 0] < settings.maxInquiriesPerGatewayPerPass else { continue }
+            let next = now.addingTimeInterval(settings.backoff(afterInquiries: operation.inquiryCount))
+            guard (try? await store.claimOperationInquiry(operation.reference, expected: operation.nextInquiryAt, next: next)) == true else { continue }
+            asked[key, default: 0] += 1
+            let before = try await store.payment(attempt: operation.attempt)?.attempts.first { $0.reference == operation.attempt }?.status ?? .pending
+            let label = "operation \(operation.reference) (\(operation.kind.rawValue) of \(operation.amount), \(operation.status.rawValue))"
+            guard let gateway = state.merchant(id: operation.merchantID)?.gateways[operation.gateway] else {
+                entries.append(await record(operation, .skipped, "\(label): gateway \(operation.gateway) is not configured", before: before, now: now))
+                continue
+            }
+            do {
+                let outcome = try await store.settle(operation, gateway: gateway)
+                let after = try await store.payment(attempt: operation.attempt)?.attempts.first { $0.reference == operation.attempt }?.status ?? before
+                switch outcome {
+                case .settled(let settled):
+                    entries.append(await record(operation, .settled, "\(label): the gateway reports \(settled.status.rawValue)", before: before,
+                                                after: after, now: now))
+                case .unchanged:
+                    entries.append(await record(operation, .unchanged, "\(label): the gateway cannot say yet", before: before, now: now))
+                case .refused(_, let why):
+                    entries.append(await record(operation, .unchanged, "\(label), not applied: \(why)", before: before, now: now))
+                case .unknownOperation:
+                    entries.append(await record(operation, .skipped, "\(label): no longer stored", before: before, now: now))
+                }
+            } catch let error as CheckoutError where error.category == .unsupported {
+                entries.append(await record(operation, .skipped, "\(label): \(error.message); its notification settles it", before: before, now: now))
+            } catch {
+                if Task.isCancelled { break }
+                entries.append(await record(operation, .inquiryFailed, "\(label): \(Self.describe(error))", before: before, now: now))
+            }
+        }
+        return entries
+    }
+
+    private func record(_ operation: StoredOperation, _ action: ReconciliationAction, _ reason: String, before: PaymentStatus,
+                        after: PaymentStatus? = nil, now: Date) async -> ReconciliationEntry {
+        await record(DueAttempt(reference: operation.attempt, paymentID: operation.paymentID, merchantID: operation.merchantID,
+                                gateway: operation.gateway, status: before, gatewayReference: nil, amount: operation.amount,
+                                createdAt: operation.createdAt, inquiryCount: operation.inquiryCount, nextInquiryAt: operation.nextInquiryAt,
+                                submittedAt: nil),
+                     action, reason, after: after, now: now)
     }
 
     private struct GatewayKey: Hashable {
@@ -260,7 +314,7 @@ public struct Reconciler: Service, CustomStringConvertible {
                 return await record(attempt, .unchanged, reported, after: report.status, now: now)
             case .stale(let reason), .needsInquiry(let reason):
                 return await record(attempt, .unchanged, "\(reported), not applied: \(reason)", now: now)
-            case .unknownAttempt, .quarantined:
+            case .unknownAttempt, .quarantined, .operation:
                 return await record(attempt, .skipped, "the attempt is no longer stored", now: now)
             }
         } catch let error as CheckoutError where error.code == .attemptNotFound {
@@ -328,7 +382,7 @@ public struct Reconciler: Service, CustomStringConvertible {
             return await record(attempt, .unchanged, "not expired: \(why)", now: now)
         case .duplicate:
             return await record(attempt, .unchanged, "already expired", after: .expired, now: now)
-        case .unknownAttempt, .quarantined:
+        case .unknownAttempt, .quarantined, .operation:
             return await record(attempt, .skipped, "the attempt is no longer stored", now: now)
         }
     }

@@ -47,3 +47,29 @@ extension PaymentStore {
         return Settlement(answer: answer, applied: applied, outcome: try await apply(applied, source: .inquiry))
     }
 }
+
+extension PaymentStore {
+    /// The one way the server settles an open operation by asking its gateway (the reconciler, and an operator's
+    /// request): the operation's request rebuilt from the store — the attempt's gateway reference, the gateway's id
+    /// for the operation, what the attempt's other operations of its kind already add up to — the gateway's answer,
+    /// and the answer applied (``settleOperation(_:report:)``). Never sends the operation again.
+    /// - Throws: the gateway module's ``CheckoutError`` (category `unsupported` when it offers no inquiry), or the
+    ///   store's error.
+    package func settle(_ operation: StoredOperation, gateway: any GatewayServerHalf) async throws -> OperationSettleOutcome {
+        guard let payment = try await payment(attempt: operation.attempt),
+              let attempt = payment.attempts.first(where: { $0.reference == operation.attempt }) else { return .unknownOperation }
+        let others = payment.operations.filter { $0.attempt == operation.attempt && $0.kind == operation.kind && $0.reference != operation.reference }
+        let succeeded = others.filter { $0.status == .succeeded }.reduce(0) { $0 + $1.amount.minorUnits }
+        let request = OperationRequest(reference: operation.reference, intent: payment.intent, gatewayReference: attempt.gatewayReference,
+                                       amount: operation.amount, isFinal: operation.isFinal,
+                                       operationGatewayReference: operation.gatewayReference,
+                                       succeededBefore: Money(minorUnits: succeeded, currency: operation.amount.currency),
+                                       othersOpen: others.contains { !$0.status.isFinal })
+        var answer = try await gateway.inquireOperation(request)
+        guard answer.kind == operation.kind, answer.reference.map({ $0 == operation.reference }) ?? true else {
+            throw CheckoutError(.unknownOutcome, message: "the gateway answered about another operation", gateway: operation.gateway)
+        }
+        answer.reference = operation.reference
+        return try await settleOperation(operation.reference, report: answer)
+    }
+}

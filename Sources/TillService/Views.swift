@@ -12,6 +12,14 @@ extension PaymentView {
         customer = intent.customer == Customer() ? nil : intent.customer
         description = intent.description
         metadata = intent.metadata.isEmpty ? nil : intent.metadata
+        operations = payment.operations.isEmpty ? nil : payment.operations.map(OperationView.init)
+        // The attempt that holds the money (at most one): what it captured and what went back.
+        if let attempt = payment.attempts.last(where: { $0.status.moneyMoved || $0.status == .authorized }) {
+            let totals = MoneyTotals(attempt: attempt, operations: payment.operations, amount: payment.intent.amount)
+            let currency = payment.intent.amount.currency
+            amountCaptured = Money(minorUnits: totals.captured, currency: currency)
+            amountRefunded = Money(minorUnits: totals.refunded, currency: currency)
+        }
     }
 }
 

@@ -75,6 +75,13 @@ public struct PaymentView: Codable, Sendable, Hashable {
     public var description: String?
     /// Only in answers to the merchant's key: the payment's metadata, when not empty.
     public var metadata: [String: String]?
+    /// Only in answers to the merchant's key, once any was made: every capture, void and refund, oldest first.
+    public var operations: [OperationView]?
+    /// Only in answers to the merchant's key, once the payment holds money: what was captured (succeeded
+    /// captures, or the whole amount of a sale) and what was refunded (succeeded refunds, including those made
+    /// outside Till and learned from the gateway).
+    public var amountCaptured: Money?
+    public var amountRefunded: Money?
 
     public init(id: String, merchantReference: String, amount: Money, method: PaymentMethod, status: PaymentStatus,
                 attempts: [AttemptView], createdAt: Date, updatedAt: Date) {

@@ -1,13 +1,7 @@
 import Foundation
 import Till
 
-/// What the merchant does to a payment after it was taken: **capture** an authorization (all or part),
-/// **void** it (release the hold before anything was captured), **refund** captured money (all or part).
-public enum OperationKind: String, Sendable, Hashable, Codable, CaseIterable {
-    case capture
-    case void
-    case refund
-
+extension OperationKind {
     /// The letter of the kind in an ``OperationReference`` (`c`, `v`, `r`).
     var letter: Character {
         switch self {
@@ -16,23 +10,6 @@ public enum OperationKind: String, Sendable, Hashable, Codable, CaseIterable {
         case .refund: "r"
         }
     }
-}
-
-/// Where an operation stands. `pending` and `unknown` both hold money back from the money rules until they
-/// are settled (by the gateway's notification or by inquiry); only `succeeded` moves it.
-public enum OperationStatus: String, Sendable, Hashable, Codable, CaseIterable {
-    /// The gateway accepted the request and will say later (a notification, or an answer to inquiry).
-    case pending
-    /// The gateway confirmed it.
-    case succeeded
-    /// The gateway refused it, or it provably never reached the gateway: no money moved.
-    case failed
-    /// The request may have reached the gateway and its answer was lost: settled only by inquiry or a
-    /// notification, never sent again.
-    case unknown
-
-    /// `succeeded` or `failed`: nothing will change it.
-    public var isFinal: Bool { self == .succeeded || self == .failed }
 }
 
 /// An operation's own reference: the attempt's reference, a dash, the kind's letter and the operation's

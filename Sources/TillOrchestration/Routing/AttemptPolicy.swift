@@ -185,8 +185,8 @@ public struct AttemptPolicy: Sendable, Hashable {
     /// - A refund (`refunded`, `partially_refunded`) applies only to an attempt that moved money (or, from the
     ///   server's own inquiry, a refund of the whole amount of one Till never saw paid), and must
     ///   carry its amount in the attempt's currency. Refunds add up (or the gateway's running total,
-    ///   ``StatusReport/refundedTotal``, replaces the sum) and never exceed what was captured (the
-    ///   attempt's amount). The amounts decide the status: `refunded` when everything captured went
+    ///   ``StatusReport/refundedTotal``, replaces the sum) and never exceed what was captured (`captured`
+    ///   when captures Till made decided it, else the attempt's amount). The amounts decide the status: `refunded` when everything captured went
     ///   back, `partially_refunded` otherwise, whatever the gateway called it.
     /// - Otherwise a report never moves an attempt backwards (``PaymentStatus/transition(to:)``).
     /// - A failed, cancelled or expired attempt becomes paid or authorized only through an inquiry the
@@ -194,8 +194,9 @@ public struct AttemptPolicy: Sendable, Hashable {
     /// - A report from a ``ReportSource/notificationToConfirm`` never applies by itself: whatever it
     ///   would change (a success, a decline, a refund) is kept and answered by the server's own inquiry.
     public static func verdict(for report: StatusReport, on current: PaymentStatus, amount: Money,
-                               refundedMinorUnits: Int64 = 0, source: ReportSource) -> Verdict {
-        let verdict = ruling(for: report, on: current, amount: amount, refundedMinorUnits: refundedMinorUnits, source: source)
+                               refundedMinorUnits: Int64 = 0, captured: Money? = nil, source: ReportSource) -> Verdict {
+        let verdict = ruling(for: report, on: current, amount: amount, refundedMinorUnits: refundedMinorUnits, captured: captured,
+                             source: source)
         switch verdict {
         case .apply, .refund:
             guard source == .notificationToConfirm else { return verdict }
@@ -213,10 +214,10 @@ public struct AttemptPolicy: Sendable, Hashable {
 
     /// The verdict before a confirmable notification is turned into a request for the server's inquiry.
     private static func ruling(for report: StatusReport, on current: PaymentStatus, amount: Money,
-                               refundedMinorUnits: Int64, source: ReportSource) -> Verdict {
+                               refundedMinorUnits: Int64, captured: Money?, source: ReportSource) -> Verdict {
         let status = report.status
         if status == .refunded || status == .partiallyRefunded {
-            return refundVerdict(for: report, on: current, captured: amount, refunded: refundedMinorUnits, source: source)
+            return refundVerdict(for: report, on: current, captured: captured ?? amount, refunded: refundedMinorUnits, source: source)
         }
         switch current.transition(to: status) {
         case .unchanged: return .duplicate

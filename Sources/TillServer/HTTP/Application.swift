@@ -75,6 +75,12 @@ func makeRouter(_ api: API) -> Router<TillRequestContext> {
     v1.get("payments/:id") { request, context in await api.respond(context) { try await api.getPayment(request, context) } }
     v1.patch("payments/:id") { request, context in await api.respond(context) { try await api.updatePayment(request, context) } }
     v1.post("payments/:id/attempts") { request, context in await api.respond(context) { try await api.prepare(request, context) } }
+    v1.post("payments/:id/captures") { request, context in await api.respond(context) { try await api.operate(.capture, request, context) } }
+    v1.post("payments/:id/voids") { request, context in await api.respond(context) { try await api.operate(.void, request, context) } }
+    v1.post("payments/:id/refunds") { request, context in await api.respond(context) { try await api.operate(.refund, request, context) } }
+    v1.get("refunds/:id") { request, context in await api.respond(context) { try await api.getOperation(.refund, request, context) } }
+    v1.get("operations/:id") { request, context in await api.respond(context) { try await api.getOperation(nil, request, context) } }
+    v1.post("operations/:id/inquire") { request, context in await api.respond(context) { try await api.inquireOperation(request, context) } }
     v1.get("attempts/:reference") { request, context in await api.respond(context) { try await api.getAttempt(request, context) } }
     v1.post("attempts/:reference/inquire") { request, context in
         await api.respond(context) { try await api.inquireAttempt(request, context) }
@@ -123,6 +129,13 @@ struct RequestIDMiddleware<Context: RequestContext>: RouterMiddleware {
         response.headers[.contentTypeOptions] = "nosniff"
         return response
     }
+}
+
+/// The answer to an operation the gateway refused (402) or whose outcome is unknown (502): the error, and the
+/// operation as stored.
+struct OperationErrorBody: Codable, Sendable {
+    var error: ErrorBody.Detail
+    var operation: OperationView
 }
 
 extension HTTPField.Name {
@@ -178,6 +191,46 @@ struct API: Sendable {
         return try Self.json(try await service.submit(submission, attempt: reference, merchant: merchant, customerIP: context.peerIP,
                                                       logger: context.logger),
                              status: .ok)
+    }
+
+    /// A capture, void or refund: 201 succeeded, 202 pending; a refusal by the gateway (402) or an unknown
+    /// outcome (502) answers the error shape with the operation beside it.
+    func operate(_ kind: OperationKind, _ request: Request, _ context: TillRequestContext) async throws -> Response {
+        let id = try context.parameters.require("id")
+        let merchant = try service.merchantOnly(try await authenticate(request))
+        let raw = try await body(request)
+        let command = raw.readableBytes == 0 ? OperationCommand() : try decode(OperationCommand.self, raw, field: "body")
+        let answer = try await service.operate(kind, paymentID: id, merchant: merchant, command: command,
+                                               idempotencyKey: request.headers[.idempotencyKey], logger: context.logger)
+        var response: Response
+        switch answer.operation.status {
+        case .succeeded, .pending:
+            response = try Self.json(answer.operation, status: answer.status)
+        case .failed:
+            response = try Self.json(OperationErrorBody(error: .init(code: "operation_declined",
+                                                                     message: "the gateway refused the \(kind)" + (answer.operation.gatewayCode.map { " (\($0))" } ?? ""),
+                                                                     category: nil),
+                                                        operation: answer.operation), status: answer.status)
+        case .unknown:
+            response = try Self.json(OperationErrorBody(error: .init(code: CheckoutError.Category.unknownOutcome.rawValue,
+                                                                     message: "the gateway's answer is not known; the \(kind) is settled by inquiry, never sent again",
+                                                                     category: CheckoutError.Category.unknownOutcome.rawValue),
+                                                        operation: answer.operation), status: answer.status)
+        }
+        if answer.replayed { response.headers[.idempotentReplayed] = "true" }
+        return response
+    }
+
+    func getOperation(_ kind: OperationKind?, _ request: Request, _ context: TillRequestContext) async throws -> Response {
+        let id = try context.parameters.require("id")
+        let merchant = try service.merchantOnly(try await authenticate(request))
+        return try Self.json(try await service.operation(id, kind: kind, merchant: merchant), status: .ok)
+    }
+
+    func inquireOperation(_ request: Request, _ context: TillRequestContext) async throws -> Response {
+        let id = try context.parameters.require("id")
+        let merchant = try service.merchantOnly(try await authenticate(request))
+        return try Self.json(try await service.inquireOperation(id, merchant: merchant), status: .ok)
     }
 
     func getAttempt(_ request: Request, _ context: TillRequestContext) async throws -> Response {

@@ -154,7 +154,7 @@ public final class PostgresPaymentStore: PaymentStore {
     }
 
     public func payment(id: String, merchant: String) async throws -> StoredPayment? {
-        try await client.withConnection { connection in try await self.payment(connection, id: id, merchant: merchant) }
+        try await client.withConnection { connection in try await self.paymentWithOperations(connection, id: id, merchant: merchant) }
     }
 
     public func clientSecretHash(payment id: String) async throws -> (merchantID: String, hash: String)? {
@@ -183,7 +183,7 @@ public final class PostgresPaymentStore: PaymentStore {
             var found: (String, String)?
             for try await row in rows.decode((String, String).self) { found = row }
             guard let (id, merchant) = found else { return nil }
-            return try await self.payment(connection, id: id, merchant: merchant)
+            return try await self.paymentWithOperations(connection, id: id, merchant: merchant)
         }
     }
 
@@ -375,12 +375,14 @@ public final class PostgresPaymentStore: PaymentStore {
         }
     }
 
-    public func ingest(_ notification: RawNotification, report: StatusReport, merchant: String,
+    public func ingest(_ notification: RawNotification, report: StatusReport, operation: OperationReport?, merchant: String,
                        source: AttemptPolicy.ReportSource) async throws -> ApplyOutcome {
         let headers = try SQLitePaymentStore.encode(notification.headers)
         return try await transaction { connection -> ApplyOutcome in
             guard report.gateway == notification.gateway,
-                  let payment = try await self.lockedPayment(connection, attempt: report.attempt), payment.merchantID == merchant,
+                  let payment = try await self.lockedPayment(connection, attempt: report.attempt,
+                                                             withOperations: operation != nil || report.status.isRefund),
+                  payment.merchantID == merchant,
                   let attempt = payment.attempts.first(where: { $0.reference == report.attempt }),
                   attempt.gateway == notification.gateway else {
                 // Verified, but about no attempt of this merchant on this gateway: kept, applied to nothing.
@@ -391,6 +393,18 @@ public final class PostgresPaymentStore: PaymentStore {
                     ON CONFLICT DO NOTHING
                     """, logger: self.logger)
                 return .quarantined
+            }
+            if let operation, source != .notificationToConfirm,
+               let match = StoreRules.match(operation, among: payment.operations, attempt: report.attempt) {
+                // About one of Till's operations: the notification is stored (its insert still the dedupe), then the
+                // operation settled; the attempt-level report is not applied (the operation moves the money once).
+                let settled = StoreRules.settle(match, report: operation, paymentAmount: payment.amount, now: Date(storedMillis: Date().storedMillis))
+                let outcome = ApplyOutcome.operation(settled.outcome)
+                let fresh = try await self.write(StoreRules.Effect(outcome: outcome), report: report, paymentID: payment.id, connection: connection,
+                                                 notification: .init(raw: notification, headers: headers, outcome: outcome.storedName))
+                guard fresh else { return .duplicate }
+                try await self.write(settled, payment: payment, connection: connection)
+                return outcome
             }
             let effect = StoreRules.apply(report, attempt: attempt, payment: payment, source: source)
             // The insert is the dedupe: a redelivery of a stored event inserts nothing and changes nothing. The
@@ -403,7 +417,7 @@ public final class PostgresPaymentStore: PaymentStore {
 
     public func apply(_ report: StatusReport, source: AttemptPolicy.ReportSource) async throws -> ApplyOutcome {
         try await transaction { connection -> ApplyOutcome in
-            guard let payment = try await self.lockedPayment(connection, attempt: report.attempt),
+            guard let payment = try await self.lockedPayment(connection, attempt: report.attempt, withOperations: report.status.isRefund),
                   let attempt = payment.attempts.first(where: { $0.reference == report.attempt }) else { return .unknownAttempt }
             let effect = StoreRules.apply(report, attempt: attempt, payment: payment, source: source)
             try await self.write(effect, report: report, paymentID: payment.id, connection: connection)
@@ -413,6 +427,125 @@ public final class PostgresPaymentStore: PaymentStore {
 
     public func close() async throws {
         runner.cancel()
+    }
+
+    // MARK: Operations
+
+    public func addOperation(payment id: String, merchant: String, idempotencyKey: String, requestHash: String,
+                             decide: @escaping @Sendable (StoredPayment) throws -> StoredOperation) async throws -> OperationCreateOutcome {
+        do {
+            return try await transaction { connection -> OperationCreateOutcome in
+                // Under the payment's lock: two requests on one payment are decided one after the other.
+                try await self.lock(connection, payment: id)
+                if let stored = try await self.operations(connection, where: "merchant_id = \(merchant) AND idempotency_key = \(idempotencyKey)").first {
+                    return stored.requestHash == requestHash && stored.paymentID == id ? .replayed(stored) : .idempotencyConflict
+                }
+                guard var payment = try await self.payment(connection, id: id, merchant: merchant) else {
+                    throw StoreError.conflict("no payment \(id)")
+                }
+                payment.operations = try await self.operations(connection, payment: id)
+                var operation = try decide(payment)
+                let now = Date().storedMillis
+                (operation.createdAt, operation.updatedAt) = (Date(storedMillis: now), Date(storedMillis: now))
+                try await connection.query("""
+                    INSERT INTO till_operations (reference, payment_id, attempt_reference, merchant_id, gateway, kind, amount_minor, currency, status,
+                                                 is_final, idempotency_key, request_hash, created_at, updated_at)
+                    VALUES (\(operation.reference.rawValue), \(id), \(operation.attempt.rawValue), \(merchant), \(operation.gateway.rawValue),
+                            \(operation.kind.rawValue), \(operation.amount.minorUnits), \(operation.amount.currency.code), \(operation.status.rawValue),
+                            \(operation.isFinal ? 1 : 0), \(idempotencyKey), \(requestHash), \(now), \(now))
+                    """, logger: self.logger)
+                return .created(operation)
+            }
+        } catch let error as PSQLError where error.isUniqueViolation {
+            throw StoreError.conflict("a concurrent operation on payment \(id) was stored first")
+        }
+    }
+
+    public func operation(_ reference: OperationReference) async throws -> StoredOperation? {
+        try await client.withConnection { connection in
+            try await self.operations(connection, where: "reference = \(reference.rawValue)").first
+        }
+    }
+
+    public func settleOperation(_ reference: OperationReference, report: OperationReport) async throws -> OperationSettleOutcome {
+        try await transaction { connection -> OperationSettleOutcome in
+            guard let payment = try await self.lockedPayment(connection, attempt: reference.attempt, withOperations: true),
+                  let operation = payment.operations.first(where: { $0.reference == reference }) else { return .unknownOperation }
+            let settled = StoreRules.settle(operation, report: report, paymentAmount: payment.amount, now: Date(storedMillis: Date().storedMillis))
+            try await self.write(settled, payment: payment, connection: connection)
+            return settled.outcome
+        }
+    }
+
+    public func dueOperations(createdBefore: Date, now: Date, limit: Int) async throws -> [StoredOperation] {
+        try await client.withConnection { connection in
+            try await self.operations(connection, where: """
+                status IN ('pending', 'unknown') AND created_at < \(createdBefore.storedMillis)
+                AND (next_inquiry_at IS NULL OR next_inquiry_at <= \(now.storedMillis))
+                """, limit: limit)
+        }
+    }
+
+    public func claimOperationInquiry(_ reference: OperationReference, expected: Date?, next: Date) async throws -> Bool {
+        try await client.withConnection { connection in
+            let rows = try await connection.query("""
+                UPDATE till_operations SET next_inquiry_at = \(next.storedMillis), inquiry_count = inquiry_count + 1
+                WHERE reference = \(reference.rawValue) AND next_inquiry_at IS NOT DISTINCT FROM \(expected?.storedMillis) RETURNING reference
+                """, logger: self.logger)
+            var claimed = false
+            for try await _ in rows { claimed = true }
+            return claimed
+        }
+    }
+
+    /// Writes what ``StoreRules/settle(_:report:paymentAmount:now:)`` decided: the operation's row, then its money through the
+    /// stores' one rule, in the caller's transaction (the payment locked).
+    private func write(_ settled: StoreRules.OperationEffect, payment: PaymentFacts, connection: PostgresConnection) async throws {
+        if let changed = settled.operation {
+            try await connection.query("""
+                UPDATE till_operations SET status = \(changed.status.rawValue), gateway_reference = \(changed.gatewayReference),
+                       gateway_code = \(changed.gatewayCode), gateway_message = \(changed.gatewayMessage), updated_at = \(changed.updatedAt.storedMillis)
+                WHERE reference = \(changed.reference.rawValue)
+                """, logger: logger)
+        }
+        guard let money = settled.money, let attempt = payment.attempts.first(where: { $0.reference == money.attempt }) else { return }
+        var facts = payment
+        if let changed = settled.operation, let index = facts.operations.firstIndex(where: { $0.reference == changed.reference }) {
+            facts.operations[index] = changed
+        }
+        let effect = StoreRules.apply(money, attempt: attempt, payment: facts, source: .inquiry)
+        try await write(effect, report: money, paymentID: payment.id, connection: connection)
+    }
+
+    private func operations(_ connection: PostgresConnection, payment id: String) async throws -> [StoredOperation] {
+        try await operations(connection, where: "payment_id = \(id)")
+    }
+
+    private func operations(_ connection: PostgresConnection, where condition: PostgresQuery, limit: Int = 10_000) async throws -> [StoredOperation] {
+        var query = PostgresQuery(unsafeSQL: """
+            SELECT reference, payment_id, merchant_id, gateway, status, amount_minor, currency, is_final, gateway_reference, gateway_code,
+                   gateway_message, idempotency_key, request_hash, inquiry_count, next_inquiry_at, created_at, updated_at
+            FROM till_operations WHERE
+            """)
+        query.sql += " " + condition.sql + " ORDER BY created_at, reference LIMIT \(limit)"
+        query.binds = condition.binds
+        var out: [StoredOperation] = []
+        for try await row in try await connection.query(query, logger: logger) {
+            let (reference, payment, merchant, gateway, status, minor, currency, isFinal) =
+                try row.decode((String, String, String, String, String, Int64, String, Int).self)
+            let columns = Array(row)
+            guard let parsed = OperationReference(rawValue: reference) else { throw StoreError.unavailable("operation row holds a bad reference") }
+            func text(_ index: Int) throws -> String? { try columns[index].decode(String?.self) }
+            func number(_ index: Int) throws -> Int64? { try columns[index].decode(Int64?.self) }
+            out.append(StoredOperation(reference: parsed, paymentID: payment, merchantID: merchant, gateway: GatewayID(rawValue: gateway),
+                                       status: OperationStatus(rawValue: status) ?? .unknown,
+                                       amount: try PaymentFacts.amount(minorUnits: minor, currency: currency), isFinal: isFinal != 0,
+                                       gatewayReference: try text(8), gatewayCode: try text(9), gatewayMessage: try text(10),
+                                       idempotencyKey: try text(11) ?? "", requestHash: try text(12) ?? "",
+                                       inquiryCount: Int(try number(13) ?? 0), nextInquiryAt: try number(14).map(Date.init(storedMillis:)),
+                                       createdAt: Date(storedMillis: try number(15) ?? 0), updatedAt: Date(storedMillis: try number(16) ?? 0)))
+        }
+        return out
     }
 
     /// The backend process id of the pooled connection that ran this call, which it holds for at least
@@ -521,7 +654,7 @@ public final class PostgresPaymentStore: PaymentStore {
     /// One query that joined the attempts under `FOR UPDATE OF p` would, after waiting for the lock, return the
     /// payment's latest row beside the attempts as they were before the wait (PostgreSQL re-reads only the
     /// locked rows); the attempts read by a second statement, after the lock, are current.
-    private func lockedPayment(_ connection: PostgresConnection, attempt: AttemptReference) async throws -> PaymentFacts? {
+    private func lockedPayment(_ connection: PostgresConnection, attempt: AttemptReference, withOperations: Bool = false) async throws -> PaymentFacts? {
         let rows = try await connection.run(PostgresStatements.LockPaymentOfAttempt.self, attempt.rawValue, logger: logger)
         var found: PaymentFacts?
         for try await row in rows {
@@ -531,6 +664,8 @@ public final class PostgresPaymentStore: PaymentStore {
         }
         guard var payment = found else { return nil }
         payment.attempts = try await attempts(connection, payment: payment.id)
+        // What a refund may take back depends on what Till captured; nothing else reads the operations.
+        if withOperations { payment.operations = try await operations(connection, payment: payment.id) }
         return payment
     }
 
@@ -590,6 +725,13 @@ public final class PostgresPaymentStore: PaymentStore {
         return found
     }
 
+    /// A payment with its attempts and its operations.
+    private func paymentWithOperations(_ connection: PostgresConnection, id: String, merchant: String) async throws -> StoredPayment? {
+        guard var payment = try await payment(connection, id: id, merchant: merchant) else { return nil }
+        payment.operations = try await operations(connection, payment: id)
+        return payment
+    }
+
     private func attempts(_ connection: PostgresConnection, payment id: String) async throws -> [StoredAttempt] {
         var attempts: [StoredAttempt] = []
         for try await row in try await connection.run(PostgresStatements.Attempts.self, id, logger: logger) {
@@ -602,4 +744,9 @@ public final class PostgresPaymentStore: PaymentStore {
 extension PSQLError {
     /// SQLSTATE 23505: a unique constraint refused the write.
     var isUniqueViolation: Bool { serverInfo?[.sqlState] == "23505" }
+}
+
+private extension PaymentStatus {
+    /// A refund report: the only one whose rule reads the operations (what Till captured).
+    var isRefund: Bool { self == .refunded || self == .partiallyRefunded }
 }

@@ -256,7 +256,7 @@ public final class SQLitePaymentStore: PaymentStore {
         }
     }
 
-    public func ingest(_ notification: RawNotification, report: StatusReport, merchant: String,
+    public func ingest(_ notification: RawNotification, report: StatusReport, operation: OperationReport?, merchant: String,
                        source: AttemptPolicy.ReportSource) async throws -> ApplyOutcome {
         let headers = try Self.encode(notification.headers)
         return try await writer.write { db -> ApplyOutcome in
@@ -277,7 +277,13 @@ public final class SQLitePaymentStore: PaymentStore {
                 SELECT 1 FROM till_notifications WHERE attempt_reference = ? AND gateway = ? AND event_id = ?
                 """), arguments: [report.attempt.rawValue, notification.gateway.rawValue, report.eventID]) ?? false
             if seen { return .duplicate }
-            let outcome = try self.apply(db, report: report, paymentID: attemptRow["payment_id"], source: source)
+            let outcome: ApplyOutcome
+            if let operation, source != .notificationToConfirm,
+               let match = StoreRules.match(operation, among: try Self.operations(db, payment: attemptRow["payment_id"]), attempt: report.attempt) {
+                outcome = .operation(try self.settle(db, match, report: operation))
+            } else {
+                outcome = try self.apply(db, report: report, paymentID: attemptRow["payment_id"], source: source)
+            }
             try db.cachedStatement(sql: """
                 INSERT INTO till_notifications (gateway, event_id, attempt_reference, reported_status, outcome, headers_json, body, received_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -297,6 +303,72 @@ public final class SQLitePaymentStore: PaymentStore {
 
     public func close() async throws {
         try pool.close()
+    }
+
+    // MARK: Operations
+
+    public func addOperation(payment id: String, merchant: String, idempotencyKey: String, requestHash: String,
+                             decide: @escaping @Sendable (StoredPayment) throws -> StoredOperation) async throws -> OperationCreateOutcome {
+        do {
+            return try await writer.write { db -> OperationCreateOutcome in
+                if let known = try Row.fetchOne(db.cachedStatement(sql: """
+                    SELECT \(Self.operationColumns) FROM till_operations WHERE merchant_id = ? AND idempotency_key = ?
+                    """), arguments: [merchant, idempotencyKey]) {
+                    let stored = try Self.operation(known)
+                    return stored.requestHash == requestHash && stored.paymentID == id ? .replayed(stored) : .idempotencyConflict
+                }
+                // SQLite has one writer: the payment read here cannot change before this write commits.
+                guard let payment = try self.payment(db, id: id, merchant: merchant) else { throw StoreError.conflict("no payment \(id)") }
+                var operation = try decide(payment)
+                let now = Date().storedMillis
+                (operation.createdAt, operation.updatedAt) = (Date(storedMillis: now), Date(storedMillis: now))
+                try db.cachedStatement(sql: """
+                    INSERT INTO till_operations (reference, payment_id, attempt_reference, merchant_id, gateway, kind, amount_minor, currency, status,
+                                                 is_final, idempotency_key, request_hash, created_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """).execute(arguments: [operation.reference.rawValue, id, operation.attempt.rawValue, merchant, operation.gateway.rawValue,
+                                     operation.kind.rawValue, operation.amount.minorUnits, operation.amount.currency.code, operation.status.rawValue,
+                                     operation.isFinal ? 1 : 0, idempotencyKey, requestHash, now, now])
+                return .created(operation)
+            }
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+            throw StoreError.conflict("a concurrent operation on payment \(id) was stored first")
+        }
+    }
+
+    public func operation(_ reference: OperationReference) async throws -> StoredOperation? {
+        try await pool.read { db in
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT \(Self.operationColumns) FROM till_operations WHERE reference = ?"),
+                             arguments: [reference.rawValue]).map(Self.operation(_:))
+        }
+    }
+
+    public func settleOperation(_ reference: OperationReference, report: OperationReport) async throws -> OperationSettleOutcome {
+        try await writer.write { db in
+            guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT \(Self.operationColumns) FROM till_operations WHERE reference = ?"),
+                                             arguments: [reference.rawValue]) else { return .unknownOperation }
+            return try self.settle(db, try Self.operation(row), report: report)
+        }
+    }
+
+    public func dueOperations(createdBefore: Date, now: Date, limit: Int) async throws -> [StoredOperation] {
+        try await pool.read { db in
+            try Row.fetchAll(db.cachedStatement(sql: """
+                SELECT \(Self.operationColumns) FROM till_operations
+                WHERE status IN ('pending', 'unknown') AND created_at < ? AND (next_inquiry_at IS NULL OR next_inquiry_at <= ?)
+                ORDER BY created_at LIMIT ?
+                """), arguments: [createdBefore.storedMillis, now.storedMillis, limit]).map(Self.operation(_:))
+        }
+    }
+
+    public func claimOperationInquiry(_ reference: OperationReference, expected: Date?, next: Date) async throws -> Bool {
+        try await writer.write { db in
+            try db.cachedStatement(sql: """
+                UPDATE till_operations SET next_inquiry_at = ?, inquiry_count = inquiry_count + 1
+                WHERE reference = ? AND next_inquiry_at IS ?
+                """).execute(arguments: [next.storedMillis, reference.rawValue, expected?.storedMillis])
+            return db.changesCount == 1
+        }
     }
 
     package func seedPendingAttempts(count: Int, merchant: String, gateway: GatewayID, amount: Money) async throws -> [AttemptReference] {
@@ -392,6 +464,7 @@ public final class SQLitePaymentStore: PaymentStore {
             """), arguments: [id, merchant]) else { return nil }
         return StoredPayment(id: row[0], merchantID: row[1], intent: try intents.intent(row[3]),
                              status: PaymentStatus(rawValue: row[2]), attempts: try Self.attempts(db, payment: id),
+                             operations: try Self.operations(db, payment: id),
                              createdAt: Date(storedMillis: row[4]), updatedAt: Date(storedMillis: row[5]))
     }
 
@@ -401,7 +474,8 @@ public final class SQLitePaymentStore: PaymentStore {
             SELECT merchant_id, status, amount_minor, currency FROM till_payments WHERE id = ?
             """), arguments: [id]) else { return nil }
         return PaymentFacts(id: id, merchantID: row[0], status: PaymentStatus(rawValue: row[1]),
-                            amount: try PaymentFacts.amount(minorUnits: row[2], currency: row[3]), attempts: try Self.attempts(db, payment: id))
+                            amount: try PaymentFacts.amount(minorUnits: row[2], currency: row[3]), attempts: try Self.attempts(db, payment: id),
+                            operations: try Self.operations(db, payment: id))
     }
 
     private static func attempts(_ db: Database, payment id: String) throws -> [StoredAttempt] {
@@ -422,6 +496,41 @@ public final class SQLitePaymentStore: PaymentStore {
                           refundedMinorUnits: row[14],
                           createdAt: Date(storedMillis: row[15]), updatedAt: Date(storedMillis: row[16]))
         }
+    }
+
+    private static let operationColumns = """
+        reference, payment_id, merchant_id, gateway, status, amount_minor, currency, is_final, gateway_reference, gateway_code,
+        gateway_message, idempotency_key, request_hash, inquiry_count, next_inquiry_at, created_at, updated_at
+        """
+
+    private static func operations(_ db: Database, payment id: String) throws -> [StoredOperation] {
+        try Row.fetchAll(db.cachedStatement(sql: "SELECT \(operationColumns) FROM till_operations WHERE payment_id = ? ORDER BY created_at, reference"),
+                         arguments: [id]).map(operation(_:))
+    }
+
+    private static func operation(_ row: Row) throws -> StoredOperation {
+        guard let reference = OperationReference(rawValue: row[0]) else { throw StoreError.unavailable("operation row holds a bad reference") }
+        return StoredOperation(reference: reference, paymentID: row[1], merchantID: row[2], gateway: GatewayID(rawValue: row[3]),
+                               status: OperationStatus(rawValue: row[4]) ?? .unknown,
+                               amount: try PaymentFacts.amount(minorUnits: row[5], currency: row[6]), isFinal: (row[7] as Int) != 0,
+                               gatewayReference: row[8], gatewayCode: row[9], gatewayMessage: row[10], idempotencyKey: row[11],
+                               requestHash: row[12], inquiryCount: row[13], nextInquiryAt: (row[14] as Int64?).map(Date.init(storedMillis:)),
+                               createdAt: Date(storedMillis: row[15]), updatedAt: Date(storedMillis: row[16]))
+    }
+
+    /// The stores' one operation rule applied to the rows, in the caller's transaction.
+    private func settle(_ db: Database, _ operation: StoredOperation, report: OperationReport) throws -> OperationSettleOutcome {
+        guard let facts = try facts(db, id: operation.paymentID) else { return .unknownOperation }
+        let effect = StoreRules.settle(operation, report: report, paymentAmount: facts.amount, now: Date(storedMillis: Date().storedMillis))
+        if let changed = effect.operation {
+            try db.cachedStatement(sql: """
+                UPDATE till_operations SET status = ?, gateway_reference = ?, gateway_code = ?, gateway_message = ?, updated_at = ?
+                WHERE reference = ?
+                """).execute(arguments: [changed.status.rawValue, changed.gatewayReference, changed.gatewayCode, changed.gatewayMessage,
+                                 changed.updatedAt.storedMillis, changed.reference.rawValue])
+        }
+        if let money = effect.money { _ = try apply(db, report: money, paymentID: operation.paymentID, source: .inquiry) }
+        return effect.outcome
     }
 
     static func encode(_ value: some Encodable) throws -> String {

@@ -142,7 +142,38 @@ enum Schema {
             """,
             "ALTER TABLE till_payments ADD COLUMN client_secret_hash TEXT",
         ]
-        return [(1, v1), (2, v2), (3, v3)]
+        // v4: the captures, voids and refunds Till started. An operation is stored (as `unknown`) before it is
+        // sent; its reference is derived from its attempt, kind and sequence, so two concurrent requests cannot
+        // store the same one; an idempotency key belongs to one operation of a merchant.
+        let v4 = [
+            """
+            CREATE TABLE till_operations (
+                reference TEXT PRIMARY KEY,
+                payment_id TEXT NOT NULL REFERENCES till_payments (id),
+                attempt_reference TEXT NOT NULL REFERENCES till_attempts (reference),
+                merchant_id TEXT NOT NULL,
+                gateway TEXT NOT NULL,
+                kind TEXT NOT NULL CHECK (kind IN ('capture', 'void', 'refund')),
+                amount_minor BIGINT NOT NULL CHECK (amount_minor > 0),
+                currency TEXT NOT NULL CHECK (length(currency) = 3),
+                status TEXT NOT NULL CHECK (status IN ('pending', 'succeeded', 'failed', 'unknown')),
+                is_final INTEGER NOT NULL DEFAULT 0,
+                gateway_reference TEXT,
+                gateway_code TEXT,
+                gateway_message TEXT,
+                idempotency_key TEXT NOT NULL,
+                request_hash TEXT NOT NULL,
+                inquiry_count INTEGER NOT NULL DEFAULT 0,
+                next_inquiry_at BIGINT,
+                created_at BIGINT NOT NULL,
+                updated_at BIGINT NOT NULL,
+                UNIQUE (merchant_id, idempotency_key)
+            )
+            """,
+            "CREATE INDEX till_operations_payment ON till_operations (payment_id)",
+            "CREATE INDEX till_operations_open ON till_operations (status, created_at)",
+        ]
+        return [(1, v1), (2, v2), (3, v3), (4, v4)]
     }
 
     static let createMigrationsTable = """

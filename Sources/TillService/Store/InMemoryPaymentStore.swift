@@ -24,6 +24,7 @@ public actor InMemoryPaymentStore: PaymentStore {
     private var seenEvents: Set<[String]> = []
     private var quarantine: [(merchant: String, notification: QuarantinedNotification)] = []
     private var log: [ReconciliationEntry] = []
+    private var operationOfKey: [[String]: OperationReference] = [:]
 
     public init() {}
 
@@ -128,7 +129,7 @@ public actor InMemoryPaymentStore: PaymentStore {
         }
     }
 
-    public func ingest(_ notification: RawNotification, report: StatusReport, merchant: String,
+    public func ingest(_ notification: RawNotification, report: StatusReport, operation: OperationReport?, merchant: String,
                        source: AttemptPolicy.ReportSource) async throws -> ApplyOutcome {
         guard report.gateway == notification.gateway, let id = paymentOfAttempt[report.attempt], let payment = payments[id],
               payment.merchantID == merchant,
@@ -143,7 +144,13 @@ public actor InMemoryPaymentStore: PaymentStore {
             return .quarantined
         }
         guard seenEvents.insert([report.attempt.rawValue, notification.gateway.rawValue, report.eventID]).inserted else { return .duplicate }
-        let outcome = apply(report, to: id, source: source)
+        let outcome: ApplyOutcome
+        if let operation, source != .notificationToConfirm,
+           let match = StoreRules.match(operation, among: payment.operations, attempt: report.attempt) {
+            outcome = .operation(settle(match.reference, report: operation))
+        } else {
+            outcome = apply(report, to: id, source: source)
+        }
         var raw = notification
         raw.receivedAt = Self.millis(notification.receivedAt)
         notifications.append(Notification(gateway: notification.gateway, eventID: report.eventID, attempt: report.attempt,
@@ -154,6 +161,68 @@ public actor InMemoryPaymentStore: PaymentStore {
     public func apply(_ report: StatusReport, source: AttemptPolicy.ReportSource) async throws -> ApplyOutcome {
         guard let id = paymentOfAttempt[report.attempt] else { return .unknownAttempt }
         return apply(report, to: id, source: source)
+    }
+
+    // MARK: Operations
+
+    public func addOperation(payment id: String, merchant: String, idempotencyKey: String, requestHash: String,
+                             decide: @escaping @Sendable (StoredPayment) throws -> StoredOperation) async throws -> OperationCreateOutcome {
+        if let known = operationOfKey[[merchant, idempotencyKey]], let stored = stored(known) {
+            return stored.requestHash == requestHash && stored.paymentID == id ? .replayed(stored) : .idempotencyConflict
+        }
+        guard var payment = payments[id], payment.merchantID == merchant else { throw StoreError.conflict("no payment \(id)") }
+        var operation = try decide(payment)
+        guard !payment.operations.contains(where: { $0.reference == operation.reference }) else {
+            throw StoreError.conflict("operation \(operation.reference) already exists")
+        }
+        let now = Self.now()
+        (operation.createdAt, operation.updatedAt) = (now, now)
+        operation.nextInquiryAt = operation.nextInquiryAt.map(Self.millis)
+        payment.operations.append(operation)
+        payments[id] = payment
+        operationOfKey[[merchant, idempotencyKey]] = operation.reference
+        return .created(operation)
+    }
+
+    public func operation(_ reference: OperationReference) async throws -> StoredOperation? { stored(reference) }
+
+    public func settleOperation(_ reference: OperationReference, report: OperationReport) async throws -> OperationSettleOutcome {
+        settle(reference, report: report)
+    }
+
+    public func dueOperations(createdBefore: Date, now: Date, limit: Int) async throws -> [StoredOperation] {
+        let (createdBefore, now) = (Self.millis(createdBefore), Self.millis(now))
+        let due = payments.values.flatMap(\.operations).filter { operation in
+            !operation.status.isFinal && operation.createdAt < createdBefore && (operation.nextInquiryAt.map { $0 <= now } ?? true)
+        }
+        return Array(due.sorted { ($0.createdAt, $0.reference.rawValue) < ($1.createdAt, $1.reference.rawValue) }.prefix(limit))
+    }
+
+    public func claimOperationInquiry(_ reference: OperationReference, expected: Date?, next: Date) async throws -> Bool {
+        guard let id = paymentOfAttempt[reference.attempt], var payment = payments[id],
+              let index = payment.operations.firstIndex(where: { $0.reference == reference }),
+              payment.operations[index].nextInquiryAt == expected.map(Self.millis) else { return false }
+        payment.operations[index].nextInquiryAt = Self.millis(next)
+        payment.operations[index].inquiryCount += 1
+        payments[id] = payment
+        return true
+    }
+
+    private func stored(_ reference: OperationReference) -> StoredOperation? {
+        paymentOfAttempt[reference.attempt].flatMap { payments[$0] }?.operations.first { $0.reference == reference }
+    }
+
+    /// The stores' one operation rule (``StoreRules/settle(_:report:paymentAmount:now:)``) applied to the rows.
+    private func settle(_ reference: OperationReference, report: OperationReport) -> OperationSettleOutcome {
+        guard let id = paymentOfAttempt[reference.attempt], var payment = payments[id],
+              let index = payment.operations.firstIndex(where: { $0.reference == reference }) else { return .unknownOperation }
+        let effect = StoreRules.settle(payment.operations[index], report: report, paymentAmount: payment.intent.amount, now: Self.now())
+        if let changed = effect.operation {
+            payment.operations[index] = changed
+            payments[id] = payment
+        }
+        if let money = effect.money { _ = apply(money, to: id, source: .inquiry) }
+        return effect.outcome
     }
 
     public func quarantined(merchant: String, limit: Int) async throws -> [QuarantinedNotification] {
@@ -216,7 +285,7 @@ public actor InMemoryPaymentStore: PaymentStore {
             return .unknownAttempt
         }
         let facts = PaymentFacts(id: id, merchantID: payment.merchantID, status: payment.status, amount: payment.intent.amount,
-                                 attempts: payment.attempts)
+                                 attempts: payment.attempts, operations: payment.operations)
         let effect = StoreRules.apply(report, attempt: payment.attempts[index], payment: facts, source: source)
         let now = Self.now()
         if let status = effect.attemptStatus {

@@ -10,15 +10,19 @@ public struct StoredPayment: Sendable, Hashable, Codable {
     /// The authoritative status: derived from the attempts' statuses, forward-only.
     public var status: PaymentStatus
     public var attempts: [StoredAttempt]
+    /// Every capture, void and refund Till started, oldest first.
+    public var operations: [StoredOperation]
     public var createdAt: Date
     public var updatedAt: Date
 
-    package init(id: String, merchantID: String, intent: PaymentIntent, status: PaymentStatus, attempts: [StoredAttempt], createdAt: Date, updatedAt: Date) {
+    package init(id: String, merchantID: String, intent: PaymentIntent, status: PaymentStatus, attempts: [StoredAttempt],
+                 operations: [StoredOperation] = [], createdAt: Date, updatedAt: Date) {
         self.id = id
         self.merchantID = merchantID
         self.intent = intent
         self.status = status
         self.attempts = attempts
+        self.operations = operations
         self.createdAt = createdAt
         self.updatedAt = updatedAt
     }
@@ -100,6 +104,9 @@ public enum ApplyOutcome: Sendable, Hashable {
     /// A verified notification for an attempt this merchant does not have: kept in the quarantine
     /// (``PaymentStore/quarantined(merchant:limit:)``), acknowledged, applied to nothing.
     case quarantined
+    /// The notification was about one of Till's operations, and this is what it did to it (its attempt-level
+    /// report was not applied: the operation's settlement moved the money once).
+    case operation(OperationSettleOutcome)
 }
 
 /// A notification exactly as it arrived, stored before it is acknowledged.
@@ -197,11 +204,33 @@ public protocol PaymentStore: Sendable {
     /// `notification.gateway`; otherwise the notification goes to the quarantine (`quarantined`) and
     /// touches nothing: a notification authenticated with one merchant's gateway secret can never touch
     /// another's payment.
-    func ingest(_ notification: RawNotification, report: StatusReport, merchant: String,
+    func ingest(_ notification: RawNotification, report: StatusReport, operation: OperationReport?, merchant: String,
                 source: AttemptPolicy.ReportSource) async throws -> ApplyOutcome
 
     /// Applies a report the server obtained itself (an inquiry, a gateway's answer) by the attempt policy.
     func apply(_ report: StatusReport, source: AttemptPolicy.ReportSource) async throws -> ApplyOutcome
+
+    /// Under the payment's lock, in one transaction: a known `idempotencyKey` of `merchant` is answered with the
+    /// operation it created (`replayed`; `idempotencyConflict` when the request or the payment differs), else
+    /// `decide` chooses the new operation from the payment as it is now — its attempts and operations, the
+    /// money rules — or throws to refuse, and the operation is stored. Nothing is stored when `decide` throws,
+    /// and two concurrent requests are decided one after the other.
+    func addOperation(payment: String, merchant: String, idempotencyKey: String, requestHash: String,
+                      decide: @escaping @Sendable (StoredPayment) throws -> StoredOperation) async throws -> OperationCreateOutcome
+
+    /// One operation, by its reference.
+    func operation(_ reference: OperationReference) async throws -> StoredOperation?
+
+    /// In one transaction: applies a gateway's statement about an operation (``StoreRules/settle(_:report:paymentAmount:now:)``)
+    /// and, when it succeeded, its money to the attempt and the payment.
+    func settleOperation(_ reference: OperationReference, report: OperationReport) async throws -> OperationSettleOutcome
+
+    /// Open operations (pending or unknown) made before `createdBefore` whose next inquiry is due at `now`,
+    /// oldest first, at most `limit`.
+    func dueOperations(createdBefore: Date, now: Date, limit: Int) async throws -> [StoredOperation]
+
+    /// Claims a due operation for one inquiry, as ``claimInquiry(_:expected:next:)`` does for attempts.
+    func claimOperationInquiry(_ reference: OperationReference, expected: Date?, next: Date) async throws -> Bool
 
     /// The merchant's quarantined notifications, newest first.
     func quarantined(merchant: String, limit: Int) async throws -> [QuarantinedNotification]
@@ -234,7 +263,13 @@ extension PaymentStore {
 
     /// Stores and applies a verified notification (source `notification`).
     public func ingest(_ notification: RawNotification, report: StatusReport, merchant: String) async throws -> ApplyOutcome {
-        try await ingest(notification, report: report, merchant: merchant, source: .notification)
+        try await ingest(notification, report: report, operation: nil, merchant: merchant, source: .notification)
+    }
+
+    /// Stores and applies a verified notification without an operation.
+    public func ingest(_ notification: RawNotification, report: StatusReport, merchant: String,
+                       source: AttemptPolicy.ReportSource) async throws -> ApplyOutcome {
+        try await ingest(notification, report: report, operation: nil, merchant: merchant, source: source)
     }
 
     /// Adds an attempt the server started by itself (not at the customer's request).
@@ -342,13 +377,17 @@ package struct PaymentFacts: Sendable, Equatable {
     package var status: PaymentStatus
     package var amount: Money
     package var attempts: [StoredAttempt]
+    /// The payment's operations (what a refund may take back depends on what Till captured).
+    package var operations: [StoredOperation]
 
-    package init(id: String, merchantID: String, status: PaymentStatus, amount: Money, attempts: [StoredAttempt]) {
+    package init(id: String, merchantID: String, status: PaymentStatus, amount: Money, attempts: [StoredAttempt],
+                 operations: [StoredOperation] = []) {
         self.id = id
         self.merchantID = merchantID
         self.status = status
         self.amount = amount
         self.attempts = attempts
+        self.operations = operations
     }
 
     /// The amount as stored in the `amount_minor` and `currency` columns.
@@ -371,14 +410,24 @@ package enum StoreRules {
         package var paymentStatus: PaymentStatus?
         /// The attempt's new refunded total, when a refund applies.
         package var refundedMinorUnits: Int64?
+
+        package init(outcome: ApplyOutcome, attemptStatus: PaymentStatus? = nil, paymentStatus: PaymentStatus? = nil,
+                     refundedMinorUnits: Int64? = nil) {
+            self.outcome = outcome
+            self.attemptStatus = attemptStatus
+            self.paymentStatus = paymentStatus
+            self.refundedMinorUnits = refundedMinorUnits
+        }
     }
 
     package static func apply(_ report: StatusReport, attempt: StoredAttempt, payment: PaymentFacts,
                       source: AttemptPolicy.ReportSource) -> Effect {
         // The one rule set: forward only, amounts that match, refunds only of moved money, failed → paid
         // only by the server's own inquiry.
+        let captured = MoneyTotals(attempt: attempt, operations: payment.operations, amount: payment.amount)
+            .capturedMoney(in: payment.amount.currency)
         switch AttemptPolicy.verdict(for: report, on: attempt.status, amount: payment.amount,
-                                     refundedMinorUnits: attempt.refundedMinorUnits, source: source) {
+                                     refundedMinorUnits: attempt.refundedMinorUnits, captured: captured, source: source) {
         case .duplicate:
             return Effect(outcome: .duplicate)
         case .refuse(let reason):
@@ -426,6 +475,7 @@ extension ApplyOutcome {
         case .needsInquiry: "needs_inquiry"
         case .unknownAttempt: "unknown_attempt"
         case .quarantined: "quarantined"
+        case .operation(let outcome): outcome.storedName
         }
     }
 }
