@@ -32,6 +32,16 @@ struct ChaosServerHalf: GatewayServerHalf {
         try await world.fake(for: query.attempt, on: gateway).inquire(query)
     }
 
+    var operationCapabilities: OperationCapabilities { anyFake.operationCapabilities }
+
+    func perform(_ operation: OperationRequest) async throws -> OperationReport {
+        try await world.fake(for: operation.attempt, on: gateway).perform(operation)
+    }
+
+    func inquireOperation(_ operation: OperationRequest) async throws -> OperationReport {
+        try await world.fake(for: operation.attempt, on: gateway).inquireOperation(operation)
+    }
+
     func claimedAttempt(in notification: IncomingNotification) -> AttemptReference? { anyFake.claimedAttempt(in: notification) }
 
     func answerChallenge(_ request: IncomingNotification) -> NotificationAcknowledgement? { anyFake.answerChallenge(request) }

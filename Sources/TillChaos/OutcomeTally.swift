@@ -14,6 +14,8 @@ final class OutcomeTally: Sendable {
         var notifications: [String: Int] = [:]
         var answers: [String: Int] = [:]
         var inquiries: [String: Int] = [:]
+        /// Statements about operations the server applied itself (a gateway's answer or an inquiry).
+        var operations: [String: Int] = [:]
     }
 
     private let tally = Locked(Tally())
@@ -28,6 +30,7 @@ final class OutcomeTally: Sendable {
             case .ingested(let outcome): count(outcome, \.notifications)
             case .applied(let outcome, source: .inquiry): count(outcome, \.inquiries)
             case .applied(let outcome, source: _): count(outcome, \.answers)
+            case .settled(let outcome): tally.withLock { $0.operations[outcome.storedName, default: 0] += 1 }
             case .read: break
             }
         }

@@ -85,7 +85,10 @@ public actor FakeGatewayLedger {
         public var returnURL: URL?
     }
 
-    private(set) public var records: [AttemptReference: Record] = [:]
+    public internal(set) var records: [AttemptReference: Record] = [:]
+    /// Every capture, void and refund the fake received, by the operation's reference.
+    public internal(set) var operations: [String: FakeOperationRecord] = [:]
+    var operationScript: [FakeOperationPlan] = []
     private var script: [FakeAttemptPlan]
     private let defaultBehavior: FakeBehavior
     private var outbox: [IncomingNotification] = []
@@ -185,6 +188,7 @@ public enum FakeFlow: String, Sendable, Hashable {
 public struct FakeGateway: GatewayHalves {
     public let gateway: GatewayID
     public let capabilities: GatewayCapabilities
+    public let operationCapabilities: OperationCapabilities
     public let decisionTable: DecisionTable
     public let ledger: FakeGatewayLedger
     public let notificationTiming: FakeNotificationTiming
@@ -200,6 +204,7 @@ public struct FakeGateway: GatewayHalves {
     public init(id: GatewayID = "fake", script: [FakeBehavior] = [], defaultBehavior: FakeBehavior = .approve,
                 capabilities: GatewayCapabilities = GatewayCapabilities(
                     methods: [.card, .wechatPay, .alipay], actions: [.sale, .authorize], attemptLifetimeSeconds: 900),
+                operationCapabilities: OperationCapabilities = FakeGateway.allOperations,
                 decisionTable: DecisionTable = DecisionTable(["soft": .retryNext, "3ds_required": .stepUp]),
                 secret: String = "fake-notification-secret",
                 notificationTiming: FakeNotificationTiming = .immediate, flow: FakeFlow = .card,
@@ -207,6 +212,7 @@ public struct FakeGateway: GatewayHalves {
         self.flow = flow
         self.gateway = id
         self.capabilities = capabilities
+        self.operationCapabilities = operationCapabilities
         self.decisionTable = decisionTable
         self.ledger = FakeGatewayLedger(script: script.map { FakeAttemptPlan($0) }, defaultBehavior: defaultBehavior)
         self.secretBytes = Data(secret.utf8)
@@ -418,6 +424,11 @@ public struct FakeGateway: GatewayHalves {
         public var amount: Money?
         public var code: String?
         public var eventId: String
+        /// For a notification about an operation: its reference, kind, status and amount.
+        public var operation: String?
+        public var operationKind: OperationKind?
+        public var operationStatus: OperationStatus?
+        public var operationAmount: Money?
     }
 
     public func verifyNotification(_ notification: IncomingNotification) throws -> VerifiedNotification {
@@ -436,9 +447,15 @@ public struct FakeGateway: GatewayHalves {
             throw CheckoutError(.malformedBody, field: "body", message: "not a fake-gateway notification", gateway: gateway)
         }
         let status = PaymentStatus(rawValue: body.status)
+        let operation = body.operationKind.map { kind in
+            OperationReport(reference: body.operation.flatMap(OperationReference.init(rawValue:)), kind: kind,
+                            status: body.operationStatus ?? .unknown, amount: body.operationAmount, gatewayReference: body.operation,
+                            gatewayCode: body.code)
+        }
         return VerifiedNotification(report: StatusReport(
             gateway: gateway, attempt: AttemptReference(rawValue: body.attempt), gatewayReference: "fake_\(body.attempt)",
-            status: status, amount: body.amount, gatewayStatus: body.status, gatewayCode: body.code, eventID: body.eventId))
+            status: status, amount: body.amount, gatewayStatus: body.status, gatewayCode: body.code, eventID: body.eventId),
+            operation: operation)
     }
 
     public func claimedAttempt(in notification: IncomingNotification) -> AttemptReference? {
@@ -470,11 +487,12 @@ public struct FakeGateway: GatewayHalves {
                      eventID: "\(attempt.rawValue):\(record.status.rawValue)")
     }
 
-    /// The signed notification for `report`, as the fake would send it.
-    public func signedNotification(for report: StatusReport) -> IncomingNotification {
+    /// The signed notification for `report` (and the operation it is about, if any), as the fake would send it.
+    public func signedNotification(for report: StatusReport, operation: OperationReport? = nil) -> IncomingNotification {
         let body = NotificationBody(attempt: report.attempt.rawValue, status: report.status.rawValue,
                                     amount: report.amount,
-                                    code: report.gatewayCode, eventId: report.eventID)
+                                    code: report.gatewayCode, eventId: report.eventID, operation: operation?.reference?.rawValue,
+                                    operationKind: operation?.kind, operationStatus: operation?.status, operationAmount: operation?.amount)
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         let data = (try? encoder.encode(body)) ?? Data()
@@ -483,8 +501,8 @@ public struct FakeGateway: GatewayHalves {
                                     body: data)
     }
 
-    private func notify(_ report: StatusReport, timing: FakeNotificationTiming) async {
-        let notification = signedNotification(for: report)
+    func notify(_ report: StatusReport, operation: OperationReport? = nil, timing: FakeNotificationTiming) async {
+        let notification = signedNotification(for: report, operation: operation)
         if timing == .deferred {
             await ledger.post(notification)
             return

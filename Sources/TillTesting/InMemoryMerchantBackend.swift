@@ -116,6 +116,7 @@ public final class InMemoryMerchantBackend: MerchantBackend {
         case .stale(let reason), .needsInquiry(let reason): .stale(reason)
         case .unknownAttempt: .stale("unknown attempt")
         case .quarantined: .stale("quarantined")
+        case .operation(let settled): .stale("about operation: \(settled.storedName)")
         }
     }
 }

@@ -15,6 +15,8 @@ public final class ObservedPaymentStore: PaymentStore {
         case ingested(ApplyOutcome)
         /// A report the server applied itself (``PaymentStore/apply(_:source:)``).
         case applied(ApplyOutcome, source: AttemptPolicy.ReportSource)
+        /// A gateway's statement about an operation the server applied itself (``PaymentStore/settleOperation(_:report:)``).
+        case settled(OperationSettleOutcome)
     }
 
     /// The store every call goes to.
@@ -26,9 +28,9 @@ public final class ObservedPaymentStore: PaymentStore {
         self.observe = observe
     }
 
-    public func ingest(_ notification: RawNotification, report: StatusReport, merchant: String,
+    public func ingest(_ notification: RawNotification, report: StatusReport, operation: OperationReport?, merchant: String,
                        source: AttemptPolicy.ReportSource) async throws -> ApplyOutcome {
-        let outcome = try await inner.ingest(notification, report: report, merchant: merchant, source: source)
+        let outcome = try await inner.ingest(notification, report: report, operation: operation, merchant: merchant, source: source)
         observe(.ingested(outcome))
         return outcome
     }
@@ -57,7 +59,25 @@ public final class ObservedPaymentStore: PaymentStore {
         return found
     }
 
+    public func settleOperation(_ reference: OperationReference, report: OperationReport) async throws -> OperationSettleOutcome {
+        let outcome = try await inner.settleOperation(reference, report: report)
+        observe(.settled(outcome))
+        return outcome
+    }
+
     // Everything else passes through unchanged.
+
+    public func addOperation(payment: String, merchant: String, idempotencyKey: String, requestHash: String,
+                             decide: @escaping @Sendable (StoredPayment) throws -> StoredOperation) async throws -> OperationCreateOutcome {
+        try await inner.addOperation(payment: payment, merchant: merchant, idempotencyKey: idempotencyKey, requestHash: requestHash, decide: decide)
+    }
+    public func operation(_ reference: OperationReference) async throws -> StoredOperation? { try await inner.operation(reference) }
+    public func dueOperations(createdBefore: Date, now: Date, limit: Int) async throws -> [StoredOperation] {
+        try await inner.dueOperations(createdBefore: createdBefore, now: now, limit: limit)
+    }
+    public func claimOperationInquiry(_ reference: OperationReference, expected: Date?, next: Date) async throws -> Bool {
+        try await inner.claimOperationInquiry(reference, expected: expected, next: next)
+    }
 
     public func migrate() async throws { try await inner.migrate() }
     public func notificationCount(attempt: AttemptReference) async throws -> Int { try await inner.notificationCount(attempt: attempt) }
