@@ -83,6 +83,8 @@ public actor FakeGatewayLedger {
         public var charged: Bool
         public var notificationURL: URL?
         public var returnURL: URL?
+        /// The payment's action is `authorize`: an approval holds the money (`authorized`) instead of taking it.
+        public var authorizeOnly = false
     }
 
     public internal(set) var records: [AttemptReference: Record] = [:]
@@ -112,11 +114,11 @@ public actor FakeGatewayLedger {
     /// Queue full plans for the next attempts, in order.
     public func enqueue(_ plans: [FakeAttemptPlan]) { script += plans }
 
-    func open(_ attempt: AttemptReference, amount: Money, notificationURL: URL?, returnURL: URL?) -> Record {
+    func open(_ attempt: AttemptReference, amount: Money, notificationURL: URL?, returnURL: URL?, authorizeOnly: Bool = false) -> Record {
         if let existing = records[attempt] { return existing }
         let plan = script.isEmpty ? FakeAttemptPlan(defaultBehavior) : script.removeFirst()
         let record = Record(plan: plan, amount: amount, status: .pending, code: nil, charged: false,
-                            notificationURL: notificationURL, returnURL: returnURL)
+                            notificationURL: notificationURL, returnURL: returnURL, authorizeOnly: authorizeOnly)
         records[attempt] = record
         return record
     }
@@ -224,7 +226,8 @@ public struct FakeGateway: GatewayHalves {
 
     public func prepare(_ context: AttemptContext) async throws -> Preparation {
         let record = await ledger.open(context.attempt, amount: context.intent.amount,
-                                       notificationURL: context.notificationURL, returnURL: context.returnURL)
+                                       notificationURL: context.notificationURL, returnURL: context.returnURL,
+                                       authorizeOnly: context.intent.action == .authorize)
         if case .failPrepare(let kind) = record.behavior {
             throw TransportError(kind, "scripted prepare failure").checkoutError(gateway: gateway)
         }
@@ -371,7 +374,7 @@ public struct FakeGateway: GatewayHalves {
     public func settle(_ attempt: AttemptReference, as status: PaymentStatus, code: String? = nil) async throws -> StatusReport {
         guard let record = await ledger.update(attempt, { record in
             guard record.status == .pending else { return }
-            record.status = status
+            record.status = status == .paid && record.authorizeOnly ? .authorized : status
             record.code = code
             record.charged = status.moneyMoved || status == .authorized
         }) else {

@@ -90,14 +90,17 @@ final class ServerHarness: @unchecked Sendable {
 
     init(_ kind: StoreKind, gateways ids: [GatewayID] = ["fake"], maxAttempts: Int = 3, maxBodyBytes: Int = 16_384,
          metrics: (any MetricsFactory)? = nil, flow: FakeFlow = .card, health: HealthSettings = HealthSettings(),
-         clock: any TillClock = SystemClock(), settings: (inout ServerSettings) -> Void = { _ in },
+         clock: any TillClock = SystemClock(), operations: OperationCapabilities = FakeGateway.allOperations,
+         notificationTiming: FakeNotificationTiming = .immediate,
+         settings: (inout ServerSettings) -> Void = { _ in },
          merchantSettings: (inout MerchantConfiguration) -> Void = { _ in }) async throws {
         merchant = "m-\(UUID().uuidString.prefix(8).lowercased())"
         apiKey = "key-\(UUID().uuidString)"
         // Gateways post their notifications to this server, as a real gateway would.
         let address = Mailbox()
         let gateways = ids.map { id in
-            FakeGateway(id: id, decisionTable: DecisionTable(["soft": .retryNext, "3ds_required": .stepUp]), secret: Self.secret, flow: flow) { notification in
+            FakeGateway(id: id, operationCapabilities: operations, decisionTable: DecisionTable(["soft": .retryNext, "3ds_required": .stepUp]),
+                        secret: Self.secret, notificationTiming: notificationTiming, flow: flow) { notification in
                 guard let base = await address.url else { return }
                 var request = URLRequest(url: base.appendingPathComponent("v1/notifications/\(id.rawValue)"))
                 request.httpMethod = "POST"
@@ -183,13 +186,15 @@ final class ServerHarness: @unchecked Sendable {
         return Answer(status: http.statusCode, headers: fields, body: data)
     }
 
-    static func intentJSON(_ reference: String, minor: Int = 2500, method: String = "card") -> String {
-        #"{"merchantReference":"\#(reference)","amount":{"value":\#(minor),"currency":"USD"},"method":"\#(method)"}"#
+    static func intentJSON(_ reference: String, minor: Int = 2500, method: String = "card", action: String? = nil) -> String {
+        let action = action.map { #","action":"\#($0)""# } ?? ""
+        return #"{"merchantReference":"\#(reference)","amount":{"value":\#(minor),"currency":"USD"},"method":"\#(method)"\#(action)}"#
     }
 
     /// Creates a payment and prepares its first attempt; returns (payment id, attempt reference, gateway).
-    func createAndPrepare(_ reference: String = "order-\(UUID().uuidString.prefix(8))") async throws -> (String, AttemptReference, GatewayID) {
-        let created = try await send("POST", "v1/payments", json: Self.intentJSON(reference))
+    func createAndPrepare(_ reference: String = "order-\(UUID().uuidString.prefix(8))", action: String? = nil) async throws
+        -> (String, AttemptReference, GatewayID) {
+        let created = try await send("POST", "v1/payments", json: Self.intentJSON(reference, action: action))
         let id = try #require(created.json["id"] as? String)
         let prepared = try await send("POST", "v1/payments/\(id)/attempts", json: "{}")
         #expect(prepared.status == 201, "\(String(decoding: prepared.body, as: UTF8.self))")
