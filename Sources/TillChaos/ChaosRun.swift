@@ -53,17 +53,32 @@ public enum ChaosRun {
         public var lostPayments = 0
         /// Payments still created or pending after the reconciliation.
         public var stuckPayments = 0
+        /// Attempts a gateway captured more of than was authorized, or whose capture reached it twice.
+        public var doubleCaptures = 0
+        /// Attempts a gateway refunded more of than it took, or whose refund reached it twice.
+        public var overRefunds = 0
+        /// Operations a gateway did that the store does not hold as succeeded, and attempts whose totals in the store
+        /// differ from the gateway's.
+        public var lostOperations = 0
+        /// Operations still pending or unknown after the reconciliation.
+        public var stuckOperations = 0
+        /// Operations the store holds.
+        public var operations = 0
+        /// What the operation requests were answered, by status or error code.
+        public var operationAnswers: [String: Int] = [:]
         /// `sqlite` or `postgres`.
         public var store = ""
         /// Wall-clock time of the run.
         public var seconds = 0.0
         /// Payments the store holds as paid that no gateway charged.
         public var unchargedPaid = 0
-        /// Payments that ended paid (or authorized). Sessions the gateways still held at the end were
+        /// Payments that ended holding money (paid, authorized, refunded in part or in full). Sessions the gateways still held at the end were
         /// settled as paid (the worst case), so this counts some the customer walked away from.
         public var paid = 0
-        /// Payments that ended failed, cancelled or expired.
+        /// Payments that ended failed, cancelled or expired (not by a void).
         public var failed = 0
+        /// Authorized payments the merchant voided.
+        public var voided = 0
         /// Attempts stored.
         public var attempts = 0
         /// Attempts the gateways charged.
@@ -110,7 +125,10 @@ public enum ChaosRun {
         public init() {}
 
         /// True when no money rule was broken.
-        public var isClean: Bool { doubleCharges == 0 && lostPayments == 0 && stuckPayments == 0 && unchargedPaid == 0 }
+        public var isClean: Bool {
+            doubleCharges == 0 && lostPayments == 0 && stuckPayments == 0 && unchargedPaid == 0
+                && doubleCaptures == 0 && overRefunds == 0 && lostOperations == 0 && stuckOperations == 0
+        }
 
         /// The report without its timing, for comparing two runs.
         public var untimed: Report {
@@ -128,16 +146,18 @@ public enum ChaosRun {
             }
             let members: [(String, OrderedJSON)] = [
                 ("checkouts", int(checkouts)), ("doubleCharges", int(doubleCharges)), ("lostPayments", int(lostPayments)),
-                ("stuckPayments", int(stuckPayments)), ("store", .string(store)),
+                ("stuckPayments", int(stuckPayments)), ("doubleCaptures", int(doubleCaptures)), ("overRefunds", int(overRefunds)),
+                ("lostOperations", int(lostOperations)), ("stuckOperations", int(stuckOperations)), ("store", .string(store)),
                 ("seconds", .number(String(format: "%.2f", seconds))),
-                ("unchargedPaid", int(unchargedPaid)), ("paid", int(paid)), ("failed", int(failed)), ("attempts", int(attempts)),
+                ("unchargedPaid", int(unchargedPaid)), ("paid", int(paid)), ("failed", int(failed)), ("voided", int(voided)), ("attempts", int(attempts)),
                 ("charges", int(charges)), ("withoutPayment", int(withoutPayment)),
                 ("notificationsApplied", int(notificationsApplied)), ("notificationsDuplicate", int(notificationsDuplicate)),
                 ("notificationsStale", int(notificationsStale)), ("notificationsNeedingInquiry", int(notificationsNeedingInquiry)),
                 ("notificationsQuarantined", int(notificationsQuarantined)), ("notificationsRejected", int(notificationsRejected)),
                 ("inquiriesApplied", int(inquiriesApplied)), ("reconciled", int(reconciled)),
                 ("reconciliationPasses", int(reconciliationPasses)), ("internalErrors", int(internalErrors.count)),
-                ("violations", int(violations.count)), ("seed", .number(String(seed))),
+                ("violations", int(violations.count)), ("operations", int(operations)), ("operationAnswers", counts(operationAnswers)),
+                ("seed", .number(String(seed))),
                 ("faultRate", .number(String(faultRate))), ("faults", counts(faults)),
             ]
             return String(decoding: OrderedJSON.object(members.map { .init(key: $0.0, value: $0.1) }).serialized(), as: UTF8.self)
@@ -291,6 +311,8 @@ final class ChaosDriver {
     /// Draws per checkout (flow, amount, drains); faults come from the world's own dice.
     var generator: SeededGenerator
     var appErrors: [String: Int] = [:]
+    /// What the operation requests were answered, by status or error code.
+    var operationAnswers: [String: Int] = [:]
 
     init(options: ChaosRun.Options, store raw: any PaymentStore, kind: String) throws {
         self.options = options
@@ -330,9 +352,11 @@ final class ChaosDriver {
     func run() async throws -> ChaosRun.Report {
         for index in 0..<options.checkouts { await checkout(index) }
         try await settleAndDeliverEverything()
+        await operateOnPayments()
         var report = ChaosRun.Report()
         try await reconcile(into: &report)
         try await count(into: &report)
+        try await countOperations(into: &report)
         return report
     }
 
@@ -341,7 +365,9 @@ final class ChaosDriver {
     func checkout(_ index: Int) async {
         let flow = ChaosFlow.allCases[roll(ChaosFlow.allCases.count)]
         let amount = Money(minorUnits: Int64(roll(100_000)) + 1, currency: usd)
-        let intent = PaymentIntent(merchantReference: "chaos-\(index)", amount: amount, method: flow.method)
+        // A third of the payments authorize only (the merchant captures or voids them later).
+        let action: PaymentAction = roll(3) == 0 ? .authorize : .sale
+        let intent = PaymentIntent(merchantReference: "chaos-\(index)", amount: amount, method: flow.method, action: action)
         world.beginCheckout(index, flow: flow)
         if flow.handsOff, world.fault() {
             world.count(.appDiedAfterHandoff)
@@ -522,10 +548,12 @@ final class ChaosDriver {
             var charged = 0
             for attempt in payment.attempts {
                 attributed.insert(attempt.reference)
-                if await world.fake(for: attempt.reference)?.ledger.isCharged(attempt.reference) == true { charged += 1 }
+                // An authorization voided at the gateway holds nothing any more.
+                if let ledger = world.fake(for: attempt.reference)?.ledger, await ledger.isCharged(attempt.reference),
+                   await !ledger.moneyOf(attempt.reference).voided { charged += 1 }
             }
             report.charges += charged
-            let holds = payment.status == .paid || payment.status == .authorized
+            let holds = payment.status.moneyMoved || payment.status == .authorized
             var problems: [String] = []
             if charged > 1 {
                 report.doubleCharges += 1
@@ -543,7 +571,13 @@ final class ChaosDriver {
                 report.unchargedPaid += 1
                 problems.append("\(payment.status) in the store, but no gateway charged it")
             }
-            if holds { report.paid += 1 } else if payment.status.isNegative { report.failed += 1 }
+            if holds {
+                report.paid += 1
+            } else if payment.operations.contains(where: { $0.kind == .void && $0.status == .succeeded }) {
+                report.voided += 1
+            } else if payment.status.isNegative {
+                report.failed += 1
+            }
             if !problems.isEmpty { report.violations.append(await story(index, payment: payment, problems: problems)) }
         }
         // A charge for an attempt no payment holds is money nobody knows about.

@@ -56,7 +56,7 @@ final class ChaosWorld: Sendable {
     }
 
     static let gatewayIDs: [GatewayID] = ["alpha", "beta", "gamma", "delta"]
-    static let capabilities = GatewayCapabilities(methods: [.card, .wechatPay], actions: [.sale], attemptLifetimeSeconds: 900)
+    static let capabilities = GatewayCapabilities(methods: [.card, .wechatPay], actions: [.sale, .authorize], attemptLifetimeSeconds: 900)
     static let decisionTable = DecisionTable(["soft": .retryNext])
 
     let rate: Double

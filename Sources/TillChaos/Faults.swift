@@ -73,6 +73,26 @@ public enum ChaosFault: String, CaseIterable, Sendable, Codable {
     // Inquiries.
     /// Inquiries about the attempt time out (1 to 5 of them) before one succeeds.
     case failingInquiries
+
+    // Operations (captures, voids, refunds).
+    /// The gateway did it, then the answer was lost: unknown, settled by inquiry or notification.
+    case operationLostAnswer
+    /// HTTP 5xx after the gateway did it.
+    case operationServerErrorDone
+    /// HTTP 5xx and the gateway did not do it.
+    case operationServerErrorNotDone
+    /// The request never left.
+    case operationNotSent
+    /// The gateway refused it.
+    case operationDeclined
+    /// The gateway answered pending and did it later.
+    case operationPending
+    /// Inquiries about the operation time out (1 to 3) before one succeeds.
+    case operationFailingInquiries
+    /// The merchant's backend retried an operation whose outcome was unknown, with the same key.
+    case operationRetried
+    /// Two refunds at once that together exceed what was captured.
+    case concurrentRefunds
 }
 
 /// How a checkout's app presents the payment.

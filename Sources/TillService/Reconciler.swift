@@ -212,7 +212,11 @@ public struct Reconciler: Service, CustomStringConvertible {
         for operation in due {
             if Task.isCancelled { break }
             let key = GatewayKey(merchant: operation.merchantID, gateway: operation.gateway)
-            guard asked[key, default: 0] < settings.maxInquiriesPerGatewayPerPass else { continue }
+            guard asked[key, default: 0] < settings.maxInquiriesPerGatewayPerPass else {
+                entries.append(await record(operation, .skippedBudget, "operation \(operation.reference): \(settings.maxInquiriesPerGatewayPerPass) "
+                                            + "operation inquiries to gateway \(operation.gateway) this pass; next pass", before: .pending, now: now))
+                continue
+            }
             let next = now.addingTimeInterval(settings.backoff(afterInquiries: operation.inquiryCount))
             guard (try? await store.claimOperationInquiry(operation.reference, expected: operation.nextInquiryAt, next: next)) == true else { continue }
             asked[key, default: 0] += 1

@@ -7,7 +7,8 @@ import TillOrchestration
 public enum FakeOperationBehavior: Sendable, Hashable {
     /// Do it and answer `succeeded` (then notify, as a real gateway's feedback does).
     case succeed
-    /// Accept it, answer `pending`, do it and notify (the notification's timing is the plan's).
+    /// Accept it and answer `pending`; the fake does it (and notifies, with the plan's timing) when told,
+    /// ``FakeGateway/completePendingOperations()``.
     case pending
     /// Refuse it with `code` (nothing moves).
     case decline(code: String = "op_declined")
@@ -50,6 +51,9 @@ public struct FakeOperationRecord: Sendable, Hashable {
 extension FakeGatewayLedger {
     /// Queue plans for the next operations, in order (afterwards: succeed).
     public func enqueueOperations(_ plans: [FakeOperationPlan]) { operationScript += plans }
+
+    /// Forgets the plans no operation took (one the server refused before sending).
+    public func dropQueuedOperations() { operationScript.removeAll() }
 
     /// What the fake captured and refunded on `attempt` (operations done), and whether it voided it.
     public func moneyOf(_ attempt: AttemptReference) -> (captured: Int64, refunded: Int64, voided: Bool) {
@@ -115,6 +119,10 @@ extension FakeGatewayLedger {
     }
 
     func operationRecord(_ reference: OperationReference) -> FakeOperationRecord? { operations[reference.rawValue] }
+
+    func pendingOperations() -> [OperationReference] {
+        operations.filter { $0.value.status == .pending }.keys.sorted().compactMap(OperationReference.init(rawValue:))
+    }
 }
 
 extension FakeGateway {
@@ -139,7 +147,6 @@ extension FakeGateway {
         case .succeed:
             return report(request.reference, try await finish(request.reference))
         case .pending:
-            Task { _ = try? await finish(request.reference) }
             return report(request.reference, record)
         case .decline(let code):
             _ = await ledger.failOperation(request.reference, code: code)
@@ -150,7 +157,7 @@ extension FakeGateway {
             _ = try await finish(request.reference)
             throw TransportError(.timedOut, "no answer").checkoutError(gateway: gateway)
         case .serverError(let done):
-            if done { _ = try await finish(request.reference) }
+            if done { _ = try await finish(request.reference) } else { _ = await ledger.failOperation(request.reference, code: "503") }
             throw CheckoutError(.gatewayError, message: "HTTP 503 from the gateway", gateway: gateway, gatewayCode: "503")
         }
     }
@@ -164,6 +171,11 @@ extension FakeGateway {
             return OperationReport(reference: request.reference, kind: request.kind, status: .failed, gatewayCode: "not_found")
         }
         return report(request.reference, record)
+    }
+
+    /// Does every operation the fake answered `pending` (in the order received) and sends their notifications.
+    public func completePendingOperations() async throws {
+        for reference in await ledger.pendingOperations() { try await finish(reference) }
     }
 
     /// Completes an operation the fake accepted and sends its notification.

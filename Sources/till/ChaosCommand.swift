@@ -5,7 +5,7 @@ import TillChaos
 struct ChaosCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "chaos",
-        abstract: "Drive checkouts through the merchant server's own logic on a real store, against faulty fake gateways, and count double charges, lost and stuck payments.",
+        abstract: "Drive checkouts through the merchant server's own logic on a real store, against faulty fake gateways, and count double charges, lost and stuck payments, double captures, over-refunds, lost and stuck operations.",
         discussion: """
             The app's checkout loop runs against the server's payment service in-process, on SQLite (a temporary \
             file) or PostgreSQL; fake gateways inject faults and keep a ledger of what they charged. At the end the \
@@ -44,13 +44,16 @@ struct ChaosCommand: AsyncParsableCommand {
               + "\(report.notificationsQuarantined) quarantined, \(report.notificationsRejected) rejected")
         print("  reconciliation: \(report.reconciled) settled or expired in \(report.reconciliationPasses) pass(es) "
               + "(\(report.reconciliationActions.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")))")
+        print("  operations: \(report.operations) stored; answered " + report.operationAnswers.sorted { $0.key < $1.key }
+            .map { "\($0.key) \($0.value)" }.joined(separator: ", "))
         print("  faults: " + report.faults.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
         if !report.appErrors.isEmpty {
             print("  the app ended with: " + report.appErrors.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
         }
         for error in report.internalErrors.prefix(20) { print("  INTERNAL ERROR \(error)") }
         print("  double charges \(report.doubleCharges), lost payments \(report.lostPayments), stuck payments \(report.stuckPayments), "
-              + "paid without a charge \(report.unchargedPaid)")
+              + "paid without a charge \(report.unchargedPaid), double captures \(report.doubleCaptures), over-refunds \(report.overRefunds), "
+              + "lost operations \(report.lostOperations), stuck operations \(report.stuckOperations)")
         for violation in report.violations { print("  VIOLATION \(violation)") }
         print(report.jsonLine)
         if !report.isClean { throw ExitCode.failure }

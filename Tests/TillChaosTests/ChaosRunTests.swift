@@ -13,14 +13,18 @@ struct ChaosRunTests {
         #expect(report.lostPayments == 0, "\(violations)", sourceLocation: sourceLocation)
         #expect(report.stuckPayments == 0, "\(violations)", sourceLocation: sourceLocation)
         #expect(report.unchargedPaid == 0, "\(violations)", sourceLocation: sourceLocation)
+        #expect(report.doubleCaptures == 0, "\(violations)", sourceLocation: sourceLocation)
+        #expect(report.overRefunds == 0, "\(violations)", sourceLocation: sourceLocation)
+        #expect(report.lostOperations == 0, "\(violations)", sourceLocation: sourceLocation)
+        #expect(report.stuckOperations == 0, "\(violations)", sourceLocation: sourceLocation)
         #expect(report.internalErrors.isEmpty, "\(report.internalErrors.prefix(5))", sourceLocation: sourceLocation)
         #expect(report.withoutPayment == 0, sourceLocation: sourceLocation)
-        #expect(report.paid + report.failed == report.checkouts, sourceLocation: sourceLocation)
+        #expect(report.paid + report.failed + report.voided == report.checkouts, sourceLocation: sourceLocation)
     }
 
     @Test("400 checkouts at a fault rate of 0.3 on SQLite: no double charge, no lost or stuck payment, every fault injected")
     func sqlite() async throws {
-        let report = try await ChaosRun.run(.init(checkouts: 400, seed: 1, faultRate: 0.3))
+        let report = try await ChaosRun.run(.init(checkouts: 400, seed: 2, faultRate: 0.3))
         Self.expectClean(report)
         #expect(report.store == "sqlite")
         #expect(report.checkouts == 400)
@@ -37,12 +41,16 @@ struct ChaosRunTests {
         #expect(report.notificationsQuarantined > 0)
         #expect(report.notificationsRejected > 0)
         #expect(report.inquiriesApplied > 0)
+        #expect(report.operations > 0)
+        #expect(["succeeded", "pending", "unknown", "failed", "amount_exceeds_captured"].allSatisfy { (report.operationAnswers[$0] ?? 0) > 0 },
+                "\(report.operationAnswers)")
         #expect(report.reconciled > 0)
         #expect((report.reconciliationActions["settled"] ?? 0) > 0)
         #expect((report.reconciliationActions["expired"] ?? 0) > 0)
         #expect((report.reconciliationActions["inquiry_failed"] ?? 0) > 0)
         let line = report.jsonLine
-        #expect(line.hasPrefix(#"{"checkouts":400,"doubleCharges":0,"lostPayments":0,"stuckPayments":0,"store":"sqlite","seconds":"#))
+        #expect(line.hasPrefix(#"{"checkouts":400,"doubleCharges":0,"lostPayments":0,"stuckPayments":0,"doubleCaptures":0,"overRefunds":0,"#
+            + #""lostOperations":0,"stuckOperations":0,"store":"sqlite","seconds":"#))
         #expect((try? JSONSerialization.jsonObject(with: Data(line.utf8))) is [String: Any])
     }
 
@@ -68,8 +76,9 @@ struct ChaosRunTests {
     func noFaults() async throws {
         let report = try await ChaosRun.run(.init(checkouts: 60, seed: 3, faultRate: 0))
         Self.expectClean(report)
-        #expect(report.paid == 60)
-        #expect(report.charges == 60)
+        #expect(report.paid + report.voided == 60)
+        #expect(report.charges == report.paid)
+        #expect(report.operations > 0 && report.operationAnswers.keys.sorted() == ["succeeded"], "\(report.operationAnswers)")
         #expect(report.attempts == 60)
         #expect(report.faults.values.allSatisfy { $0 == 0 })
     }
@@ -83,7 +92,8 @@ struct ChaosRunTests {
         let store = try SQLitePaymentStore(path: path)
         #expect(try await store.count("till_payments") == 120)
         #expect(try await store.count("till_attempts") == report.attempts)
-        #expect(try await store.count("till_payments", where: "status = 'paid'") == report.paid)
+        #expect(try await store.count("till_payments", where: "status IN ('paid', 'authorized', 'partially_refunded', 'refunded')") == report.paid)
+        #expect(try await store.count("till_operations") == report.operations)
         let notifications = try await store.count("till_notifications")
         #expect(notifications > 0)
         #expect(notifications <= report.notificationsApplied + report.notificationsDuplicate + report.notificationsStale

@@ -356,7 +356,7 @@ public final class SQLitePaymentStore: PaymentStore {
             try Row.fetchAll(db.cachedStatement(sql: """
                 SELECT \(Self.operationColumns) FROM till_operations
                 WHERE status IN ('pending', 'unknown') AND created_at < ? AND (next_inquiry_at IS NULL OR next_inquiry_at <= ?)
-                ORDER BY created_at LIMIT ?
+                ORDER BY created_at, reference LIMIT ?
                 """), arguments: [createdBefore.storedMillis, now.storedMillis, limit]).map(Self.operation(_:))
         }
     }
