@@ -65,7 +65,9 @@ public enum PayFortFields {
         "captured_amount": Rule(10, .digits),
         "refunded_amount": Rule(10, .digits),
         "card_bin": Rule(8, .digits),
-        "maintenance_reference": Rule(40, .alphanumeric, special: "-_."),
+        // "The Refund's unique order number": at most 200, `- _ .` (docs `maintenanceparameters.md`, refund request
+        // and response).
+        "maintenance_reference": Rule(200, .alphanumeric, special: "-_."),
         // Messages ("Alphanumeric Max: 150", docs `incommon.md`) are shown, never decide: any characters
         // but control characters (the docs' own messages hold `’` and `.`). The 3-D Secure page
         // ("Alphanumeric Max: 300", docs `bypassparameters.md`) is further checked as an address.

@@ -40,7 +40,8 @@ public struct PayFortCredentials: Sendable, Hashable {
 /// The app half is `PayFortGateway` (library `TillPayFort`). The attempt reference is sent as
 /// `merchant_reference`, so every attempt can be checked. Captures, refunds and voids are
 /// ``capture(_:amount:fortID:)``, ``refund(_:amount:fortID:maintenanceReference:)`` and
-/// ``void(_:fortID:amount:)``.
+/// ``void(_:fortID:amount:)``, which ``perform(_:)`` wraps (``operationCapabilities``; an unknown outcome is
+/// settled by ``inquireOperation(_:)`` from `CHECK_STATUS`'s totals, or by the operation's feedback).
 public struct PayFortServer: GatewayServerHalf {
     /// The gateway's identifier (`"payfort"` unless a merchant runs several PayFort accounts).
     public let gateway: GatewayID
@@ -476,6 +477,9 @@ public struct PayFortServer: GatewayServerHalf {
     /// applies (``VerifiedNotification/confirmBeforeApplying``): feedback that would change an attempt is
     /// stored, and the server's own `CHECK_STATUS` (``inquire(_:)``) decides. A signed message can be
     /// replayed or re-cut by whoever holds it; the inquiry cannot.
+    ///
+    /// Feedback of a `CAPTURE`, `REFUND` or `VOID_AUTHORIZATION` also names its operation
+    /// (``VerifiedNotification/operation``, ``operation(fromFeedback:)``).
     /// - Throws: ``CheckoutError`` `signature_mismatch` (category `verification`) for a signature that
     ///   does not match, `missing_field` for none; `malformed_body` or `duplicate_field` (a key sent
     ///   twice) for a body that cannot be read one way only; `invalid_field` or `field_too_long` for a
@@ -491,7 +495,8 @@ public struct PayFortServer: GatewayServerHalf {
         // server's own CHECK_STATUS decides (the default), a missing one is tolerated (a wrong one
         // never is); without that confirmation both are required.
         try checkAccount(message, field: "body", required: !confirmFeedback)
-        return VerifiedNotification(report: try report(fromFeedback: message), confirmBeforeApplying: confirmFeedback)
+        return VerifiedNotification(report: try report(fromFeedback: message), confirmBeforeApplying: confirmFeedback,
+                                    operation: operation(fromFeedback: message))
     }
 
     /// The `merchant_reference` a notification claims, read without verifying it.
@@ -534,9 +539,16 @@ public struct PayFortServer: GatewayServerHalf {
     ///   `signature_mismatch` when the answer's signature does not match; `invalid_field` naming
     ///   `merchant_reference` when PayFort could not check the order.
     public func inquire(_ query: InquiryQuery) async throws -> StatusReport {
-        let fortID = query.gatewayReference.flatMap { $0.allSatisfy(\.isASCIIDigit) && !$0.isEmpty ? $0 : nil }
+        let message = try await checkStatus(query.attempt, gatewayReference: query.gatewayReference)
+        return Self.report(fromCheckStatus: message, query: query, gateway: gateway)
+    }
+
+    /// `CHECK_STATUS` of one order: PayFort's verified answer with status `12`, about this order.
+    /// - Throws: what ``inquire(_:)`` documents.
+    func checkStatus(_ attempt: AttemptReference, gatewayReference: String?) async throws(CheckoutError) -> PayFortMessage {
+        let fortID = gatewayReference.flatMap { $0.allSatisfy(\.isASCIIDigit) && !$0.isEmpty ? $0 : nil }
         let request = signed(PayFortCheckStatusRequest(accessCode: credentials.accessCode, merchantIdentifier: credentials.merchantIdentifier,
-                                                       merchantReference: query.attempt.rawValue, language: language,
+                                                       merchantReference: attempt.rawValue, language: language,
                                                        fortID: fortID).parameters)
         let message = try trusted(try await api.post(request))
         // "Order not found" (message `036`) comes as `12036` too: the query itself worked, and found nothing
@@ -551,11 +563,11 @@ public struct PayFortServer: GatewayServerHalf {
             throw CheckoutError(.invalidField, field: "merchant_reference", message: "PayFort could not check this order",
                                 gateway: gateway, gatewayCode: message.responseCode, gatewayMessage: message.responseMessage)
         }
-        guard message.merchantReference.map({ $0 == query.attempt.rawValue }) ?? true else {
+        guard message.merchantReference.map({ $0 == attempt.rawValue }) ?? true else {
             throw CheckoutError(.unknownOutcome, field: "answer.merchant_reference", message: "PayFort answered about another order",
                                 gateway: gateway)
         }
-        return Self.report(fromCheckStatus: message, query: query, gateway: gateway)
+        return message
     }
 
     /// What a verified `CHECK_STATUS` answer (status `12`) says about the order.
@@ -621,43 +633,81 @@ public struct PayFortServer: GatewayServerHalf {
 
     /// `CAPTURE` of an authorised order (success `04000`).
     public func capture(_ attempt: AttemptReference, amount: Money, fortID: String? = nil) async throws -> PayFortOperationResult {
-        try await maintain(PayFortMaintenanceRequest(command: .capture, accessCode: credentials.accessCode,
-                                                     merchantIdentifier: credentials.merchantIdentifier, merchantReference: attempt.rawValue,
-                                                     amount: amount, language: language, fortID: fortID), attempt: attempt)
+        try await maintain(try maintenanceRequest(.capture, attempt: attempt, amount: amount, fortID: fortID))
     }
 
-    /// `REFUND` of part or all of a captured order (success `06000`).
+    /// `REFUND` of part or all of a captured order (success `06000`). `maintenanceReference` is the refund's own
+    /// reference ("The Refund's unique order number", at most 200 of letters, digits and `- _ .`: docs
+    /// `maintenanceparameters.md`), echoed in the answer and the feedback.
     public func refund(_ attempt: AttemptReference, amount: Money, fortID: String? = nil,
                        maintenanceReference: String? = nil) async throws -> PayFortOperationResult {
+        try await maintain(try maintenanceRequest(.refund, attempt: attempt, amount: amount, fortID: fortID,
+                                                  maintenanceReference: maintenanceReference))
+    }
+
+    /// `VOID_AUTHORIZATION` of an authorised order (success `08000`). The official PHP and .NET SDKs and APS's
+    /// current void page send no amount; the docs mirror lists `amount` and `currency` as mandatory: Till sends
+    /// them only when `amount` is given.
+    public func void(_ attempt: AttemptReference, fortID: String? = nil, amount: Money? = nil) async throws -> PayFortOperationResult {
+        try await maintain(try maintenanceRequest(.void, attempt: attempt, amount: amount, fortID: fortID))
+    }
+
+    /// The maintenance request of one order, its fields checked against their documented rules before anything is
+    /// sent. `merchant_reference` is always the order's (the attempt's): PayFort finds the order by it.
+    /// - Throws: ``CheckoutError`` naming the field at fault (`amount`, `amount.currency`, `maintenance_reference`).
+    func maintenanceRequest(_ command: PayFortMaintenanceRequest.Command, attempt: AttemptReference, amount: Money?,
+                            fortID: String?, maintenanceReference: String? = nil) throws(CheckoutError) -> PayFortMaintenanceRequest {
+        if let amount {
+            try PayFortCurrencies.check(amount, field: "amount.currency", gateway: gateway)
+            guard amount.minorUnits > 0 else {
+                throw CheckoutError(.invalidAmount, field: "amount", message: "PayFort takes a positive amount", gateway: gateway)
+            }
+            if let issue = PayFortFields.check("amount", String(amount.minorUnits), prefix: "").first { throw issue.error.attributed(to: gateway) }
+        }
         if let maintenanceReference, let issue = PayFortFields.check("maintenance_reference", maintenanceReference, prefix: "").first {
             throw issue.error.attributed(to: gateway)
         }
-        return try await maintain(PayFortMaintenanceRequest(command: .refund, accessCode: credentials.accessCode,
-                                                            merchantIdentifier: credentials.merchantIdentifier,
-                                                            merchantReference: attempt.rawValue, amount: amount, language: language,
-                                                            fortID: fortID, maintenanceReference: maintenanceReference), attempt: attempt)
+        if let issue = PayFortFields.check("merchant_reference", attempt.rawValue, prefix: "").first { throw issue.error.attributed(to: gateway) }
+        // FORT's order id is optional ("merchant_reference and/or fort_id"); one that is not FORT's (digits) is left out.
+        let fortID = fortID.flatMap { !$0.isEmpty && $0.allSatisfy(\.isASCIIDigit) ? $0 : nil }
+        return PayFortMaintenanceRequest(command: command, accessCode: credentials.accessCode, merchantIdentifier: credentials.merchantIdentifier,
+                                         merchantReference: attempt.rawValue, amount: amount, language: language, fortID: fortID,
+                                         maintenanceReference: maintenanceReference)
     }
 
-    /// `VOID_AUTHORIZATION` of an authorised order (success `08000`). The official PHP and .NET SDKs send
-    /// no amount; the docs list `amount` and `currency` as mandatory: Till sends them only when
-    /// `amount` is given.
-    public func void(_ attempt: AttemptReference, fortID: String? = nil, amount: Money? = nil) async throws -> PayFortOperationResult {
-        try await maintain(PayFortMaintenanceRequest(command: .void, accessCode: credentials.accessCode,
-                                                     merchantIdentifier: credentials.merchantIdentifier, merchantReference: attempt.rawValue,
-                                                     amount: amount, language: language, fortID: fortID), attempt: attempt)
-    }
-
-    private func maintain(_ request: PayFortMaintenanceRequest, attempt: AttemptReference) async throws(CheckoutError) -> PayFortOperationResult {
-        let message = try trusted(try await api.post(signed(request.parameters)))
-        guard message.merchantReference.map({ $0 == attempt.rawValue }) ?? true else {
-            throw CheckoutError(.unknownOutcome, field: "answer.merchant_reference", message: "PayFort answered about another order",
-                                gateway: gateway)
-        }
+    /// Sends a maintenance request and requires its success code.
+    private func maintain(_ request: PayFortMaintenanceRequest) async throws(CheckoutError) -> PayFortOperationResult {
+        let message = try await maintenanceAnswer(request)
         guard message.responseCode == request.command.successCode else {
             throw PayFortCodes.failure(status: message.status ?? "", responseCode: message.responseCode, message: message["response_message"],
                                        gateway: gateway)
         }
         return PayFortOperationResult(command: request.command, answer: message)
+    }
+
+    /// Sends a maintenance request and returns PayFort's verified answer about it, whatever its code. PayFort
+    /// returns every parameter sent (docs `incommon.md`), so an answer that names another order, another
+    /// command, another amount or another `maintenance_reference` is about something else.
+    /// - Throws: ``CheckoutError``: transport failures as ``GatewayHTTPClient`` classifies them; `signature_mismatch`
+    ///   (category `verification`) or `malformed_body` (category `unknown_outcome`) for an answer that cannot be
+    ///   trusted; `unknown_outcome` naming the answer's field for an answer about something else.
+    func maintenanceAnswer(_ request: PayFortMaintenanceRequest) async throws(CheckoutError) -> PayFortMessage {
+        let message = try trusted(try await api.post(signed(request.parameters)))
+        let echoes: [(String, String?, String?)] = [
+            ("merchant_reference", message.merchantReference, request.merchantReference),
+            ("command", message["command"], request.command.rawValue),
+            ("maintenance_reference", message["maintenance_reference"], request.maintenanceReference),
+            ("amount", message["amount"], request.amount.map { String($0.minorUnits) }),
+            ("currency", message["currency"], request.amount?.currency.code),
+        ]
+        for (key, answered, sent) in echoes {
+            guard let answered, let sent else { continue }
+            guard answered == sent else {
+                throw CheckoutError(.unknownOutcome, field: "answer.\(key)", message: "PayFort answered about another operation (its \(key) is not the one sent)",
+                                    gateway: gateway)
+            }
+        }
+        return message
     }
 }
 

@@ -91,7 +91,7 @@ extension PayFortEmulator {
         "customer_ip": 45, "customer_name": 40, "phone_number": 19, "settlement_reference": 34, "merchant_extra": 999,
         "merchant_extra1": 250, "merchant_extra2": 250, "merchant_extra3": 250, "merchant_extra4": 250,
         "merchant_extra5": 250, "card_holder_name": 50, "return_url": 400, "fort_id": 20, "card_number": 19,
-        "expiry_date": 4, "card_security_code": 4, "signature": 200, "maintenance_reference": 100, "remember_me": 3,
+        "expiry_date": 4, "card_security_code": 4, "signature": 200, "maintenance_reference": 200, "remember_me": 3,
     ]
 
     /// Request parameters an answer does not echo: the signature, the card security code, the return
@@ -311,6 +311,7 @@ extension PayFortEmulator {
         var order = Order(merchant: merchant, reference: payment.reference, fortID: fortID, command: payment.command,
                           amountMinor: payment.amountMinor, currency: payment.currency.code, card: payment.card,
                           current: [:], returnURL: payment.returnURL, transaction: ("", "", ""))
+        order.created = now()
         var answer: [String: String]?
         var delivery = PaymentAPIAnswer.Delivery.respond
         let behaviour = TestCard.behaviour(of: payment.card.number)
@@ -422,6 +423,24 @@ extension PayFortEmulator {
 
     // MARK: CAPTURE / REFUND / VOID_AUTHORIZATION
 
+    /// How long an authorization is held: it is captured or voided "within 7 days of the authorization" (APS's
+    /// capture and void pages); after the hold period "the transaction will be voided automatically" (docs
+    /// `redirection.md`). What is left of it can then be neither captured nor voided.
+    static let holdPeriod: TimeInterval = 7 * 24 * 3_600
+
+    /// CAPTURE, REFUND or VOID_AUTHORIZATION of an order named by `merchant_reference` and/or `fort_id` (docs
+    /// `maintenanceparameters.md`; payfort-maintenance.json): the answer echoes the request (with its
+    /// `maintenance_reference`), adds `fort_id`, and carries the command's success (`04000`, `06000`, `08000`) or
+    /// its failure status (`05`, `07`, `09`) with a message code; the feedback carries the same.
+    ///
+    /// - CAPTURE: of an AUTHORIZATION still held, up to what is left of it (`042` beyond).
+    /// - REFUND: up to what was captured (a PURCHASE is captured whole) less what was refunded (`048` beyond).
+    /// - VOID_AUTHORIZATION: of an AUTHORIZATION still held and not captured; `amount`/`currency` optional (the
+    ///   docs mirror lists them, APS's void page and both official SDKs send none).
+    /// - An order it cannot find: `036`; another currency: `013`.
+    /// - A capture or void the sources give no code for (a PURCHASE, a declined or voided order, a void after a
+    ///   capture, an authorization past its hold): `666` "Transaction declined", the emulator's choice.
+    /// - The `technicalProblem` fault: the failure status with `006` "Technical problem", nothing moved.
     private func maintain(_ request: Parameters, command: String, merchant: PayFortMerchant) throws(Rejection) -> PaymentAPIAnswer {
         _ = try request.require("merchant_reference")
         let (success, failure) = switch command {
@@ -435,6 +454,9 @@ extension PayFortEmulator {
             amount = try Self.validAmount(request)
             currency = try Self.validCurrency(request)
         }
+        if let reference = request.text("maintenance_reference"), !Self.isReference(reference) {
+            throw Rejection.invalid("maintenance_reference")
+        }
         var response = echo(request)
         guard var order = findOrder(request, merchant: merchant) else {
             Self.setOutcome(&response, status: failure, code: "036", message: "Order not found")
@@ -442,13 +464,17 @@ extension PayFortEmulator {
         }
         response["fort_id"] = order.fortID
         let value = amount ?? order.amountMinor
+        let held = order.command == "AUTHORIZATION" && order.charged && !order.voided
+            && now().timeIntervalSince(order.created) <= Self.holdPeriod
         var refusal: (code: String, message: String)?
         if let currency, currency.code != order.currency {
             refusal = ("013", "Invalid currency")
+        } else if declineWithTechnicalProblem {
+            refusal = ("006", "Technical problem")
         } else {
             switch command {
             case "CAPTURE":
-                if order.command != "AUTHORIZATION" || !order.charged || order.voided {
+                if !held {
                     refusal = ("666", "Transaction declined")
                 } else if value > order.amountMinor - order.captured {
                     refusal = ("042", "Operation amount exceeds the authorized amount")
@@ -461,7 +487,7 @@ extension PayFortEmulator {
                     refusal = ("048", "Operation amount exceeds captured amount")
                 }
             default:
-                if order.command != "AUTHORIZATION" || !order.charged || order.voided || order.captured > 0 {
+                if !held || order.captured > 0 {
                     refusal = ("666", "Transaction declined")
                 }
             }
@@ -476,7 +502,8 @@ extension PayFortEmulator {
             }
             Self.setOutcome(&response, status: success, code: "000", message: "Success")
             operations.append(Charge(merchantReference: order.reference, fortID: order.fortID, amountMinor: value,
-                                     currency: order.currency, command: command, status: success))
+                                     currency: order.currency, command: command, status: success,
+                                     maintenanceReference: request.text("maintenance_reference")))
             // Only an operation that went through becomes the order's last transaction (CHECK_STATUS).
             order.transaction = (success, success + "000", "Success")
         }
@@ -553,11 +580,15 @@ extension PayFortEmulator {
 
     static func validReference(_ request: Parameters) throws(Rejection) -> String {
         let reference = try request.require("merchant_reference")
-        let allowed = reference.unicodeScalars.allSatisfy {
+        guard isReference(reference) else { throw Rejection.invalid("merchant_reference") }
+        return reference
+    }
+
+    /// Letters, digits and `- _ .`: `merchant_reference` and `maintenance_reference` (docs `maintenanceparameters.md`).
+    static func isReference(_ text: String) -> Bool {
+        text.unicodeScalars.allSatisfy {
             ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) || "-_.".unicodeScalars.contains($0)
         }
-        guard allowed else { throw Rejection.invalid("merchant_reference") }
-        return reference
     }
 
     /// A positive integer amount in minor units, sent as a JSON number (the PHP and .NET SDKs) or a

@@ -35,7 +35,9 @@ public actor PayFortEmulator {
         /// The request is processed, then the connection is closed without an answer.
         case dropConnection = "drop"
         /// The next PURCHASE or AUTHORIZATION is declined with a technical problem at APS
-        /// (`13006` / `03006`): answered and notified, nothing charged (an acquirer outage).
+        /// (`13006` / `03006`), or the next CAPTURE, REFUND or VOID_AUTHORIZATION fails with one (`05006`,
+        /// `07006`, `09006`): answered and notified, nothing charged or moved (an acquirer outage). PayFort's
+        /// WooCommerce plugin holds every `xx006` as an outcome not yet known.
         case technicalProblem = "technical_problem"
     }
 
@@ -55,21 +57,24 @@ public actor PayFortEmulator {
         public var command: String
         /// The two-digit status the operation ended with.
         public var status: String
+        /// A REFUND's own reference, when the merchant sent one.
+        public var maintenanceReference: String?
 
         /// Creates a ledger entry.
         public init(merchantReference: String, fortID: String, amountMinor: Int64, currency: String,
-                    command: String, status: String) {
+                    command: String, status: String, maintenanceReference: String? = nil) {
             self.merchantReference = merchantReference
             self.fortID = fortID
             self.amountMinor = amountMinor
             self.currency = currency
             self.command = command
             self.status = status
+            self.maintenanceReference = maintenanceReference
         }
 
         enum CodingKeys: String, CodingKey {
             case merchantReference = "merchant_reference", fortID = "fort_id", amountMinor = "amount"
-            case currency, command, status
+            case currency, command, status, maintenanceReference = "maintenance_reference"
         }
     }
 
@@ -148,6 +153,8 @@ public actor PayFortEmulator {
         var captured: Int64 = 0
         var refunded: Int64 = 0
         var voided = false
+        /// When it was made (an authorization is held for 7 days).
+        var created = Date.distantPast
         /// The last operation on the order: CHECK_STATUS's `transaction_status`, `_code`, `_message`.
         var transaction: (status: String, code: String, message: String)
 
