@@ -272,7 +272,15 @@ public struct CitconServer: GatewayServerHalf {
         // A refund IPN triggers, the server's inquiry decides: no source says whether its `amount` is the refund's
         // or the charge's, and `amount_refunded` may be empty (the IPN document's own example), so the IPN alone
         // could book a $20 refund of a $100 charge as a full one. The inquiry's `amount_refunded` is the total.
-        return VerifiedNotification(report: report, confirmBeforeApplying: report.status == .refunded || report.status == .partiallyRefunded)
+        // It also settles the refund it names (by Till's reference, else its id), with no amount of its own.
+        var operation: OperationReport?
+        if Self.signedValue("transaction_type", in: fields, signed: signed) == "refund" {
+            operation = Self.operation(ofRefundIPN: Self.signedValue("reference", in: fields, signed: signed),
+                                       id: Self.signedValue("id", in: fields, signed: signed),
+                                       status: Self.signedValue("status", in: fields, signed: signed) ?? "")
+        }
+        return VerifiedNotification(report: report, confirmBeforeApplying: report.status == .refunded || report.status == .partiallyRefunded,
+                                    operation: operation)
     }
 
     /// The `reference` an IPN claims, unverified (to start an inquiry when verification fails).
@@ -297,10 +305,7 @@ public struct CitconServer: GatewayServerHalf {
     ///   `citcon_refund_<status>`.
     /// - `chargeback`, `vault` and any other type: `citcon_<type>_<status>`, no amount.
     func report(fromIPN all: CitconIPNFields, signed: Set<String>) throws -> StatusReport {
-        func value(_ name: String) -> String? {
-            guard signed.contains(name), let text = all[name], !text.isEmpty else { return nil }
-            return text
-        }
+        func value(_ name: String) -> String? { Self.signedValue(name, in: all, signed: signed) }
         let type = value("transaction_type") ?? ""
         let id = value("id")
         guard var about = value("reference") ?? id else {
@@ -351,6 +356,12 @@ public struct CitconServer: GatewayServerHalf {
                             eventID: Self.eventID(id: id ?? about, type: type, status: raw, refunded: refunded, value: value))
     }
 
+    /// The IPN's field `name` when it is signed (listed in `fields`) and not empty; nothing else is read.
+    static func signedValue(_ name: String, in all: CitconIPNFields, signed: Set<String>) -> String? {
+        guard signed.contains(name), let text = all[name], !text.isEmpty else { return nil }
+        return text
+    }
+
     /// A verified IPN's event id: for a charge its id, type, status and refunded total (as before); for a refund
     /// also its `amount` and its times, which two refunds of one charge do not share even when their amount is.
     static func eventID(id: String, type: String, status: String, refunded: String, value: (String) -> String?) -> String {
@@ -359,20 +370,18 @@ public struct CitconServer: GatewayServerHalf {
         return base + ":" + ["amount", "time_created", "time_completed"].map { value($0) ?? "" }.joined(separator: ":")
     }
 
-    /// The reference Till gives a refund of `attempt`: `<attempt>-r<sequence>`. Citcon's refund answer
-    /// echoes the refund's own reference, so a refund IPN may name the refund rather than the charge; a
-    /// reference of this form maps back to its attempt (generated attempt references hold no `-`).
+    /// The reference Till gives the `sequence`th refund of `attempt`: its ``OperationReference`` (`<attempt>-r<n>`).
+    /// Citcon's refund answer echoes the refund's own reference, so a refund IPN may name the refund rather than
+    /// the charge; such a reference maps back to its attempt.
     public static func refundReference(for attempt: AttemptReference, sequence: Int) -> String {
-        "\(attempt.rawValue)-r\(max(sequence, 1))"
+        OperationReference(attempt: attempt, kind: .refund, sequence: min(max(sequence, 1), 999)).rawValue
     }
 
-    /// The attempt a refund IPN's `reference` names: the part before a trailing `-r<digits>`
-    /// (``refundReference(for:sequence:)``), or the reference itself (a refund IPN naming the charge).
+    /// The attempt a refund IPN's `reference` names: the attempt of Till's refund reference
+    /// (``OperationReference``), or the reference itself (a refund IPN naming the charge).
     static func attempt(fromRefundReference reference: String) -> String {
-        guard let dash = reference.lastIndex(of: "-"), dash > reference.startIndex else { return reference }
-        let suffix = reference[reference.index(after: dash)...]
-        guard suffix.count > 1, suffix.first == "r", suffix.dropFirst().allSatisfy({ $0.isASCII && $0.isNumber }) else { return reference }
-        return String(reference[..<dash])
+        guard let own = OperationReference(rawValue: reference), own.kind == .refund else { return reference }
+        return own.attempt.rawValue
     }
 
     /// A status Till records and never applies: `citcon_<type>_<status>` in lower case, anything but

@@ -39,7 +39,8 @@ public struct EcommpaySettings: Sendable, Hashable {
 ///   Payment Page URL.
 /// - **Submit** signs the SDK's own `paramsForSignature` once it matches the stored payment.
 /// - **Confirm**: the signed callback (authoritative), or Gate `/v2/payment/status`.
-/// - **Capture** of an authorisation through Gate `/v2/payment/card/capture` (``capture(_:amount:)``).
+/// - **Operate**: capture, cancel (void) and refund through Gate `/v2/payment/{method}/capture|cancel|refund`
+///   (``perform(_:)``), settled by the operation's callback or by Gate's status answer (``inquireOperation(_:)``).
 ///
 /// ecommpay may retry a declined payment on another provider itself (`cascading_with_redirect`): such a
 /// decline is not final. It stays one Till attempt, pending until the callback of ecommpay's last try.
@@ -202,10 +203,14 @@ public struct EcommpayServer: GatewayServerHalf {
             throw CheckoutError(.invalidField, category: .verification, field: "body.project_id", message: "another project's callback", gateway: gateway)
         }
         // A callback whose signed string could be cut into other fields (a ';' inside a key or value) is a
-        // trigger only: Gate's status decides.
-        return VerifiedNotification(report: try report(callback.body, field: "body"),
+        // trigger only: Gate's status decides, and it settles no operation.
+        let report = try report(callback.body, field: "body")
+        let operation = try callback.body["operation"].flatMap { operation throws(CheckoutError) in
+            try Self.operationReport(operation, field: "body.operation", gateway: gateway)
+        }
+        return VerifiedNotification(report: report,
                                     acknowledgement: NotificationAcknowledgement(statusCode: 200, contentType: "text/plain", body: Data("OK".utf8)),
-                                    confirmBeforeApplying: !callback.isUnambiguous)
+                                    confirmBeforeApplying: !callback.isUnambiguous, operation: callback.isUnambiguous ? operation : nil)
     }
 
     /// The `payment.id` a callback claims, read without verifying it.
@@ -230,46 +235,82 @@ public struct EcommpayServer: GatewayServerHalf {
         return report
     }
 
-    /// Gate's answer to a capture: the request's own status (`success` means accepted for processing; the
-    /// result comes in a callback whose `operation.type` is `capture`).
+    /// Gate's answer to a capture, a cancel or a refund: the request's own status (`success` means accepted for
+    /// processing; the result comes in a callback whose `operation.type` names the operation, and whose
+    /// `operation.request_id` is this answer's `request_id`), and a refusal's code and message.
     public struct CaptureAnswer: Sendable, Hashable {
         public var status: String?
         public var requestId: String?
+        /// A refusal's `code` and `message` (the answer's status `error` or `decline`).
+        public var code: String?
+        public var message: String?
+
+        /// Gate refused the request: it will not be processed (`error`, `decline`).
+        public var isRefusal: Bool { status == "error" || status == "decline" }
     }
 
     /// Captures an authorisation (all of it, or `amount` of it): Gate `POST /v2/payment/card/capture`, or
     /// `/v2/payment/applepay/capture` for an Apple Pay payment.
+    /// - Throws: ``CheckoutError`` `.declined` when Gate refuses the request.
     public func capture(_ attempt: AttemptReference, amount: Money, method: PaymentMethod = .card) async throws -> CaptureAnswer {
-        let payment = OrderedJSON.object([.init(key: "amount", value: .number(String(amount.minorUnits))),
-                                          .init(key: "currency", value: .string(amount.currency.code))])
-        // Apple Pay has its own capture endpoint (the WooCommerce plugin: `payment/applepay/capture`).
-        let path = method == .applePay ? "v2/payment/applepay/capture" : "v2/payment/card/capture"
-        let body = try await gate(path, .object([generalBlock(attempt), .init(key: "payment", value: payment)]))
-        if let status = body["status"]?.stringValue, status == "error" || status == "decline" {
-            throw CheckoutError(.declined, field: "capture", message: body["message"]?.stringValue.flatMap { GatewayText.safe($0) } ?? status,
-                                gateway: gateway, gatewayCode: body["code"]?.stringValue ?? body["code"]?.numberText)
+        let path = Self.gatePath(.capture, method: method) ?? "card/capture"
+        let answer = try await gateOperation(path, attempt: attempt, payment: Self.sumMembers(amount))
+        if answer.isRefusal {
+            throw CheckoutError(.declined, field: "capture", message: answer.message ?? answer.status ?? "refused", gateway: gateway,
+                                gatewayCode: answer.code)
         }
-        return CaptureAnswer(status: body["status"]?.stringValue, requestId: body["request_id"]?.stringValue)
+        return answer
+    }
+
+    /// One Gate operation request (`v2/payment/{method}/{capture|cancel|refund}`): `general` (with
+    /// `merchant_callback_url` when given) and, when given, `payment`; the answer read. A refusal Gate states in
+    /// a JSON answer (`status` `error` or `decline`, HTTP 200 or 4xx) is returned, not thrown.
+    func gateOperation(_ path: String, attempt: AttemptReference, payment: [OrderedJSON.Member]?,
+                       callbackURL: URL? = nil) async throws -> CaptureAnswer {
+        var members = [generalBlock(attempt, callbackURL: callbackURL)]
+        if let payment { members.append(.init(key: "payment", value: .object(payment))) }
+        let body = try await gate("v2/payment/" + path, .object(members), acceptingRefusals: true)
+        return CaptureAnswer(status: body["status"]?.stringValue, requestId: body["request_id"]?.stringValue ?? body["request_id"]?.numberText,
+                             code: body["code"]?.stringValue ?? body["code"]?.numberText,
+                             message: body["message"]?.stringValue.flatMap { GatewayText.safe($0) })
+    }
+
+    /// `amount` (minor units) and `currency` of a Gate `payment` object.
+    static func sumMembers(_ amount: Money) -> [OrderedJSON.Member] {
+        [.init(key: "amount", value: .number(String(amount.minorUnits))), .init(key: "currency", value: .string(amount.currency.code))]
     }
 
     /// `general{project_id, payment_id}` of a Gate request (signed at `general.signature`).
-    func generalBlock(_ attempt: AttemptReference) -> OrderedJSON.Member {
-        .init(key: "general", value: .object([.init(key: "project_id", value: .number(String(settings.projectId))),
-                                              .init(key: "payment_id", value: .string(attempt.rawValue))]))
+    func generalBlock(_ attempt: AttemptReference, callbackURL: URL? = nil) -> OrderedJSON.Member {
+        var members: [OrderedJSON.Member] = [.init(key: "project_id", value: .number(String(settings.projectId))),
+                                             .init(key: "payment_id", value: .string(attempt.rawValue))]
+        // The plugins send the callback URL on every Gate request (WooCommerce `build_general_api_block`,
+        // Magento `getRequestBody`).
+        if let callbackURL { members.append(.init(key: "merchant_callback_url", value: .string(callbackURL.absoluteString))) }
+        return .init(key: "general", value: .object(members))
     }
 
     /// One signed Gate request; the answer parsed (and its signature checked when it carries one).
-    func gate(_ path: String, _ object: OrderedJSON) async throws -> OrderedJSON {
+    ///
+    /// Any answer but HTTP 200 is an unknown outcome, except, with `acceptingRefusals`, an HTTP 4xx whose body is
+    /// Gate's JSON refusal (`status` `error` or `decline`): the docs say `error` "means that it is impossible to
+    /// process and execute the request" (developers.ecommpay.com en_faq_payment_result.html), and the Magento
+    /// plugin reads the body whatever the HTTP status (`EcpGatewayProcessor::handleResponse`).
+    func gate(_ path: String, _ object: OrderedJSON, acceptingRefusals: Bool = false) async throws -> OrderedJSON {
         let signed = EcommpaySigner.signed(object, secret: secret)
         let request = TransportRequest(method: .post, url: environment.gate.appendingPathComponent(path),
                                        headers: ["Content-Type": "application/json", "Accept": "application/json"], body: signed.serialized())
         let response = try await client.send(request)
-        guard response.statusCode == 200 else {
+        let refusal = acceptingRefusals && (400..<500).contains(response.statusCode)
+        guard response.statusCode == 200 || refusal else {
             throw CheckoutError(.gatewayError, category: .unknownOutcome, field: path, message: "Gate answered HTTP \(response.statusCode)", gateway: gateway)
         }
         let body: OrderedJSON
         do { body = try OrderedJSON.parse(response.body, field: path) } catch {
             throw CheckoutError(.malformedBody, category: .unknownOutcome, field: path, message: error.message, gateway: gateway)
+        }
+        if refusal, !["error", "decline"].contains(body["status"]?.stringValue ?? "") {
+            throw CheckoutError(.gatewayError, category: .unknownOutcome, field: path, message: "Gate answered HTTP \(response.statusCode)", gateway: gateway)
         }
         if let signature = body["signature"]?.stringValue ?? body["general"]?["signature"]?.stringValue {
             guard EcommpaySigner.isValid(signature, of: EcommpaySigner.removingSignatures(body), secret: secret) else {

@@ -16,10 +16,24 @@ extension EcommpayEmulator {
     }
 
     /// The Gate paths served under `{base}/v2/payment/`: `status` (woo `EcpGatewayAPIPayment::status()`;
-    /// docs en_Gate_payment_status_request.html "sent to the endpoint /v2/payment/status"),
-    /// `card/capture` (seed "/v2/payment/card/capture"; woo `capture()`) and `card/cancel` (woo; docs
-    /// "Two-step purchase / Workflow").
-    static let gatePaths = ["status", "card/capture", "card/cancel"]
+    /// docs en_Gate_payment_status_request.html "sent to the endpoint /v2/payment/status"), and `capture`,
+    /// `cancel` and `refund` under `card/` and `applepay/`, the two methods the emulator takes (woo
+    /// `EcpGatewayAPIPayment::getMethodEndpoint()` and `refund()`; magento `EcpConfigHelper`
+    /// `GATE_{CAPTURE,CANCEL,REFUND}_ENDPOINT_FORMAT` "/v2/payment/%s/capture|cancel|refund").
+    static let gatePaths = ["status"] + gateMethods.keys.sorted().flatMap { method in
+        GateOperation.allCases.map { method + "/" + $0.rawValue }
+    }
+
+    /// The method segment of a Gate path → the emulator's `payment.method` it operates on (woo
+    /// `EcpGatewayPaymentMethods`: `card`; `applepay` for Apple Pay's `etoken`, the SDK's `apple_pay` here).
+    static let gateMethods = ["card": "card", "applepay": "apple_pay"]
+
+    /// The Gate operations on a payment.
+    enum GateOperation: String, CaseIterable, Sendable {
+        case capture
+        case cancel
+        case refund
+    }
 
     /// Handles `POST {base}/v2/payment/{path}`: a JSON body signed with the project's secret
     /// (`general.signature`, or a top-level `signature`; facts §6, woo `EcpSigner::sign()`), whose
@@ -34,7 +48,7 @@ extension EcommpayEmulator {
         if fault == .serverError {
             return GateAnswer(status: 500, body: Array("Internal Server Error".utf8))
         }
-        var answer = processGate(path: path, body: body)
+        var answer = processGate(path: path, body: body, decline: fault == .decline)
         switch fault {
         case .timeout: answer.delivery = .holdThenGatewayTimeout
         case .dropConnection: answer.delivery = .dropConnection
@@ -44,12 +58,12 @@ extension EcommpayEmulator {
                 let broken = String(signature.reversed())
                 answer.body = Self.setting(value, path: ["signature"], to: .string(broken)).serializedBytes
             }
-        case .serverError, .none: break
+        case .serverError, .decline, .none: break
         }
         return answer
     }
 
-    private func processGate(path: String, body: [UInt8]) -> GateAnswer {
+    private func processGate(path: String, body: [UInt8], decline: Bool) -> GateAnswer {
         typealias M = JSONValue.Member
         func refuse(_ code: String, _ message: String, project: Project? = nil, paymentId: String? = nil) -> GateAnswer {
             var members: [M] = [M(key: "status", value: .string("error"))]
@@ -91,47 +105,25 @@ extension EcommpayEmulator {
             if let callbackURL { payments[key]?.callbackURL = callbackURL }
             return GateAnswer(status: 200, body: EcommpaySignature.signedMessage(statusValue(payment), secret: project.secretKey)
                 .serializedBytes)
-        case "card/capture", "card/cancel":
+        default:
+            let segments = path.split(separator: "/").map(String.init)
+            guard segments.count == 2, let method = Self.gateMethods[segments[0]], let operation = GateOperation(rawValue: segments[1]) else {
+                return refuse("404", "no such Gate endpoint", project: project)
+            }
             guard let payment = payments[key] else {
                 return refuse("404", "general.payment_id: payment not found", project: project, paymentId: paymentId)
             }
-            guard payment.method == "card" else {
-                return refuse("400", "payment: paid with \(payment.method), not card (use its own endpoint)", project: project, paymentId: paymentId)
+            guard payment.method == method else {
+                return refuse("400", "payment: paid with \(payment.method), not \(method) (use its own endpoint)", project: project, paymentId: paymentId)
             }
-            guard payment.status == "awaiting capture" else {
-                return refuse("400", "payment: its status is \"\(payment.status)\", only \"awaiting capture\" can be "
-                              + (path == "card/capture" ? "captured" : "cancelled"), project: project, paymentId: paymentId)
-            }
-            var amount = payment.amount
-            if path == "card/capture", let sum = request["payment"] {
-                guard case .number(let text) = sum["amount"] ?? .null, let requested = Int64(text), requested > 0 else {
-                    return refuse("400", "payment.amount: a whole number of minor units > 0", project: project, paymentId: paymentId)
-                }
-                guard requested <= payment.amount else {
-                    return refuse("400", "payment.amount: \(requested) is more than the authorised \(payment.amount)", project: project,
-                                  paymentId: paymentId)
-                }
-                guard sum["currency"]?.stringValue == payment.currency else {
-                    return refuse("400", "payment.currency: must be \(payment.currency)", project: project, paymentId: paymentId)
-                }
-                amount = requested
+            let amount: Int64
+            switch checkOperation(operation, on: payment, request: request["payment"]) {
+            case .success(let checked): amount = checked
+            case .failure(let problem): return refuse(problem.code, problem.message, project: project, paymentId: paymentId)
             }
             if let callbackURL { payments[key]?.callbackURL = callbackURL }
             let requestId = Self.randomHex(count: 10) + "-" + Self.randomHex(count: 8)
-            if path == "card/capture" {
-                // A partial capture debits what was asked (docs "Two-step purchase / Workflow"); the
-                // payment's sum becomes that amount and the rest of the hold is released (*emulator choice*).
-                payments[key]?.amount = amount
-                payments[key]?.status = "success"
-                addOperation("capture", status: "success", amount: amount, to: key)
-            } else {
-                payments[key]?.status = "cancelled"
-                addOperation("cancel", status: "success", amount: payment.amount, to: key)
-            }
-            if var operations = payments[key]?.operations, !operations.isEmpty {
-                operations[operations.count - 1].requestId = requestId
-                payments[key]?.operations = operations
-            }
+            apply(operation, amount: amount, to: key, requestId: requestId, decline: decline)
             queueCallback(for: key)
             // The synchronous answer is about the request, not the payment (docs en_faq_payment_result.html:
             // "The success status in the request body indicates that the request has been accepted");
@@ -140,8 +132,91 @@ extension EcommpayEmulator {
                                           M(key: "project_id", value: .number(String(project.projectId))),
                                           M(key: "payment_id", value: .string(paymentId))])
             return GateAnswer(status: 200, body: EcommpaySignature.signedMessage(value, secret: project.secretKey).serializedBytes)
-        default:
-            return refuse("404", "no such Gate endpoint", project: project)
+        }
+    }
+
+    /// Why Gate refuses an operation request: HTTP 400 `status: error` with this code and message.
+    struct GateProblem: Error, Sendable {
+        var code: String
+        var message: String
+    }
+
+    /// The amount an operation request may move, or why it is refused (*emulator choice* of the codes, the
+    /// messages and of refusing at once: no source shows Gate's refusal of an operation):
+    /// - capture and cancel: only of a hold (`awaiting capture`; a cancel after a capture is refused); capture
+    ///   `payment{amount, currency}` optional (the whole hold), at most the hold, in its currency; a cancel
+    ///   releases all of the hold: a `payment` with another amount is refused (woo sends the order total,
+    ///   magento no `payment`: both mean the whole hold here);
+    /// - refund: of a payment that holds money (`success`, `partially refunded`, `partially reversed`: woo
+    ///   `EcpGatewayOrder::is_action_allowed('refund')`), `payment{amount, currency}` required, at most the
+    ///   balance `payment.sum` (woo `EcpModuleRefund::process()`: "Refund amount … is greater than payment
+    ///   balance").
+    func checkOperation(_ operation: GateOperation, on payment: Payment, request: JSONValue?) -> Result<Int64, GateProblem> {
+        var requested: Int64?
+        if let request {
+            guard case .number(let text) = request["amount"] ?? .null, let value = Int64(text), value > 0 else {
+                return .failure(GateProblem(code: "400", message: "payment.amount: a whole number of minor units > 0"))
+            }
+            guard request["currency"]?.stringValue == payment.currency else {
+                return .failure(GateProblem(code: "400", message: "payment.currency: must be \(payment.currency)"))
+            }
+            requested = value
+        }
+        switch operation {
+        case .capture, .cancel:
+            guard payment.status == "awaiting capture" else {
+                return .failure(GateProblem(code: "400", message: "payment: its status is \"\(payment.status)\", only \"awaiting capture\" can be "
+                                            + (operation == .capture ? "captured" : "cancelled")))
+            }
+            if let requested, requested > payment.amount {
+                return .failure(GateProblem(code: "400", message: "payment.amount: \(requested) is more than the authorised \(payment.amount)"))
+            }
+            if operation == .cancel, let requested, requested != payment.amount {
+                return .failure(GateProblem(code: "400", message: "payment.amount: a cancel releases the whole hold of \(payment.amount)"))
+            }
+            return .success(requested ?? payment.amount)
+        case .refund:
+            guard ["success", "partially refunded", "partially reversed"].contains(payment.status), payment.operationType != "verify" else {
+                return .failure(GateProblem(code: "400", message: "payment: its status is \"\(payment.status)\", nothing to refund"))
+            }
+            guard let requested else {
+                return .failure(GateProblem(code: "400", message: "payment: required, {amount, currency}"))
+            }
+            guard requested <= payment.amount else {
+                return .failure(GateProblem(code: "400", message: "payment.amount: \(requested) is greater than the payment balance \(payment.amount)"))
+            }
+            return .success(requested)
+        }
+    }
+
+    /// Carries out an accepted operation on payment `key` and records it with `requestId` (the callback's
+    /// `operation.request_id`). A declined one (``Fault/decline``) is recorded `decline` and changes nothing.
+    /// - capture: the payment's sum becomes the captured amount and the rest of the hold is released (woo
+    ///   `EcpOrderManager`: "The rest is returned to the payer"), status `success`, charged once in the ledger;
+    /// - cancel: status `cancelled`; the callback's `sum_initial` is the released hold;
+    /// - refund: `sum_initial` is the refund, `payment.sum` the balance left (woo `EcpModuleRefund`: "Refunded
+    ///   %1$s. Payment balance: %2$s"), status `partially refunded`, or `refunded` at a zero balance.
+    func apply(_ operation: GateOperation, amount: Int64, to key: String, requestId: String, decline: Bool) {
+        guard let payment = payments[key] else { return }
+        if decline {
+            addOperation(operation.rawValue, status: "decline", amount: amount, to: key)
+        } else {
+            switch operation {
+            case .capture:
+                payments[key]?.amount = amount
+                payments[key]?.status = "success"
+            case .cancel:
+                payments[key]?.status = "cancelled"
+            case .refund:
+                let balance = payment.amount - amount
+                payments[key]?.amount = balance
+                payments[key]?.status = balance == 0 ? "refunded" : "partially refunded"
+            }
+            addOperation(operation.rawValue, status: "success", amount: amount, to: key)
+        }
+        if var operations = payments[key]?.operations, !operations.isEmpty {
+            operations[operations.count - 1].requestId = requestId
+            payments[key]?.operations = operations
         }
     }
 

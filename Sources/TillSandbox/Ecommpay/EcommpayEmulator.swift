@@ -14,7 +14,7 @@ import Logging
 /// - the mobile SDK through a clearly named stand-in, `POST {base}/sandbox-only/sdk/pay` (not an
 ///   ecommpay API: the SDK's traffic goes through its closed MsdkCore);
 /// - the Payment Page, `GET {base}/payment?…&signature=…`, with sandbox card and 3-D Secure pages;
-/// - the Gate, `POST {base}/v2/payment/status`, `…/v2/payment/card/capture`, `…/v2/payment/card/cancel`;
+/// - the Gate, `POST {base}/v2/payment/status`, and `…/v2/payment/{card|applepay}/{capture|cancel|refund}`;
 /// - signed callbacks to the project's callback URL (or a Gate request's `merchant_callback_url`),
 ///   retried until HTTP 200;
 /// - admin routes under `/admin/ecommpay` (faults, ledger, payments, callbacks).
@@ -68,6 +68,11 @@ public actor EcommpayEmulator {
         case garbage
         /// The request is processed, and the answer's signature is wrong.
         case badSignature = "bad_signature"
+        /// A capture, cancel or refund is accepted (`status: success`, a `request_id`) and then declined: its
+        /// callback's `operation.status` is `decline` and the payment is unchanged (woo `EcpOrderManager`:
+        /// "%s operation was declined: %s"; `EcpModuleRefund`: a refund callback in another status fails).
+        /// Other requests are answered as usual.
+        case decline
     }
 
     /// Something that really moved money: a sale, or the capture of a hold. Never twice for one payment.
@@ -329,7 +334,7 @@ public actor EcommpayEmulator {
     /// Where project `projectId`'s callbacks go, if anywhere.
     public func callbackURL(for projectId: Int) -> URL? { callbackURLs[projectId] }
 
-    /// Makes the next Gate request whose path ends with `path` (`"status"`, `"card/capture"`; any when
+    /// Makes the next Gate request whose path ends with `path` (`"status"`, `"card/capture"`, `"refund"`; any when
     /// `nil`) fail as `fault`. Faults queue up and are used in order.
     public func inject(_ fault: Fault, path: String? = nil) {
         faults.append(fault, key: path)

@@ -45,8 +45,8 @@ enum EcommpayRoutes: SandboxRoutes {
 
     private static func registerAdmin(on router: Router<SandboxRequestContext>, emulator: EcommpayEmulator) {
         SandboxAdmin.mountFaults(EcommpayEmulator.Fault.self, on: router, path: "/admin/ecommpay/faults", keyName: "path",
-                                 expected: "expected {\"fault\": \"server_error\" | \"timeout\" | \"drop\" | \"garbage\" | \"bad_signature\", "
-                                     + "\"path\": optional, \"status\" | \"card/capture\" | \"card/cancel\"}") { await emulator.inject($0, path: $1) }
+                                 expected: "expected {\"fault\": \"server_error\" | \"timeout\" | \"drop\" | \"garbage\" | \"bad_signature\" | \"decline\", "
+                                     + "\"path\": optional, \"status\" | \"card/capture\" | \"card/cancel\" | \"card/refund\" | …}") { await emulator.inject($0, path: $1) }
         SandboxAdmin.mountList(on: router, path: "/admin/ecommpay/ledger") { await emulator.ledger }
         SandboxAdmin.mountList(on: router, path: "/admin/ecommpay/payments") { await emulator.paymentSummaries() }
         SandboxAdmin.mountList(on: router, path: "/admin/ecommpay/callbacks") { await emulator.callbacks }
