@@ -35,6 +35,32 @@ public struct MerchantAPIClient: Sendable {
         try await server.call(.get, "v1/attempts/\(attempt.rawValue)", body: Optional<String>.none)
     }
 
+    /// `POST /v1/payments/{id}/captures`, `/voids` or `/refunds`: one operation on the payment, idempotent by
+    /// `idempotencyKey` (required: a retry after a lost answer must carry the same key, and is then answered from
+    /// the server's store, never sent to the gateway again). Returns the operation when it succeeded or is pending.
+    /// - Throws: ``CheckoutError`` with the server's code: `operation_declined` (402), a money rule (409,
+    ///   `amount_exceeds_captured`, …), `unsupported_action` naming the capability (422), `unknown_outcome` (502:
+    ///   settled later by inquiry; read it with ``operation(id:)``).
+    public func operate(_ kind: OperationKind, paymentID: String, command: OperationCommand = OperationCommand(),
+                        idempotencyKey: String) async throws -> OperationView {
+        let route = switch kind {
+        case .capture: "captures"
+        case .void: "voids"
+        case .refund: "refunds"
+        }
+        return try await server.call(.post, "v1/payments/\(paymentID)/\(route)", body: command, headers: ["Idempotency-Key": idempotencyKey])
+    }
+
+    /// `GET /v1/operations/{id}`: one capture, void or refund.
+    public func operation(id: String) async throws -> OperationView {
+        try await server.call(.get, "v1/operations/\(id)", body: Optional<String>.none)
+    }
+
+    /// `POST /v1/operations/{id}/inquire`: asks the gateway about an open operation now (never sends it again).
+    public func inquireOperation(id: String) async throws -> OperationView {
+        try await server.call(.post, "v1/operations/\(id)/inquire", body: Optional<String>.none)
+    }
+
     /// `POST /v1/payments` then the app's backend for it: what a test or a demo that plays both the
     /// merchant's backend and the app needs.
     public func appBackend(for intent: PaymentIntent, idempotencyKey: String? = nil,

@@ -132,6 +132,14 @@ public actor FakeGatewayLedger {
 
     func record(_ attempt: AttemptReference) -> Record? { records[attempt] }
 
+    /// Records an attempt the gateway holds without a checkout having run through it (a benchmark's seeded
+    /// payments): `status` for `amount`, charged when money moved or is held.
+    public func seed(_ attempt: AttemptReference, amount: Money, status: PaymentStatus) {
+        records[attempt] = Record(plan: FakeAttemptPlan(.approve), amount: amount, status: status, code: nil,
+                                  charged: status.moneyMoved || status == .authorized, notificationURL: nil, returnURL: nil,
+                                  authorizeOnly: status == .authorized)
+    }
+
     /// Changes what the gateway holds about an attempt behind the server's back, without notifying anyone (an
     /// order paid and refunded in the gateway's own back office, seen only by the next inquiry).
     public func setBehindTheScenes(_ attempt: AttemptReference, status: PaymentStatus, amount: Money? = nil) {

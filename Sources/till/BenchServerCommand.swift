@@ -13,11 +13,11 @@ import TillTesting
 struct ServerBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "server",
-        abstract: "Server throughput and p99 latency: createPayment, getPayment and notification on SQLite and PostgreSQL, and a trivial endpoint.",
+        abstract: "Server throughput and p99 latency: createPayment, getPayment, prepare, notification, capture and refund on SQLite and PostgreSQL, and a trivial endpoint.",
         discussion: """
             One JSON object per line: store (sqlite, postgres or none), endpoint (createPayment, getPayment with \
             the merchant key, getPaymentClientSecret with the payment's client secret, prepare against the \
-            fake gateway, notification or trivial), requestsPerSecond, ratioToTrivial (to the trivial \
+            fake gateway, notification, capture or refund of a seeded payment, or trivial), requestsPerSecond, ratioToTrivial (to the trivial \
             endpoint measured first in the same run), p99Millis, plus requests, failures, connections and, on \
             PostgreSQL rows, poolConnections (--postgres-connections). \
             Every write is committed before its response (SQLite WAL with synchronous=FULL, group commit; \
@@ -31,7 +31,7 @@ struct ServerBench: AsyncParsableCommand {
     @Option(help: "Concurrent keep-alive connections.")
     var connections = 16
 
-    @Option(help: "Only these rows, comma-separated (trivial, createPayment, getPayment, getPaymentClientSecret, prepare, notification); all by default. The trivial row is always measured: it is the yardstick.")
+    @Option(help: "Only these rows, comma-separated (trivial, createPayment, getPayment, getPaymentClientSecret, prepare, notification, capture, refund); all by default. The trivial row is always measured: it is the yardstick.")
     var only: String?
 
     @Option(help: "PostgreSQL pool sizes to measure, comma-separated (each runs the PostgreSQL rows once); the server's default pool size by default.")
@@ -66,7 +66,7 @@ struct ServerBench: AsyncParsableCommand {
     func validate() throws {
         guard (1...120).contains(seconds) else { throw ValidationError("--seconds must be 1 to 120") }
         guard (1...256).contains(connections) else { throw ValidationError("--connections must be 1 to 256") }
-        let known: Set = ["trivial", "createPayment", "getPayment", "getPaymentClientSecret", "prepare", "notification"]
+        let known: Set = ["trivial", "createPayment", "getPayment", "getPaymentClientSecret", "prepare", "notification", "capture", "refund"]
         if let only, let unknown = only.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }).first(where: { !known.contains($0) }) {
             throw ValidationError("--only: unknown row \(unknown)")
         }
@@ -136,7 +136,10 @@ struct ServerBench: AsyncParsableCommand {
                 gateways: [GatewayConfiguration(id: "fake", module: "fake",
                                                 credentials: ["notification_secret": CredentialReference(env: "BENCH_SECRET")])])],
             server: ServerSettings(listen: "127.0.0.1:0", storage: url, postgresConnections: pool ?? ServerSettings.defaultPostgresConnections))
-        let state = try ServerState(configuration: configuration, plugins: Gateways.plugins,
+        // The fake module hands out one gateway, whose ledger the capture and refund rows seed.
+        let fake = FakeGateway(id: "fake", secret: secret)
+        let plugin = GatewayPlugin(module: "fake", capabilities: fake.capabilities, makeServerHalf: { _ in fake }, makeAppHalf: { _ in fake })
+        let state = try ServerState(configuration: configuration, plugins: Gateways.plugins.filter { $0.module != "fake" } + [plugin],
                                     environment: ["BENCH_API_KEY": apiKey, "BENCH_SECRET": secret])
         let store = try openStore(url, postgresConnections: pool ?? ServerSettings.defaultPostgresConnections)
         try await store.migrate()
@@ -224,6 +227,38 @@ struct ServerBench: AsyncParsableCommand {
             try printJSONLine(line(name, "notification", ingest, trivial: trivial, pool: pool))
             if ingest.requests >= requests.count {
                 printError("note: \(name) notification run used every seeded attempt (\(requests.count)); the figure is a lower bound")
+            }
+        }
+        for (endpoint, status, route) in [("capture", PaymentStatus.authorized, "captures"), ("refund", .paid, "refunds")] where wanted(endpoint) {
+            // capture / refund: each takes the whole amount of one payment seeded authorized (or paid) in the store
+            // and at the fake gateway: the money rules under the payment's lock, the operation stored before it is
+            // sent, the gateway's answer, the operation settled with its money (three durable writes).
+            let budget = min(30_000, max(2_000, Int(createRate * Double(seconds))))
+            let amount = Money(minorUnits: 1000, currency: Currency.lookup("USD")!)
+            guard let seeding = store as? any PaymentSeeding else { throw ValidationError("the \(endpoint) row needs a database store") }
+            let attempts = try await seeding.seedPendingAttempts(count: budget, merchant: merchant, gateway: "fake", amount: amount)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for worker in 0..<16 {
+                    group.addTask {
+                        for attempt in stride(from: worker, to: attempts.count, by: 16).map({ attempts[$0] }) {
+                            _ = try await store.apply(StatusReport(gateway: "fake", attempt: attempt, status: status, amount: amount,
+                                                                   eventID: "seed-\(attempt)"))
+                            await fake.ledger.seed(attempt, amount: amount, status: status)
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let requests = attempts.map { attempt in
+                LoadGenerator.request("POST", "/v1/payments/seed_\(attempt.rawValue)/\(route)", headers: [
+                    "Authorization": "Bearer \(apiKey)", "Content-Type": "application/json", "Idempotency-Key": "bo-\(attempt.rawValue)",
+                ], body: Data("{}".utf8))
+            }
+            let operated = await LoadGenerator(port: port, connections: connections, duration: .seconds(seconds), maxRequests: requests.count)
+                .run { requests[$0] }
+            try printJSONLine(line(name, endpoint, operated, trivial: trivial, pool: pool))
+            if operated.requests >= requests.count {
+                printError("note: \(name) \(endpoint) run used every seeded payment (\(requests.count)); the figure is a lower bound")
             }
         }
         task.cancel()
