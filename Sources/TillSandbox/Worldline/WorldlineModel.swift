@@ -156,6 +156,8 @@ struct CaptureRecord: Sendable {
     var currency: String
     var isFinal: Bool
     var statusChanged: Date
+    /// `order.references.merchantCaptureReference` of the request, echoed in `captureOutput.references`.
+    var merchantCaptureReference: String? = nil
 }
 
 /// An idempotence key's state (per merchant).
@@ -220,17 +222,20 @@ struct WorldlineRefusal: Error, Sendable {
     var status: Int
     var errors: [WorldlineAPIError]
     var paymentResult: CreatePaymentResultWire?
+    var refundResult: RefundWire?
 
-    init(_ status: Int, _ error: WorldlineAPIError, paymentResult: CreatePaymentResultWire? = nil) {
+    init(_ status: Int, _ error: WorldlineAPIError, paymentResult: CreatePaymentResultWire? = nil, refundResult: RefundWire? = nil) {
         self.status = status
         var error = error
         if error.httpStatusCode == nil { error.httpStatusCode = status }
         self.errors = [error]
         self.paymentResult = paymentResult
+        self.refundResult = refundResult
     }
 
     var answer: WorldlineAnswer {
-        .json(ErrorResponseWire(errorId: UUID().uuidString.lowercased(), errors: errors, paymentResult: paymentResult),
+        .json(ErrorResponseWire(errorId: UUID().uuidString.lowercased(), errors: errors, paymentResult: paymentResult,
+                                refundResult: refundResult),
               status: status)
     }
 }
@@ -297,6 +302,10 @@ enum WorldlineErrors {
                           propertyName: "paymentProductId")
     }
 
+    /// A refund the emulator's bank refuses (emulator's code and message; the body's shape, `refundResult` beside
+    /// `errors`, is python `refund_error_response.py`).
+    static let refundRefused = WorldlineAPIError(code: "430285", message: "REFUND_REFUSED_BY_ACQUIRER")
+
     /// An unknown IIN (emulator's code; the Swift SDK decodes a 404 body as an IIN response).
     static let unknownIIN = WorldlineAPIError(code: "1010", message: "UNKNOWN_IIN", propertyName: "bin")
 }
@@ -314,6 +323,8 @@ struct ErrorResponseWire: Encodable {
     var errorId: String
     var errors: [WorldlineAPIError]
     var paymentResult: CreatePaymentResultWire?
+    /// A declined refund's result (python `refund_error_response.py`).
+    var refundResult: RefundWire? = nil
 }
 
 struct AmountOfMoneyWire: Codable, Sendable {
@@ -321,8 +332,10 @@ struct AmountOfMoneyWire: Codable, Sendable {
     var currencyCode: String?
 }
 
+/// `PaymentReferences` (python `payment_references.py`).
 struct PaymentReferencesWire: Codable, Sendable {
     var merchantReference: String?
+    var merchantCaptureReference: String? = nil
     var paymentReference: String?
 }
 
@@ -516,9 +529,16 @@ struct ApprovePaymentRequestWire: Decodable {
     var amount: Int64?
 }
 
+/// `CapturePaymentRequest` (python `capture_payment_request.py`, `capture_payment_order.py`,
+/// `capture_payment_order_references.py`).
 struct CapturePaymentRequestWire: Decodable {
+    struct Order: Decodable {
+        struct References: Decodable { var merchantCaptureReference: String? }
+        var references: References?
+    }
     var amount: Int64?
     var isFinal: Bool?
+    var order: Order?
 }
 
 struct RefundRequestWire: Decodable {
