@@ -140,6 +140,7 @@ extension WorldlineEmulator {
             switch segments[2] {
             case "approve": return try approve(id, body: body)
             case "capture": return try capture(id, body: body)
+            case "finalizecapture": return try finalizeCapture(id)
             case "refund": return try refund(id, body: body)
             case "cancel": return try cancel(id)
             default: break
@@ -467,6 +468,20 @@ extension WorldlineEmulator {
             queuePaymentEvent(id, type: payment.status.eventType)
         }
         return .json(captureWire(captures[captureID]!))  // swiftlint:disable:this force_unwrapping
+    }
+
+    /// `POST …/finalizecapture` (python `payments_client.py` `finalizecapture`: no body, a `PaymentResponse`). No source
+    /// says more than "Finalize capture"; the emulator reads it as "no further capture": a `PENDING_CAPTURE` payment with
+    /// captures becomes `CAPTURED` and the rest of the authorisation is released; without a capture it is refused.
+    private func finalizeCapture(_ id: String) throws(WorldlineRefusal) -> WorldlineAnswer {
+        guard let payment = payments[id], payment.status == .pendingCapture, payment.amountCaptured > 0 else {
+            throw WorldlineRefusal(409, WorldlineErrors.notAllowed("finalizecapture needs a PENDING_CAPTURE payment with a capture"))
+        }
+        let rest = payment.amount - payment.amountCaptured
+        if rest > 0 { record(.cancel, payment, id: id, amount: rest) }
+        for captureID in payment.captureIDs { captures[captureID]?.isFinal = true }
+        setStatus(id, .captured)
+        return .json(paymentWire(payments[id]!))  // swiftlint:disable:this force_unwrapping
     }
 
     private func refund(_ id: String, body: [UInt8]) throws(WorldlineRefusal) -> WorldlineAnswer {

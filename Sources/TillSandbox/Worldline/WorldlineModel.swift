@@ -242,8 +242,8 @@ struct WorldlineRefusal: Error, Sendable {
 
 /// The error codes the emulator answers.
 ///
-/// Vendor-sourced (python test resources, js client SDK): `9002`, `1409`, `21000020`, `21000120`,
-/// `430330`, `9999`, `1007`. **The others are the emulator's own** (no source lists Connect's codes
+/// Vendor-sourced (python test resources, js client SDK, the docs' error-code list): `9002`, `1409`, `21000020`,
+/// `21000120`, `430330`, `9999`, `1007`, `430285`. **The others are the emulator's own** (no source lists Connect's codes
 /// for those cases); the message names what is wrong and `propertyName` the field.
 enum WorldlineErrors {
     /// `401` `9002` `MISSING_OR_INVALID_AUTHORIZATION` (python `invalid_authorization.json`).
@@ -302,9 +302,11 @@ enum WorldlineErrors {
                           propertyName: "paymentProductId")
     }
 
-    /// A refund the emulator's bank refuses (emulator's code and message; the body's shape, `refundResult` beside
-    /// `errors`, is python `refund_error_response.py`).
-    static let refundRefused = WorldlineAPIError(code: "430285", message: "REFUND_REFUSED_BY_ACQUIRER")
+    /// A refund the emulator's bank refuses: `430285` `Not authorised`, HTTP 402, from the Connect docs' error-code list
+    /// (`documentation/error-codes`: "The cardholder's bank does not allow to process the transaction"), which does not say
+    /// which operations answer it; using it for a refund is the emulator's choice. The body's shape, `refundResult`
+    /// beside `errors`, is python `refund_error_response.py`.
+    static let refundRefused = WorldlineAPIError(code: "430285", message: "Not authorised")
 
     /// An unknown IIN (emulator's code; the Swift SDK decodes a 404 body as an IIN response).
     static let unknownIIN = WorldlineAPIError(code: "1010", message: "UNKNOWN_IIN", propertyName: "bin")

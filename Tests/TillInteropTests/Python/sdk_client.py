@@ -12,6 +12,7 @@ Usage: python sdk_client.py <command>   stdin {"endpoint": "http://127.0.0.1:POR
   refund    members: paymentId, amount, currencyCode, merchantReference, idempotenceKey
             -> {"ok": true, "refund": <refund>, "listed": [<refund>], "fetched": <refund>, "timestamp": <X-GCS-Idempotence-Request-Timestamp or null>}
   cancel    members: paymentId, idempotenceKey -> {"ok": true, "payment": <payment>}
+  finalize  members: paymentId -> {"ok": true, "payment": <payment>}
   models    members: models [{"model": "CapturePaymentRequest" | "ApprovePaymentRequest" | "RefundRequest", "body": {...}}]
             -> {"ok": true, "models": [<the body read into the SDK's model and written back>]}
 
@@ -188,6 +189,11 @@ def cancel(client, request):
     return {"ok": True, "payment": payment_summary(response.payment)}
 
 
+def finalize(client, request):
+    payment = client.v1().merchant(request["merchantId"]).payments().finalizecapture(request["paymentId"])
+    return {"ok": True, "payment": payment_summary(payment)}
+
+
 def models(client, request):
     classes = {"CapturePaymentRequest": CapturePaymentRequest, "ApprovePaymentRequest": ApprovePaymentRequest,
                "RefundRequest": RefundRequest}
@@ -202,7 +208,7 @@ def main():
     command = sys.argv[1]
     request = json.load(sys.stdin)
     handler = {"session": session, "pay": pay, "approve": approve, "capture": capture, "refund": refund, "cancel": cancel,
-               "models": models}[command]
+               "finalize": finalize, "models": models}[command]
     client = client_for(request)
     try:
         answer = handler(client, request)
