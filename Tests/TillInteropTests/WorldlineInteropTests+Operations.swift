@@ -244,14 +244,16 @@ extension WorldlineInteropTests {
         let server = WorldlineServer(environment: .custom(receiverURL), credentials: EmulatorInterop.credentials(merchant),
                                      settings: WorldlineServerSettings(merchantId: merchant.merchantId), transport: URLSessionTransport())
         var refundOperations: [OperationReport] = []
-        var voids: [OperationReport] = []
         for event in captured where event.method == "POST" {
-            let notification = try server.verifyNotification(IncomingNotification(headers: event.headerDictionary, body: try event.body()))
-            guard let operation = notification.operation else { continue }
-            switch operation.kind {
-            case .refund: refundOperations.append(operation)
-            case .void: voids.append(operation)
-            case .capture: #expect(operation.status == .succeeded && [2345, 345].contains(operation.amount?.minorUnits))
+            let body = try event.body()
+            let notification = try server.verifyNotification(IncomingNotification(headers: event.headerDictionary, body: body))
+            let type = (try JSONSerialization.jsonObject(with: body) as? [String: Any])?["type"] as? String
+            if type?.hasPrefix("payment.") == true {
+                #expect(notification.operation == nil, "a payment event names no operation")
+            }
+            if let operation = notification.operation {
+                #expect(operation.kind == .refund)
+                refundOperations.append(operation)
             }
         }
         // refund_requested and refunded of r1, rejected of r2: each names Till's reference, the refund id and its own amount.
@@ -260,7 +262,6 @@ extension WorldlineInteropTests {
         let fiveEuros = Money(minorUnits: 500, currency: try Currency(code: "EUR"))
         #expect(mine.allSatisfy { $0.amount == fiveEuros && $0.gatewayReference != nil && $0.gatewayReference == mine.first?.gatewayReference })
         #expect(refundOperations.contains { $0.reference?.rawValue == "wl-sdk-ops-attempt-0001-r2" && $0.status == .failed })
-        #expect(voids.count == 1 && voids.first?.status == .succeeded)
         #expect(!paymentId.isEmpty)
     }
 

@@ -277,30 +277,4 @@ extension WorldlineServer {
                         amount: capture.captureOutput?.amountOfMoney.flatMap { WorldlineStatus.money($0) }, gatewayReference: capture.id,
                         gatewayStatus: capture.status, gatewayCode: capture.statusOutput?.statusCode.map(String.init))
     }
-
-    /// The operation a `payment.*` event settles, when its status ends one: a single capture (CAPTURED, PAID, REJECTED_CAPTURE;
-    /// its amount the payment's `amountCaptured`, else `amountPaid`) or a void (CANCELLED of an authorised payment). It names
-    /// no reference (the payment carries none for the operation) and no operation id (an approval or a cancel has none).
-    static func paymentOperation(_ payment: WorldlinePayment) -> OperationReport? {
-        let output = payment.paymentOutput
-        let currency = output?.amountOfMoney?.currencyCode
-        func money(_ wire: Int64?) -> Money? {
-            guard let wire, wire > 0, let currency else { return nil }
-            return WorldlineStatus.money(.init(amount: wire, currencyCode: currency))
-        }
-        switch payment.status {
-        case "CAPTURED"?, "PAID"?:
-            guard let amount = money(output?.amountCaptured) ?? money(output?.amountPaid) else { return nil }
-            return OperationReport(reference: nil, kind: .capture, status: .succeeded, amount: amount, gatewayStatus: payment.status)
-        case "REJECTED_CAPTURE"?:
-            return OperationReport(reference: nil, kind: .capture, status: .failed,
-                                   amount: money(output?.amountCaptureRequested) ?? money(output?.amountOfMoney?.amount),
-                                   gatewayStatus: payment.status, gatewayMessage: GatewayText.safe(payment.statusOutput?.errors?.first?.message))
-        case "CANCELLED"?:
-            return OperationReport(reference: nil, kind: .void, status: .succeeded, amount: money(output?.amountOfMoney?.amount),
-                                   gatewayStatus: payment.status)
-        default:
-            return nil
-        }
-    }
 }

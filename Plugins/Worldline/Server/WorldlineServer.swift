@@ -281,8 +281,11 @@ public struct WorldlineServer: GatewayServerHalf {
             // office, an old integration), and its events name the attempt too. So the event triggers and
             // the server's inquiry (the attempt's own payment id, or every payment of the reference)
             // decides: one GET per event that would change the attempt.
-            // A status that ends a single capture or a void also settles that operation (``paymentOperation(_:)``).
-            return VerifiedNotification(report: report, confirmBeforeApplying: true, operation: Self.paymentOperation(payment))
+            // No operation is read from a payment event: an approval and a cancel have no id of their own and the payment
+            // names none of Till's references for them, so only kind and amount could match one, and the event may be
+            // another payment's carrying the same merchantReference. Those operations settle by their answer or by
+            // inquireOperation (the attempt's own payment id).
+            return VerifiedNotification(report: report, confirmBeforeApplying: true)
         }
         if type.hasPrefix("refund."), let refund = event.refund,
            let reference = refund.refundOutput?.references?.merchantReference.flatMap(Self.attempt(ofRefundReference:)) {
