@@ -92,6 +92,28 @@ struct WorldlineOperationsTests {
                          operationGatewayReference: operationId)
     }
 
+    /// The vendor's capture and refund statuses (`Tests/TillWorldlineTests/Fixtures/server/operations.json`, from the Python
+    /// SDK's `capture.py` and `refund_result.py`; the plugin's tests read the same file).
+    static let vendorStatuses: (capture: Set<String>, refund: Set<String>) = {
+        struct Facts: Decodable {
+            struct Statuses: Decodable { var values: [String: String] }
+            var captureStatuses: Statuses
+            var refundStatuses: Statuses
+        }
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("TillWorldlineTests/Fixtures/server/operations.json")
+        guard let data = try? Data(contentsOf: url), let facts = try? JSONDecoder().decode(Facts.self, from: data) else { return ([], []) }
+        return (Set(facts.captureStatuses.values.keys), Set(facts.refundStatuses.values.keys))
+    }()
+
+    /// The emulator answered a status of the vendor's list for a capture or refund resource.
+    static func expectVendorStatus(_ report: OperationReport, sourceLocation: SourceLocation = #_sourceLocation) {
+        let statuses = report.kind == .refund ? vendorStatuses.refund : vendorStatuses.capture
+        #expect(!statuses.isEmpty, "operations.json could not be read", sourceLocation: sourceLocation)
+        #expect(report.gatewayStatus.map(statuses.contains) == true, "\(report.gatewayStatus ?? "none") is not a vendor status",
+                sourceLocation: sourceLocation)
+    }
+
     static func withWorld(mode: String = "FINAL_AUTHORIZATION", _ body: (World) async throws -> Void) async throws {
         let world = try await World.start(mode: mode)
         do { try await body(world) } catch {
@@ -133,6 +155,8 @@ struct WorldlineOperationsTests {
             byId.operationGatewayReference = captureId
             let inquired = try await world.server.inquireOperation(byId)
             #expect(inquired.status == .succeeded && inquired.amount == report.amount && inquired.gatewayReference == captureId)
+            Self.expectVendorStatus(report)
+            Self.expectVendorStatus(inquired)
             let byPayment = try await world.server.inquireOperation(capture)
             #expect(byPayment.status == .succeeded && byPayment.amount == report.amount)
             // The emulator's ledger: the capture, and the rest of the authorisation released by the final capture.
@@ -191,6 +215,8 @@ struct WorldlineOperationsTests {
             // Without the id: among the payment's refunds, by merchantReference.
             let found = try await world.server.inquireOperation(first)
             #expect(found.status == .succeeded && found.gatewayReference == refundId && found.amount == one.amount)
+            Self.expectVendorStatus(one)
+            Self.expectVendorStatus(found)
 
             await world.emulator.holdRefunds(false)
             let two = try await world.server.perform(Self.request(payment, .refund, 2, amount: 1000))
@@ -219,6 +245,8 @@ struct WorldlineOperationsTests {
             await world.emulator.settleRefund(try #require(pending.gatewayReference), refunded: false)
             let settled = try await world.server.inquireOperation(refund)
             #expect(settled.status == .failed && settled.gatewayStatus == "REJECTED_CAPTURE")
+            Self.expectVendorStatus(settled)
+            Self.expectVendorStatus(try await world.server.inquireOperation(Self.request(payment, .refund, 1, amount: 100)))
             #expect(await world.emulator.ledger.filter { $0.operation == .refund }.isEmpty)
         }
     }
