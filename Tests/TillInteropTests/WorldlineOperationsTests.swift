@@ -272,6 +272,46 @@ struct WorldlineOperationsTests {
         }
     }
 
+    @Test("the operation reference is the idempotence key: a repeat within 24 hours answers the same refund, one after 24 hours makes another")
+    func idempotenceWindow() async throws {
+        final class Clock: @unchecked Sendable {
+            private let lock = NSLock()
+            private var offset: TimeInterval = 0
+            func now() -> Date {
+                lock.lock()
+                defer { lock.unlock() }
+                return Date().addingTimeInterval(offset)
+            }
+            func advance(_ seconds: TimeInterval) {
+                lock.lock()
+                offset += seconds
+                lock.unlock()
+            }
+        }
+        let clock = Clock()
+        let merchant = EmulatorInterop.merchant()
+        let emulator = try WorldlineEmulator(merchants: [merchant], now: { clock.now() })
+        try await EmulatorInterop.withSandbox(emulator) { sandbox in
+            var components = URLComponents(url: sandbox.baseURL, resolvingAgainstBaseURL: false)
+            components?.path = ""
+            let server = WorldlineServer(environment: .custom(try #require(components?.url)), credentials: EmulatorInterop.credentials(merchant),
+                                         settings: WorldlineServerSettings(merchantId: merchant.merchantId), transport: URLSessionTransport(),
+                                         now: { clock.now() })
+            let world = World(emulator: emulator, sandbox: sandbox, transport: CountingTransport(), server: server)
+            let payment = try await world.authorize("wl-op-idem-0000000000001")
+            _ = try await server.perform(Self.request(payment, .capture, amount: 2345))
+            let refund = Self.request(payment, .refund, amount: 100)
+            let first = try await server.perform(refund)
+            clock.advance(23 * 3600)
+            let repeated = try await server.perform(refund)
+            #expect(repeated.gatewayReference == first.gatewayReference, "the same key within 24 hours: the first answer")
+            clock.advance(2 * 3600)
+            let later = try await server.perform(refund)
+            #expect(later.gatewayReference != first.gatewayReference, "after 24 hours the key is forgotten: a second refund")
+            #expect(await emulator.ledger.filter { $0.operation == .refund }.count == 2)
+        }
+    }
+
     @Test("faults: a 500 and a dropped connection are unknown outcomes; the inquiry finds what the emulator did")
     func faults() async throws {
         try await Self.withWorld { world in

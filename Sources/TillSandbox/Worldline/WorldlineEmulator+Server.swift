@@ -72,6 +72,11 @@ extension WorldlineEmulator {
         var startedAt = Self.unixMillis(now())
         if request.method == "POST", let key = request.header("X-GCS-Idempotence-Key"), !key.isEmpty {
             let scoped = merchantId + "\u{0}" + key
+            // "These keys are stored for a period of 24 hours" (docs `error-handling/idempotent-requests`): an answered
+            // key older than that is forgotten, and the request is processed as a new one.
+            if case .done(_, let started)? = idempotence[scoped], startedAt - started >= Self.idempotenceKeyLifetime {
+                idempotence[scoped] = nil
+            }
             switch idempotence[scoped] {
             case .inProgress(let started):
                 var answer = WorldlineRefusal(409, WorldlineErrors.duplicateRequest).answer
@@ -113,6 +118,9 @@ extension WorldlineEmulator {
         }
         return answer
     }
+
+    /// How long an answered idempotence key is kept, in milliseconds: 24 hours (docs `error-handling/idempotent-requests`).
+    static let idempotenceKeyLifetime: Int64 = 24 * 60 * 60 * 1000
 
     /// Called when a held (timed-out) answer is given up on: repeats of its idempotence key now get it.
     func releaseHeld(_ answer: WorldlineAnswer) {
