@@ -244,6 +244,8 @@ struct SDKAnswer: Decodable, CustomStringConvertible {
         var amount: Int?
         var currencyCode: String?
         var merchantReference: String?
+        var amountCaptured: Int?
+        var amountRefunded: Int?
     }
     struct APIError: Decodable {
         var code: String?

@@ -34,9 +34,10 @@ public struct WorldlineServerSettings: Sendable, Hashable {
 /// | Return | 3-D Secure comes back to `threeDSecure.redirectionData.returnUrl` (informational) |
 /// | Confirm | webhooks signed with a webhook key (`X-GCS-Signature`, `X-GCS-KeyId`), or `GET /v1/{merchantId}/payments/{id}` (by `merchantReference` when the payment id was never learned) |
 ///
-/// Refunds, captures and cancellations are ``refund(paymentId:amount:attempt:)``,
-/// ``capture(paymentId:amount:isFinal:)`` and ``cancel(paymentId:)``; their results arrive as webhooks
-/// and inquiries like any other change.
+/// Captures, voids and refunds are Till's operations (``perform(_:)``, ``inquireOperation(_:)``, `WorldlineServer+Operations.swift`),
+/// built on ``approve(paymentId:amount:idempotenceKey:)``, ``capture(paymentId:amount:isFinal:idempotenceKey:reference:)``,
+/// ``cancel(paymentId:idempotenceKey:)`` and ``refund(paymentId:amount:attempt:sequence:)``; their results also arrive as
+/// webhooks.
 public struct WorldlineServer: GatewayServerHalf {
     public let gateway: GatewayID
     public let environment: WorldlineEnvironment
@@ -280,15 +281,30 @@ public struct WorldlineServer: GatewayServerHalf {
             // office, an old integration), and its events name the attempt too. So the event triggers and
             // the server's inquiry (the attempt's own payment id, or every payment of the reference)
             // decides: one GET per event that would change the attempt.
+            // No operation is read from a payment event: an approval and a cancel have no id of their own and the payment
+            // names none of Till's references for them, so only kind and amount could match one, and the event may be
+            // another payment's carrying the same merchantReference. Those operations settle by their answer or by
+            // inquireOperation (the attempt's own payment id).
             return VerifiedNotification(report: report, confirmBeforeApplying: true)
         }
         if type.hasPrefix("refund."), let refund = event.refund,
            let reference = refund.refundOutput?.references?.merchantReference.flatMap(Self.attempt(ofRefundReference:)) {
-            // The refund's own status says little about the payment's money: the inquiry decides.
+            // The refund's own status says little about the payment's money: the inquiry decides. The refund itself is an
+            // operation: Till's when its reference is one (``refundOperation(_:)``).
             let amount = refund.refundOutput?.amountOfMoney.flatMap { WorldlineStatus.money($0) }
             let report = StatusReport(gateway: gateway, attempt: reference, status: .partiallyRefunded,
                                       amount: amount, gatewayStatus: refund.status, eventID: "event:\(id)")
-            return VerifiedNotification(report: report, confirmBeforeApplying: true)
+            return VerifiedNotification(report: report, confirmBeforeApplying: true, operation: Self.refundOperation(refund))
+        }
+        if type.hasPrefix("capture."), let capture = event.capture,
+           let reference = capture.captureOutput?.references?.merchantCaptureReference.flatMap(OperationReference.init(rawValue:))?.attempt
+            ?? capture.captureOutput?.references?.merchantReference.map(AttemptReference.init(rawValue:)) {
+            // A capture resource's event (`webhooks_event.py` names `capture`; no event-type page lists `capture.*` names): a
+            // trigger for the attempt, and the capture's own operation.
+            let amount = capture.captureOutput?.amountOfMoney.flatMap { WorldlineStatus.money($0) }
+            let report = StatusReport(gateway: gateway, attempt: reference, gatewayReference: nil, status: .paid, amount: amount,
+                                      gatewayStatus: capture.status, eventID: "event:\(id)")
+            return VerifiedNotification(report: report, confirmBeforeApplying: true, operation: Self.captureOperation(capture))
         }
         return VerifiedNotification(report: Self.unattributed(event, id: id, type: type, gateway: gateway))
     }
@@ -297,7 +313,7 @@ public struct WorldlineServer: GatewayServerHalf {
     /// under a reference no attempt has, with a status Till does not know, so it is stored and never applied.
     static func unattributed(_ event: WorldlineWebhookEvent, id: String, type: String, gateway: GatewayID) -> StatusReport {
         StatusReport(gateway: gateway, attempt: AttemptReference(rawValue: "worldline-event-\(id)"),
-                     gatewayReference: event.payment?.id ?? event.refund?.id, status: PaymentStatus(rawValue: "worldline.\(type)"),
+                     gatewayReference: event.payment?.id ?? event.refund?.id ?? event.capture?.id, status: PaymentStatus(rawValue: "worldline.\(type)"),
                      gatewayStatus: type, eventID: "event:\(id)")
     }
 
@@ -307,20 +323,52 @@ public struct WorldlineServer: GatewayServerHalf {
         if let reference = event.payment?.paymentOutput?.references?.merchantReference, !reference.isEmpty {
             return AttemptReference(rawValue: reference)
         }
-        return event.refund?.refundOutput?.references?.merchantReference.flatMap(Self.attempt(ofRefundReference:))
+        if let reference = event.refund?.refundOutput?.references?.merchantReference.flatMap(Self.attempt(ofRefundReference:)) {
+            return reference
+        }
+        return event.capture?.captureOutput?.references?.merchantCaptureReference.flatMap(OperationReference.init(rawValue:))?.attempt
     }
 
     // MARK: Follow-up operations
 
+    /// Approves (captures) a `PENDING_APPROVAL` payment (`POST …/payments/{id}/approve`, python `approve_payment_request.py`):
+    /// the single capture such a payment allows ("the PENDING_APPROVAL status is used for payments that only allow a single
+    /// capture", API reference `payments/approve`). `amount` (`nil`: the authorised amount) may be lower than authorised.
+    /// - Parameter idempotenceKey: `X-GCS-Idempotence-Key`, so a retry is not a second approval.
+    public func approve(paymentId: String, amount: Money? = nil, idempotenceKey: String) async throws -> WorldlinePaymentApprovalResponse {
+        try api.decode(try await sendApprove(paymentId: paymentId, amount: amount, idempotenceKey: idempotenceKey),
+                       as: WorldlinePaymentApprovalResponse.self)
+    }
+
+    /// The approve request sent, and Worldline's answer whatever its status.
+    func sendApprove(paymentId: String, amount: Money?, idempotenceKey: String) async throws -> TransportResponse {
+        let wire = try amount.map { money throws(CheckoutError) in try WorldlineAmount.wire(money, field: "amount", gateway: gateway) }
+        let request = try api.request(.post, "/payments/\(WorldlineServerAPI.pathSegment(paymentId))/approve",
+                                      body: try api.body(WorldlineApproveRequest(amount: wire)), idempotenceKey: idempotenceKey)
+        return try await api.send(request)
+    }
+
     /// Captures an authorised payment (`POST …/payments/{id}/capture`, python `capture_payment_request.py`):
     /// `amount` (`nil` captures the rest and is final), sent as Worldline's two-decimal integer (``WorldlineAmount``).
-    /// - Parameter idempotenceKey: `X-GCS-Idempotence-Key`: the same key for a retry of the same capture
-    ///   (after a timeout), so Worldline does not capture twice.
-    public func capture(paymentId: String, amount: Money? = nil, isFinal: Bool? = nil, idempotenceKey: String) async throws -> WorldlineCapture {
+    /// - Parameters:
+    ///   - idempotenceKey: `X-GCS-Idempotence-Key`: the same key for a retry of the same capture
+    ///     (after a timeout), so Worldline does not capture twice.
+    ///   - reference: `order.references.merchantCaptureReference`, "your unique reference of the capture", echoed in the
+    ///     capture's `captureOutput.references`.
+    public func capture(paymentId: String, amount: Money? = nil, isFinal: Bool? = nil, idempotenceKey: String,
+                        reference: String? = nil) async throws -> WorldlineCapture {
+        try api.decode(try await sendCapture(paymentId: paymentId, amount: amount, isFinal: isFinal, idempotenceKey: idempotenceKey,
+                                             reference: reference), as: WorldlineCapture.self)
+    }
+
+    /// The capture request sent, and Worldline's answer whatever its status.
+    func sendCapture(paymentId: String, amount: Money?, isFinal: Bool?, idempotenceKey: String, reference: String?) async throws -> TransportResponse {
         let wire = try amount.map { money throws(CheckoutError) in try WorldlineAmount.wire(money, field: "amount", gateway: gateway) }
+        let body = WorldlineCaptureRequest(amount: wire, isFinal: isFinal,
+                                           order: reference.map { .init(references: .init(merchantCaptureReference: $0)) })
         let request = try api.request(.post, "/payments/\(WorldlineServerAPI.pathSegment(paymentId))/capture",
-                                      body: try api.body(WorldlineCaptureRequest(amount: wire, isFinal: isFinal)), idempotenceKey: idempotenceKey)
-        return try api.decode(try await api.send(request), as: WorldlineCapture.self)
+                                      body: try api.body(body), idempotenceKey: idempotenceKey)
+        return try await api.send(request)
     }
 
     /// Refunds part or all of a paid payment (`POST …/payments/{id}/refund`, python `refund_request.py`).
@@ -329,17 +377,13 @@ public struct WorldlineServer: GatewayServerHalf {
     /// `<attempt>-<sequence>`, so a `refund.*` webhook names the attempt it belongs to; `sequence`
     /// numbers the attempt's refunds (1, 2 …) and also makes the idempotence key, so a retry of the same
     /// refund after a timeout is not a second refund. The result arrives as webhooks; the payment's
-    /// `amountRefunded` is the running total.
+    /// `amountRefunded` is the running total. (Till's own refunds are operations, ``perform(_:)``, whose
+    /// reference is the operation's.)
     /// - Throws: ``CheckoutError`` `declined` when Worldline refuses the refund (`refundResult` in the error
     ///   body, `refund_error_response.py`); the Server API's other failures as classified by the status.
     public func refund(paymentId: String, amount: Money, attempt: AttemptReference, sequence: Int) async throws -> WorldlineRefund {
         let reference = "\(attempt.rawValue)-\(sequence)"
-        let body = WorldlineRefundRequest(amountOfMoney: WorldlineAmountOfMoney(amount: try WorldlineAmount.wire(amount, field: "amount", gateway: gateway),
-                                                                                currencyCode: amount.currency.code),
-                                          refundReferences: .init(merchantReference: reference))
-        let request = try api.request(.post, "/payments/\(WorldlineServerAPI.pathSegment(paymentId))/refund", body: try api.body(body),
-                                      idempotenceKey: "refund-\(reference)")
-        let response = try await api.send(request)
+        let response = try await sendRefund(paymentId: paymentId, amount: amount, reference: reference, idempotenceKey: "refund-\(reference)")
         if let refused = WorldlineServerAPI.errorBody(response), let result = refused.refundResult {
             let first = result.statusOutput?.errors?.first ?? refused.errors?.first
             throw CheckoutError(.declined, category: .declinedHard, message: "Worldline refused the refund (\(result.status ?? "REJECTED"))",
@@ -348,18 +392,37 @@ public struct WorldlineServer: GatewayServerHalf {
         return try api.decode(response, as: WorldlineRefund.self)
     }
 
-    /// The attempt a refund's own reference names (`<attempt>-<sequence>`, see ``refund(paymentId:amount:attempt:sequence:)``).
+    /// The refund request sent (`amountOfMoney`, `refundReferences.merchantReference` = `reference`), and Worldline's answer
+    /// whatever its status.
+    func sendRefund(paymentId: String, amount: Money, reference: String, idempotenceKey: String) async throws -> TransportResponse {
+        let body = WorldlineRefundRequest(amountOfMoney: WorldlineAmountOfMoney(amount: try WorldlineAmount.wire(amount, field: "amount", gateway: gateway),
+                                                                                currencyCode: amount.currency.code),
+                                          refundReferences: .init(merchantReference: reference))
+        let request = try api.request(.post, "/payments/\(WorldlineServerAPI.pathSegment(paymentId))/refund", body: try api.body(body),
+                                      idempotenceKey: idempotenceKey)
+        return try await api.send(request)
+    }
+
+    /// The attempt a refund's own reference names: an operation's (``OperationReference``, `<attempt>-r<n>`) or the
+    /// `<attempt>-<sequence>` of ``refund(paymentId:amount:attempt:sequence:)``.
     static func attempt(ofRefundReference reference: String) -> AttemptReference? {
+        if let operation = OperationReference(rawValue: reference), operation.kind == .refund { return operation.attempt }
         guard let dash = reference.lastIndex(of: "-"), reference[reference.index(after: dash)...].allSatisfy(\.isNumber),
-              dash != reference.startIndex else { return nil }
+              dash != reference.startIndex, reference.index(after: dash) != reference.endIndex else { return nil }
         return AttemptReference(rawValue: String(reference[..<dash]))
     }
 
-    /// Cancels a payment that is not captured (`POST …/payments/{id}/cancel`), idempotently.
-    public func cancel(paymentId: String) async throws -> WorldlineCancelResponse {
-        let request = try api.request(.post, "/payments/\(WorldlineServerAPI.pathSegment(paymentId))/cancel",
-                                      idempotenceKey: "cancel-\(paymentId)")
-        return try api.decode(try await api.send(request), as: WorldlineCancelResponse.self)
+    /// Cancels a payment that is not captured (`POST …/payments/{id}/cancel`, no body), idempotently.
+    /// - Parameter idempotenceKey: `X-GCS-Idempotence-Key`; `cancel-<paymentId>` unless given.
+    public func cancel(paymentId: String, idempotenceKey: String? = nil) async throws -> WorldlineCancelResponse {
+        try api.decode(try await sendCancel(paymentId: paymentId, idempotenceKey: idempotenceKey ?? "cancel-\(paymentId)"),
+                       as: WorldlineCancelResponse.self)
+    }
+
+    /// The cancel request sent, and Worldline's answer whatever its status.
+    func sendCancel(paymentId: String, idempotenceKey: String) async throws -> TransportResponse {
+        let request = try api.request(.post, "/payments/\(WorldlineServerAPI.pathSegment(paymentId))/cancel", idempotenceKey: idempotenceKey)
+        return try await api.send(request)
     }
 }
 

@@ -72,6 +72,11 @@ extension WorldlineEmulator {
         var startedAt = Self.unixMillis(now())
         if request.method == "POST", let key = request.header("X-GCS-Idempotence-Key"), !key.isEmpty {
             let scoped = merchantId + "\u{0}" + key
+            // "These keys are stored for a period of 24 hours" (docs `error-handling/idempotent-requests`): an answered
+            // key older than that is forgotten, and the request is processed as a new one.
+            if case .done(_, let started)? = idempotence[scoped], startedAt - started >= Self.idempotenceKeyLifetime {
+                idempotence[scoped] = nil
+            }
             switch idempotence[scoped] {
             case .inProgress(let started):
                 var answer = WorldlineRefusal(409, WorldlineErrors.duplicateRequest).answer
@@ -114,6 +119,9 @@ extension WorldlineEmulator {
         return answer
     }
 
+    /// How long an answered idempotence key is kept, in milliseconds: 24 hours (docs `error-handling/idempotent-requests`).
+    static let idempotenceKeyLifetime: Int64 = 24 * 60 * 60 * 1000
+
     /// Called when a held (timed-out) answer is given up on: repeats of its idempotence key now get it.
     func releaseHeld(_ answer: WorldlineAnswer) {
         guard let key = answer.heldIdempotenceKey, case .inProgress(let started) = idempotence[key] else { return }
@@ -140,6 +148,7 @@ extension WorldlineEmulator {
             switch segments[2] {
             case "approve": return try approve(id, body: body)
             case "capture": return try capture(id, body: body)
+            case "finalizecapture": return try finalizeCapture(id)
             case "refund": return try refund(id, body: body)
             case "cancel": return try cancel(id)
             default: break
@@ -455,7 +464,8 @@ extension WorldlineEmulator {
         let isFinal = request.isFinal == true || request.amount == nil || amount == remaining
         let captureID = String(id.prefix(20)) + "0000" + String(format: "%06d", nextSequence() % 1_000_000)
         captures[captureID] = CaptureRecord(id: captureID, paymentId: id, merchantId: payment.merchantId, amount: amount,
-                                            currency: payment.currency, isFinal: isFinal, statusChanged: now())
+                                            currency: payment.currency, isFinal: isFinal, statusChanged: now(),
+                                            merchantCaptureReference: request.order?.references?.merchantCaptureReference)
         payments[id]?.captureIDs.append(captureID)
         payments[id]?.amountCaptured += amount
         record(.capture, payment, id: captureID, amount: amount)
@@ -466,6 +476,20 @@ extension WorldlineEmulator {
             queuePaymentEvent(id, type: payment.status.eventType)
         }
         return .json(captureWire(captures[captureID]!))  // swiftlint:disable:this force_unwrapping
+    }
+
+    /// `POST …/finalizecapture` (python `payments_client.py` `finalizecapture`: no body, a `PaymentResponse`). No source
+    /// says more than "Finalize capture"; the emulator reads it as "no further capture": a `PENDING_CAPTURE` payment with
+    /// captures becomes `CAPTURED` and the rest of the authorisation is released; without a capture it is refused.
+    private func finalizeCapture(_ id: String) throws(WorldlineRefusal) -> WorldlineAnswer {
+        guard let payment = payments[id], payment.status == .pendingCapture, payment.amountCaptured > 0 else {
+            throw WorldlineRefusal(409, WorldlineErrors.notAllowed("finalizecapture needs a PENDING_CAPTURE payment with a capture"))
+        }
+        let rest = payment.amount - payment.amountCaptured
+        if rest > 0 { record(.cancel, payment, id: id, amount: rest) }
+        for captureID in payment.captureIDs { captures[captureID]?.isFinal = true }
+        setStatus(id, .captured)
+        return .json(paymentWire(payments[id]!))  // swiftlint:disable:this force_unwrapping
     }
 
     private func refund(_ id: String, body: [UInt8]) throws(WorldlineRefusal) -> WorldlineAnswer {
@@ -489,21 +513,44 @@ extension WorldlineEmulator {
         var refund = RefundRecord(id: refundID, paymentId: id, merchantId: payment.merchantId, amount: amount,
                                   currency: payment.currency, merchantReference: request.refundReferences?.merchantReference,
                                   status: "REFUND_REQUESTED", statusChanged: now())
+        if refundDeclines.remove(id) != nil {
+            // A refund the bank refuses at once: python `refund_error_response.py` (errors and the created refund's
+            // `refundResult`, which the SDK raises as DeclinedRefundException). The HTTP status, 402, is the one the
+            // vendor's declined-payment resource uses; no source shows a declined refund's.
+            refund.status = "REJECTED"
+            refunds[refundID] = refund
+            payments[id]?.refundIDs.append(refundID)
+            queueRefundEvent(refundID, type: "refund.rejected")
+            throw WorldlineRefusal(402, WorldlineErrors.refundRefused, refundResult: refundWire(refund))
+        }
         refunds[refundID] = refund
         payments[id]?.refundIDs.append(refundID)
         let answer = WorldlineAnswer.json(refundWire(refund), status: 201)
         queueRefundEvent(refundID, type: "refund.refund_requested")
 
-        // The emulator's bank pays refunds out at once: the refund is REFUNDED right after the answer.
-        refund.status = "REFUNDED"
+        // The emulator's bank pays refunds out at once (the refund is REFUNDED right after the answer) unless told to
+        // hold them (``WorldlineEmulator/holdRefunds(_:)``; then ``WorldlineEmulator/settleRefund(_:refunded:)``).
+        if !refundsHeld { settle(refundID, refunded: true) }
+        return answer
+    }
+
+    /// Moves a `REFUND_REQUESTED` refund to `REFUNDED` (money back to the customer, the payment `REFUNDED` once its refunds
+    /// add up to what was captured) or `REJECTED_CAPTURE` ("rejected by the bank or us during processing",
+    /// `refund_result.py`), with its webhook.
+    func settle(_ refundID: String, refunded: Bool) {
+        guard var refund = refunds[refundID], refund.status == "REFUND_REQUESTED", let payment = payments[refund.paymentId] else { return }
+        refund.status = refunded ? "REFUNDED" : "REJECTED_CAPTURE"
         refund.statusChanged = now()
         refunds[refundID] = refund
-        record(.refund, payment, id: refundID, amount: amount)
-        queueRefundEvent(refundID, type: "refund.refunded")
-        if let updated = payments[id], refundedTotal(updated) == updated.amountCaptured {
-            setStatus(id, .refunded)
+        guard refunded else {
+            queueRefundEvent(refundID, type: "refund.rejected_capture")
+            return
         }
-        return answer
+        record(.refund, payment, id: refundID, amount: refund.amount)
+        queueRefundEvent(refundID, type: "refund.refunded")
+        if let updated = payments[refund.paymentId], refundedTotal(updated) == updated.amountCaptured {
+            setStatus(refund.paymentId, .refunded)
+        }
     }
 
     private func cancel(_ id: String) throws(WorldlineRefusal) -> WorldlineAnswer {
@@ -576,7 +623,8 @@ extension WorldlineEmulator {
     // MARK: Wire views
 
     func refundedTotal(_ payment: PaymentRecord) -> Int64 {
-        payment.refundIDs.compactMap { refunds[$0] }.filter { $0.status != "REJECTED" && $0.status != "CANCELLED" }
+        payment.refundIDs.compactMap { refunds[$0] }
+            .filter { !["REJECTED", "REJECTED_CAPTURE", "CANCELLED"].contains($0.status) }
             .reduce(0) { $0 + $1.amount }
     }
 
@@ -629,7 +677,8 @@ extension WorldlineEmulator {
             id: capture.id,
             captureOutput: CaptureOutputWire(
                 amountOfMoney: AmountOfMoneyWire(amount: capture.amount, currencyCode: capture.currency),
-                references: PaymentReferencesWire(merchantReference: reference, paymentReference: "0"),
+                references: PaymentReferencesWire(merchantReference: reference, merchantCaptureReference: capture.merchantCaptureReference,
+                                                  paymentReference: "0"),
                 paymentMethod: "card", amountPaid: capture.amount),
             status: "CAPTURED",
             statusOutput: CaptureStatusOutputWire(isFinal: capture.isFinal, isRefundable: true,

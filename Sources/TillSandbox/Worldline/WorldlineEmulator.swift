@@ -247,6 +247,10 @@ public actor WorldlineEmulator {
     /// 3-D Secure page tokens → payment id.
     var threeDSTokens: [String: String] = [:]
     var webhookURLs: [String: URL] = [:]
+    /// Payments whose next refund is declined (``declineNextRefund(of:)``).
+    var refundDeclines: Set<String> = []
+    /// Whether new refunds stay `REFUND_REQUESTED` (``holdRefunds(_:)``).
+    var refundsHeld = false
     var verifiedEndpoints: Set<String> = []
     var sequence = 0
 
@@ -322,6 +326,25 @@ public actor WorldlineEmulator {
         guard let payment = payments[id], payment.status == .authorizationRequested else { return nil }
         if approve { authorize(id) } else { reject(id, error: WorldlineErrors.notAuthorised) }
         return payments[id]?.status.rawValue
+    }
+
+    /// Makes the next refund of payment `id` declined: HTTP 402 with the error body's `refundResult` (status `REJECTED`),
+    /// as python `refund_error_response.py` shapes it.
+    public func declineNextRefund(of id: String) {
+        refundDeclines.insert(id)
+    }
+
+    /// Keeps new refunds `REFUND_REQUESTED` (true) until ``settleRefund(_:refunded:)``, or pays them out at once (false, the default).
+    public func holdRefunds(_ held: Bool) {
+        refundsHeld = held
+    }
+
+    /// Settles a held refund: `REFUNDED`, or `REJECTED_CAPTURE`; each with its webhook.
+    /// - Returns: the refund's new status, or nil when there is no such refund.
+    @discardableResult
+    public func settleRefund(_ id: String, refunded: Bool) -> String? {
+        settle(id, refunded: refunded)
+        return refunds[id]?.status
     }
 
     /// Waits until every webhook under way has been acknowledged or has run out of tries.

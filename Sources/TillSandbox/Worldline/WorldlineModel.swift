@@ -156,6 +156,8 @@ struct CaptureRecord: Sendable {
     var currency: String
     var isFinal: Bool
     var statusChanged: Date
+    /// `order.references.merchantCaptureReference` of the request, echoed in `captureOutput.references`.
+    var merchantCaptureReference: String? = nil
 }
 
 /// An idempotence key's state (per merchant).
@@ -220,25 +222,28 @@ struct WorldlineRefusal: Error, Sendable {
     var status: Int
     var errors: [WorldlineAPIError]
     var paymentResult: CreatePaymentResultWire?
+    var refundResult: RefundWire?
 
-    init(_ status: Int, _ error: WorldlineAPIError, paymentResult: CreatePaymentResultWire? = nil) {
+    init(_ status: Int, _ error: WorldlineAPIError, paymentResult: CreatePaymentResultWire? = nil, refundResult: RefundWire? = nil) {
         self.status = status
         var error = error
         if error.httpStatusCode == nil { error.httpStatusCode = status }
         self.errors = [error]
         self.paymentResult = paymentResult
+        self.refundResult = refundResult
     }
 
     var answer: WorldlineAnswer {
-        .json(ErrorResponseWire(errorId: UUID().uuidString.lowercased(), errors: errors, paymentResult: paymentResult),
+        .json(ErrorResponseWire(errorId: UUID().uuidString.lowercased(), errors: errors, paymentResult: paymentResult,
+                                refundResult: refundResult),
               status: status)
     }
 }
 
 /// The error codes the emulator answers.
 ///
-/// Vendor-sourced (python test resources, js client SDK): `9002`, `1409`, `21000020`, `21000120`,
-/// `430330`, `9999`, `1007`. **The others are the emulator's own** (no source lists Connect's codes
+/// Vendor-sourced (python test resources, js client SDK, the docs' error-code list): `9002`, `1409`, `21000020`,
+/// `21000120`, `430330`, `9999`, `1007`, `430285`. **The others are the emulator's own** (no source lists Connect's codes
 /// for those cases); the message names what is wrong and `propertyName` the field.
 enum WorldlineErrors {
     /// `401` `9002` `MISSING_OR_INVALID_AUTHORIZATION` (python `invalid_authorization.json`).
@@ -297,6 +302,12 @@ enum WorldlineErrors {
                           propertyName: "paymentProductId")
     }
 
+    /// A refund the emulator's bank refuses: `430285` `Not authorised`, HTTP 402, from the Connect docs' error-code list
+    /// (`documentation/error-codes`: "The cardholder's bank does not allow to process the transaction"), which does not say
+    /// which operations answer it; using it for a refund is the emulator's choice. The body's shape, `refundResult`
+    /// beside `errors`, is python `refund_error_response.py`.
+    static let refundRefused = WorldlineAPIError(code: "430285", message: "Not authorised")
+
     /// An unknown IIN (emulator's code; the Swift SDK decodes a 404 body as an IIN response).
     static let unknownIIN = WorldlineAPIError(code: "1010", message: "UNKNOWN_IIN", propertyName: "bin")
 }
@@ -314,6 +325,8 @@ struct ErrorResponseWire: Encodable {
     var errorId: String
     var errors: [WorldlineAPIError]
     var paymentResult: CreatePaymentResultWire?
+    /// A declined refund's result (python `refund_error_response.py`).
+    var refundResult: RefundWire? = nil
 }
 
 struct AmountOfMoneyWire: Codable, Sendable {
@@ -321,8 +334,10 @@ struct AmountOfMoneyWire: Codable, Sendable {
     var currencyCode: String?
 }
 
+/// `PaymentReferences` (python `payment_references.py`).
 struct PaymentReferencesWire: Codable, Sendable {
     var merchantReference: String?
+    var merchantCaptureReference: String? = nil
     var paymentReference: String?
 }
 
@@ -516,9 +531,16 @@ struct ApprovePaymentRequestWire: Decodable {
     var amount: Int64?
 }
 
+/// `CapturePaymentRequest` (python `capture_payment_request.py`, `capture_payment_order.py`,
+/// `capture_payment_order_references.py`).
 struct CapturePaymentRequestWire: Decodable {
+    struct Order: Decodable {
+        struct References: Decodable { var merchantCaptureReference: String? }
+        var references: References?
+    }
     var amount: Int64?
     var isFinal: Bool?
+    var order: Order?
 }
 
 struct RefundRequestWire: Decodable {

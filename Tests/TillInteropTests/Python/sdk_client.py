@@ -7,11 +7,21 @@ Usage: python sdk_client.py <command>   stdin {"endpoint": "http://127.0.0.1:POR
             idempotenceKey, authorizationMode (optional)
             -> {"ok": true, "created": <payment>, "merchantAction": <type or null>, "fetched": <payment>}
   approve   members: paymentId, amount -> {"ok": true, "payment": <payment>}
+  capture   members: paymentId, amount, isFinal, captureReference, idempotenceKey
+            -> {"ok": true, "capture": <capture>, "listed": [<capture>], "fetched": <capture>}
+  refund    members: paymentId, amount, currencyCode, merchantReference, idempotenceKey
+            -> {"ok": true, "refund": <refund>, "listed": [<refund>], "fetched": <refund>, "timestamp": <X-GCS-Idempotence-Request-Timestamp or null>}
+  cancel    members: paymentId, idempotenceKey -> {"ok": true, "payment": <payment>}
+  finalize  members: paymentId -> {"ok": true, "payment": <payment>}
+  models    members: models [{"model": "CapturePaymentRequest" | "ApprovePaymentRequest" | "RefundRequest", "body": {...}}]
+            -> {"ok": true, "models": [<the body read into the SDK's model and written back>]}
 
 A call the SDK raises for answers {"ok": false, "exception": <class name>, "statusCode", "errorId", "errors": [{code,
 message, propertyName}], "payment": <the declined payment, for DeclinedPaymentException>}; the test decides what
 it means. <payment> is {"id", "status", "statusCategory", "statusCode", "isAuthorized", "amount", "currencyCode",
-"merchantReference"}.
+"merchantReference", "amountCaptured", "amountRefunded"}; <capture> is {"id", "status", "amount", "currencyCode",
+"merchantCaptureReference", "isFinal"}; <refund> is {"id", "status", "amount", "currencyCode", "merchantReference"}.
+DeclinedRefundException adds "refund": <refund>; IdempotenceException adds "timestamp".
 """
 import json
 import sys
@@ -21,6 +31,13 @@ from worldline.connect.sdk.communicator_configuration import CommunicatorConfigu
 from worldline.connect.sdk.factory import Factory
 from worldline.connect.sdk.v1.api_exception import ApiException
 from worldline.connect.sdk.v1.declined_payment_exception import DeclinedPaymentException
+from worldline.connect.sdk.v1.declined_refund_exception import DeclinedRefundException
+from worldline.connect.sdk.v1.idempotence_exception import IdempotenceException
+from worldline.connect.sdk.v1.domain.capture_payment_order import CapturePaymentOrder
+from worldline.connect.sdk.v1.domain.capture_payment_order_references import CapturePaymentOrderReferences
+from worldline.connect.sdk.v1.domain.capture_payment_request import CapturePaymentRequest
+from worldline.connect.sdk.v1.domain.refund_references import RefundReferences
+from worldline.connect.sdk.v1.domain.refund_request import RefundRequest
 from worldline.connect.sdk.v1.domain.amount_of_money import AmountOfMoney
 from worldline.connect.sdk.v1.domain.approve_payment_request import ApprovePaymentRequest
 from worldline.connect.sdk.v1.domain.card_payment_method_specific_input import CardPaymentMethodSpecificInput
@@ -52,6 +69,39 @@ def payment_summary(payment):
         "statusCategory": status_output.status_category if status_output is not None else None,
         "statusCode": status_output.status_code if status_output is not None else None,
         "isAuthorized": status_output.is_authorized if status_output is not None else None,
+        "amount": amount.amount if amount is not None else None,
+        "currencyCode": amount.currency_code if amount is not None else None,
+        "merchantReference": references.merchant_reference if references is not None else None,
+        "amountCaptured": output.amount_captured if output is not None else None,
+        "amountRefunded": output.amount_refunded if output is not None else None,
+    }
+
+
+def capture_summary(capture):
+    if capture is None:
+        return None
+    output = capture.capture_output
+    amount = output.amount_of_money if output is not None else None
+    references = output.references if output is not None else None
+    return {
+        "id": capture.id,
+        "status": capture.status,
+        "amount": amount.amount if amount is not None else None,
+        "currencyCode": amount.currency_code if amount is not None else None,
+        "merchantCaptureReference": references.merchant_capture_reference if references is not None else None,
+        "isFinal": capture.status_output.is_final if capture.status_output is not None else None,
+    }
+
+
+def refund_summary(refund):
+    if refund is None:
+        return None
+    output = refund.refund_output
+    amount = output.amount_of_money if output is not None else None
+    references = output.references if output is not None else None
+    return {
+        "id": refund.id,
+        "status": refund.status,
         "amount": amount.amount if amount is not None else None,
         "currencyCode": amount.currency_code if amount is not None else None,
         "merchantReference": references.merchant_reference if references is not None else None,
@@ -97,10 +147,68 @@ def approve(client, request):
     return {"ok": True, "payment": payment_summary(response.payment)}
 
 
+def capture(client, request):
+    body = CapturePaymentRequest()
+    body.amount = request.get("amount")
+    body.is_final = request.get("isFinal")
+    if request.get("captureReference"):
+        references = CapturePaymentOrderReferences()
+        references.merchant_capture_reference = request["captureReference"]
+        order = CapturePaymentOrder()
+        order.references = references
+        body.order = order
+    merchant = client.v1().merchant(request["merchantId"])
+    created = merchant.payments().capture(request["paymentId"], body, CallContext(idempotence_key=request["idempotenceKey"]))
+    listed = merchant.payments().captures(request["paymentId"])
+    fetched = merchant.captures().get(created.id)
+    return {"ok": True, "capture": capture_summary(created), "listed": [capture_summary(c) for c in listed.captures or []],
+            "fetched": capture_summary(fetched)}
+
+
+def refund(client, request):
+    body = RefundRequest()
+    amount = AmountOfMoney()
+    amount.amount = request["amount"]
+    amount.currency_code = request["currencyCode"]
+    body.amount_of_money = amount
+    references = RefundReferences()
+    references.merchant_reference = request["merchantReference"]
+    body.refund_references = references
+    merchant = client.v1().merchant(request["merchantId"])
+    context = CallContext(idempotence_key=request["idempotenceKey"])
+    created = merchant.payments().refund(request["paymentId"], body, context)
+    listed = merchant.payments().refunds(request["paymentId"])
+    fetched = merchant.refunds().get(created.id)
+    return {"ok": True, "refund": refund_summary(created), "listed": [refund_summary(r) for r in listed.refunds or []],
+            "fetched": refund_summary(fetched), "timestamp": context.idempotence_request_timestamp}
+
+
+def cancel(client, request):
+    merchant = client.v1().merchant(request["merchantId"])
+    response = merchant.payments().cancel(request["paymentId"], CallContext(idempotence_key=request["idempotenceKey"]))
+    return {"ok": True, "payment": payment_summary(response.payment)}
+
+
+def finalize(client, request):
+    payment = client.v1().merchant(request["merchantId"]).payments().finalizecapture(request["paymentId"])
+    return {"ok": True, "payment": payment_summary(payment)}
+
+
+def models(client, request):
+    classes = {"CapturePaymentRequest": CapturePaymentRequest, "ApprovePaymentRequest": ApprovePaymentRequest,
+               "RefundRequest": RefundRequest}
+    result = []
+    for item in request["models"]:
+        model = classes[item["model"]]().from_dictionary(item["body"])
+        result.append(model.to_dictionary())
+    return {"ok": True, "models": result}
+
+
 def main():
     command = sys.argv[1]
     request = json.load(sys.stdin)
-    handler = {"session": session, "pay": pay, "approve": approve}[command]
+    handler = {"session": session, "pay": pay, "approve": approve, "capture": capture, "refund": refund, "cancel": cancel,
+               "finalize": finalize, "models": models}[command]
     client = client_for(request)
     try:
         answer = handler(client, request)
@@ -110,6 +218,15 @@ def main():
                   "errorId": error.error_id,
                   "errors": [{"code": e.code, "message": e.message, "propertyName": e.property_name} for e in error.errors or []],
                   "payment": payment_summary(result.payment if result is not None else None)}
+    except DeclinedRefundException as error:
+        answer = {"ok": False, "exception": type(error).__name__, "statusCode": error.status_code,
+                  "errorId": error.error_id,
+                  "errors": [{"code": e.code, "message": e.message, "propertyName": e.property_name} for e in error.errors or []],
+                  "refund": refund_summary(error.refund_result)}
+    except IdempotenceException as error:
+        answer = {"ok": False, "exception": type(error).__name__, "statusCode": error.status_code,
+                  "errorId": error.error_id, "timestamp": error.idempotence_request_timestamp,
+                  "errors": [{"code": e.code, "message": e.message, "propertyName": e.property_name} for e in error.errors or []]}
     except ApiException as error:
         answer = {"ok": False, "exception": type(error).__name__, "statusCode": error.status_code,
                   "errorId": error.error_id,

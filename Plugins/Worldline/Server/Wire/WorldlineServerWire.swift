@@ -85,9 +85,11 @@ public struct WorldlineStatusOutput: Codable, Sendable, Hashable {
     public var errors: [WorldlineAPIError.Item]?
 }
 
-/// `PaymentReferences` (`payment_references.py`).
+/// `PaymentReferences` (`payment_references.py`); a capture's carries `merchantCaptureReference`, "your unique reference of
+/// the capture".
 public struct WorldlinePaymentReferences: Codable, Sendable, Hashable {
     public var merchantReference: String?
+    public var merchantCaptureReference: String?
     public var paymentReference: String?
 }
 
@@ -99,6 +101,9 @@ public struct WorldlinePaymentOutput: Codable, Sendable, Hashable {
     public var amountRefunded: Int64?
     public var amountReversed: Int64?
     public var amountCaptured: Int64?
+    /// `amountCaptureRequested` / `amountRefundRequested` (`payment_output.py`).
+    public var amountCaptureRequested: Int64?
+    public var amountRefundRequested: Int64?
     public var paymentMethod: String?
 }
 
@@ -133,17 +138,61 @@ struct WorldlineFindPaymentsResponse: Decodable, Sendable {
     var totalCount: Int?
 }
 
-/// `CapturePaymentRequest` (`capture_payment_request.py`).
+/// `CapturePaymentRequest` (`capture_payment_request.py`) with `order.references.merchantCaptureReference`
+/// (`capture_payment_order.py`, `capture_payment_order_references.py`).
 struct WorldlineCaptureRequest: Encodable, Sendable {
+    struct Order: Encodable, Sendable {
+        struct References: Encodable, Sendable { var merchantCaptureReference: String? }
+        var references: References?
+    }
     var amount: Int64?
     var isFinal: Bool?
+    var order: Order?
+}
+
+/// `ApprovePaymentRequest` (`approve_payment_request.py`): `amount` "in case you want to approve the capture of a different
+/// lower amount" (two-decimal cents, like every amount).
+struct WorldlineApproveRequest: Encodable, Sendable {
+    var amount: Int64?
+}
+
+/// `PaymentApprovalResponse` (`payment_approval_response.py`): the payment after the approval.
+public struct WorldlinePaymentApprovalResponse: Codable, Sendable, Hashable {
+    public var payment: WorldlinePayment?
+}
+
+/// `CaptureOutput` (`capture_output.py`, extends `OrderOutput`): this capture's own amount and references.
+public struct WorldlineCaptureOutput: Codable, Sendable, Hashable {
+    public var amountOfMoney: WorldlineAmountOfMoney?
+    public var references: WorldlinePaymentReferences?
+    public var amountPaid: Int64?
+    public var amountReversed: Int64?
+}
+
+/// `CaptureStatusOutput` (`capture_status_output.py`): no category, no errors.
+public struct WorldlineCaptureStatusOutput: Codable, Sendable, Hashable {
+    public var isFinal: Bool?
+    public var isRefundable: Bool?
+    public var isRetriable: Bool?
+    public var statusCode: Int?
 }
 
 /// `Capture` / `CaptureResponse` (`capture.py`).
 public struct WorldlineCapture: Codable, Sendable, Hashable {
     public var id: String?
+    public var captureOutput: WorldlineCaptureOutput?
     public var status: String?
-    public var statusOutput: WorldlineStatusOutput?
+    public var statusOutput: WorldlineCaptureStatusOutput?
+}
+
+/// `CapturesResponse` (`captures_response.py`): a payment's captures.
+struct WorldlineCapturesResponse: Decodable, Sendable {
+    var captures: [WorldlineCapture]?
+}
+
+/// `RefundsResponse` (`refunds_response.py`): a payment's refunds.
+struct WorldlineRefundsResponse: Decodable, Sendable {
+    var refunds: [WorldlineRefund]?
 }
 
 /// `RefundRequest` (`refund_request.py`) with `RefundReferences` (`refund_references.py`).
@@ -201,4 +250,6 @@ public struct WorldlineWebhookEvent: Codable, Sendable, Hashable {
     public var type: String?
     public var payment: WorldlinePayment?
     public var refund: WorldlineRefund?
+    /// A `capture.*` event's capture (`webhooks_event.py` `capture`: `CaptureResponse`).
+    public var capture: WorldlineCapture?
 }
