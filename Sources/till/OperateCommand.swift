@@ -73,8 +73,9 @@ struct OperateCommand: AsyncParsableCommand {
                 let kind = OperationKind(rawValue: action)!
                 var command = OperationCommand(final: final ? true : nil)
                 if let amount {
-                    let code = try currency ?? (await client.payment(id: id)).amount.currency.code
-                    guard let known = Currency.lookup(code) else { throw ValidationError("--currency: not an ISO 4217 code Till knows") }
+                    var code = currency
+                    if code == nil { code = try await client.payment(id: id).amount.currency.code }
+                    guard let code, let known = Currency.lookup(code) else { throw ValidationError("--currency: not an ISO 4217 code Till knows") }
                     command.amount = Money(minorUnits: amount, currency: known)
                 }
                 let key = idempotencyKey ?? "till-operate-\(UUID().uuidString.lowercased())"
