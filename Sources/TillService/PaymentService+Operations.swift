@@ -179,8 +179,11 @@ extension PaymentService {
               let attempt = payment.attempts.first(where: { $0.reference == operation.attempt }) else {
             throw ServiceError.notFound("payment")
         }
+        // The final flag goes to a gateway that takes one; elsewhere it is Till's own rule (no capture after it).
         let request = OperationRequest(reference: operation.reference, intent: payment.intent, gatewayReference: attempt.gatewayReference,
-                                       amount: operation.amount, isFinal: operation.isFinal, notificationURL: notificationURL(for: operation.gateway))
+                                       amount: operation.amount,
+                                       isFinal: operation.isFinal && gateway.operationCapabilities.capture?.finalFlag == true,
+                                       notificationURL: notificationURL(for: operation.gateway))
         let report = await send(request, to: gateway)
         let settled = try await settle(operation, with: report)
         Counter(label: "till_operations_total", dimensions: [("gateway", operation.gateway.rawValue), ("kind", kind.rawValue),

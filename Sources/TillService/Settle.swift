@@ -61,7 +61,7 @@ extension PaymentStore {
         let others = payment.operations.filter { $0.attempt == operation.attempt && $0.kind == operation.kind && $0.reference != operation.reference }
         let succeeded = others.filter { $0.status == .succeeded }.reduce(0) { $0 + $1.amount.minorUnits }
         let request = OperationRequest(reference: operation.reference, intent: payment.intent, gatewayReference: attempt.gatewayReference,
-                                       amount: operation.amount, isFinal: operation.isFinal,
+                                       amount: operation.amount, isFinal: operation.isFinal && gateway.operationCapabilities.capture?.finalFlag == true,
                                        operationGatewayReference: operation.gatewayReference,
                                        succeededBefore: Money(minorUnits: succeeded, currency: operation.amount.currency),
                                        othersOpen: others.contains { !$0.status.isFinal })

@@ -58,7 +58,9 @@ struct DemoCommand: AsyncParsableCommand {
             PayFortMerchant(accessCode: "DemoAccess\(index)", merchantIdentifier: "DemoMerchant\(index)",
                             requestPhrase: "payfort-\(index)-request-phrase", responsePhrase: "payfort-\(index)-response-phrase")
         }
-        let emulator = PayFortEmulator(merchants: accountsOfPayFort, notificationRetry: (10, .milliseconds(100)), logger: logger)
+        // A lost answer (the timeout fault) is held a moment, not PayFort's 30 s.
+        let emulator = PayFortEmulator(merchants: accountsOfPayFort, notificationRetry: (10, .milliseconds(100)),
+                                       timeoutHold: .milliseconds(300), logger: logger)
         let citcon = CitconEmulator(merchants: [.init(apiKey: "demo-citcon-api-key", apiSecret: "demo-citcon-api-secret")],
                                     ipnRetryInterval: .milliseconds(100), logger: logger)
         // Worldline posts its webhooks to the endpoint configured for the merchant: set once the server listens.
@@ -149,11 +151,12 @@ struct DemoCommand: AsyncParsableCommand {
         let merchantBackend = MerchantAPIClient(baseURL: serverURL, apiKey: environment["DEMO_API_KEY"]!, transport: URLSessionTransport())
         let backend = ClientSecretBackend(merchant: merchantBackend, transport: URLSessionTransport())
         say("▶ app          holds one client secret per payment (the merchant's backend creates the payment); no API key")
-        let total = 21
+        let total = 25
         let sar = try Currency(code: "SAR")
 
         func checkout(_ title: String, index: Int, card: String, amount: String, action: PaymentAction = .sale,
-                      expect: PaymentStatus, tapsPayAgain: Bool = false, before: (() async -> Void)? = nil) async throws -> Row {
+                      expect: PaymentStatus, tapsPayAgain: Bool = false, before: (() async -> Void)? = nil,
+                      after: ((CheckoutResult, PaymentView) async throws -> PaymentStatus)? = nil) async throws -> Row {
             say("\n[\(index)/\(total)] \(title)")
             await before?()
             // The customer's device: posts the merchant page's form, plays the FORT SDK, approves 3-D Secure.
@@ -180,7 +183,12 @@ struct DemoCommand: AsyncParsableCommand {
             say("  app     saw \(result.clientOutcome.kind.rawValue); the server says \(result.status)"
                 + (payment?.gatewayCode.map { " (PayFort \($0))" } ?? ""))
             let charged = await emulator.ledger.filter { charge in view?.attempts.contains { $0.reference.rawValue == charge.merchantReference } ?? false }.count
-            return Row(scenario: title, expected: expect, status: result.status, client: result.clientOutcome.kind.rawValue,
+            var status = result.status
+            if let after {
+                // The merchant's back office, after the checkout: through the server's API with the merchant key.
+                status = try await after(result, try await merchantBackend.payment(id: view?.id ?? ""))
+            }
+            return Row(scenario: title, expected: expect, status: status, client: result.clientOutcome.kind.rawValue,
                        gateways: view?.attempts.map(\.gateway.rawValue).joined(separator: "→") ?? result.preparation.gateway.rawValue,
                        attempts: view?.attempts.count ?? result.attempts, charged: charged)
         }
@@ -358,18 +366,15 @@ struct DemoCommand: AsyncParsableCommand {
                        gateways: result.preparation.gateway.rawValue, attempts: result.attempts, charged: charged)
         }
         rows.append(try await ecommpayCheckout("ecommpay: card Sale through the SDK", index: 16, method: .card, amount: "19.99", expect: .paid))
-        rows.append(try await ecommpayCheckout("ecommpay: Auth, then capture through Gate", index: 17, method: .card, amount: "42.00",
+        rows.append(try await ecommpayCheckout("ecommpay: Auth, then capture through the API", index: 17, method: .card, amount: "42.00",
                                                action: .authorize, expect: .paid) { result in
-            let module = try EcommpayPlugin.plugin.makeServerHalf(GatewayPluginContext(
-                id: GatewayID(rawValue: ecommpayID), settings: ModuleSettings(
-                    module: "ecommpay", settings: gateways.first { $0.module == "ecommpay" }?.settings ?? [:],
-                    credentials: ["secret_key": "demo-ecommpay-secret"]),
-                transport: URLSessionTransport()))
-            guard let server = module as? EcommpayServer else { return .failed }
-            say("  server  authorized; the merchant captures \(result.preparation.amount) (Gate /v2/payment/card/capture)")
-            let answer = try await server.capture(result.preparation.attempt, amount: result.preparation.amount)
-            say("  gate    capture request \(answer.status ?? "-")")
+            let payment = try await merchantBackend.payment(attempt: result.preparation.attempt)
+            say("  server  authorized; the merchant captures it: POST /v1/payments/\(payment.id)/captures (Gate /v2/payment/card/capture)")
+            let capture = try await merchantBackend.operate(.capture, paymentID: payment.id, idempotencyKey: "demo-capture-\(payment.id)")
+            say("  server  capture \(capture.id): \(capture.status.rawValue) (ecommpay answers by callback)")
             await ecommpay.waitForCallbacks()
+            let settled = try await merchantBackend.operation(id: capture.id)
+            say("  server  capture \(settled.id): \(settled.status.rawValue) by ecommpay's callback")
             return try await backend.status(of: result.preparation.attempt)?.status ?? .pending
         })
         rows.append(try await ecommpayCheckout("ecommpay: Verify (a zero amount)", index: 18, method: .card, amount: "0.00", action: .verify,
@@ -378,7 +383,73 @@ struct DemoCommand: AsyncParsableCommand {
         rows.append(try await ecommpayCheckout("ecommpay: a decline cascaded inside ecommpay, one attempt", index: 20, method: .card,
                                                amount: "30.00", choice: .cascade, expect: .paid))
 
-        say("\n[21/\(total)] A forged return URL is ignored")
+        func money(_ view: PaymentView) -> String {
+            "captured \(view.amountCaptured.map { "\($0)" } ?? "-"), refunded \(view.amountRefunded.map { "\($0)" } ?? "-")"
+        }
+        func operate(_ kind: OperationKind, _ payment: PaymentView, _ amount: String? = nil, final: Bool? = nil) async throws -> OperationView {
+            let command = OperationCommand(amount: try amount.map { try Money(decimal: $0, currency: sar) }, final: final)
+            let operation = try await merchantBackend.operate(kind, paymentID: payment.id, command: command,
+                                                              idempotencyKey: "demo-\(kind.rawValue)-\(UUID().uuidString)")
+            say("  server  \(kind.rawValue) \(operation.amount) → \(operation.id) \(operation.status.rawValue)")
+            return operation
+        }
+        rows.append(try await checkout("PayFort: an authorization captured in two parts", index: 21, card: "4005550000000001",
+                                       amount: "80.00", action: .authorize, expect: .paid, after: { _, payment in
+            _ = try await operate(.capture, payment, "30.00")
+            _ = try await operate(.capture, payment, final: true)
+            let view = try await merchantBackend.payment(id: payment.id)
+            say("  server  \(money(view)); the payment is \(view.status)")
+            return view.amountCaptured == payment.amount ? view.status : .failed
+        }))
+        rows.append(try await checkout("PayFort: a partial refund, then the rest", index: 22, card: "4005550000000001", amount: "60.00",
+                                       expect: .refunded, after: { _, payment in
+            _ = try await operate(.refund, payment, "20.00")
+            say("  server  the payment is \(try await merchantBackend.payment(id: payment.id).status)")
+            _ = try await operate(.refund, payment)
+            let view = try await merchantBackend.payment(id: payment.id)
+            say("  server  \(money(view)); the payment is \(view.status)")
+            return view.status
+        }))
+        rows.append(try await checkout("PayFort: an authorization voided", index: 23, card: "4005550000000001", amount: "45.00",
+                                       action: .authorize, expect: .cancelled, after: { _, payment in
+            _ = try await operate(.void, payment)
+            return try await merchantBackend.payment(id: payment.id).status
+        }))
+        rows.append(try await checkout("PayFort: a refund's answer is lost; the reconciler settles it", index: 24, card: "4005550000000001",
+                                       amount: "50.00", expect: .refunded, after: { _, payment in
+            await emulator.injectFault(.timeout, matching: "REFUND")
+            // Its feedback is lost too (sent where nobody listens), so only the reconciler can learn what happened.
+            for account in accountsOfPayFort {
+                await emulator.setNotificationURL(URL(string: "http://127.0.0.1:9/nobody")!, merchantIdentifier: account.merchantIdentifier)
+            }
+            defer {
+                Task {
+                    for (id, account) in zip(payFortIDs, accountsOfPayFort) {
+                        await emulator.setNotificationURL(serverURL.appendingPathComponent("v1/notifications/\(id.rawValue)"),
+                                                          merchantIdentifier: account.merchantIdentifier)
+                    }
+                }
+            }
+            say("  sandbox PayFort will refund the next REFUND, then answer nothing (a 504 after the wait); its feedback is lost too")
+            do {
+                _ = try await operate(.refund, payment)
+            } catch let error as CheckoutError {
+                say("  server  \(error.code.rawValue): \(error.message)")
+            }
+            let reference = OperationReference(attempt: payment.attempts.last!.reference, kind: .refund, sequence: 1).rawValue
+            let lost = try await merchantBackend.operation(id: reference).status
+            say("  server  \(reference) is \(lost.rawValue); it is never sent again"
+                + (lost == .succeeded ? " (PayFort's refund feedback and the server's CHECK_STATUS settled it already)" : ""))
+            let reconciler = Reconciler(state: state, store: store, settings: ReconciliationSettings(minimumAgeSeconds: 0), logger: logger)
+            for entry in try await reconciler.runOnce(now: Date().addingTimeInterval(1)) where entry.reason.contains(reference) {
+                say("  reconciler \(entry.action): \(entry.reason)")
+            }
+            let view = try await merchantBackend.payment(id: payment.id)
+            say("  server  \(reference) is \(try await merchantBackend.operation(id: reference).status.rawValue); \(money(view)); the payment is \(view.status)")
+            return view.status
+        }))
+
+        say("\n[25/\(total)] A forged return URL is ignored")
         let expected = try returns.expectReturn()
         let forged = URL(string: "tilldemo://till/return?till_state=forged&status=14&response_code=14000")!
         let forgedAccepted = returns.handle(forged)

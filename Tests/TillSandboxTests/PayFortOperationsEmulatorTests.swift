@@ -78,7 +78,10 @@ struct PayFortOperationsEmulatorTests {
                 _ = try await harness.maintenance("VOID_AUTHORIZATION", reference: voidable, amount: nil)
                 await harness.emulator.waitForNotifications()
                 let posts = await receiver.received().compactMap(\.formFields)
-                let operations = posts.filter { ["CAPTURE", "REFUND", "VOID_AUTHORIZATION"].contains($0["command"] ?? "") }
+                // Feedback is delivered concurrently: read it in the order of the commands, not of arrival.
+                let commands = ["CAPTURE", "REFUND", "VOID_AUTHORIZATION"]
+                let operations = posts.filter { commands.contains($0["command"] ?? "") }
+                    .sorted { commands.firstIndex(of: $0["command"] ?? "")! < commands.firstIndex(of: $1["command"] ?? "")! }
                 #expect(operations.map { $0["response_code"] } == ["04000", "06000", "08000"])
                 #expect(operations.map { $0["amount"] } == ["400", "150", nil])
                 #expect(operations.map { $0["maintenance_reference"] } == [nil, "\(order)-r1", nil])

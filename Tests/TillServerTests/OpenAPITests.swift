@@ -126,6 +126,29 @@ struct OpenAPITests {
         let paidPatch = try await call("PATCH", "v1/payments/\(id)", json: #"{"description":"after"}"#, template: "/v1/payments/{id}")
         #expect(paidPatch.status == 409)
 
+        // The merchant's operations on the paid payment: a refund, its reads, an inquiry; a capture and a void of a sale are
+        // refused by the money rules; the key is required; the app's secret may not.
+        await h.gateway(GatewayID(rawValue: gateway)).ledger.seed(AttemptReference(rawValue: attempt), amount: ServerHarness.amount, status: .paid)
+        let refund = try await call("POST", "v1/payments/\(id)/refunds", json: #"{"amount":{"value":1000,"currency":"USD"}}"#,
+                                    headers: ["Idempotency-Key": "oa-r1"], template: "/v1/payments/{id}/refunds")
+        #expect(refund.status == 201 && refund.json["id"] as? String == "\(attempt)-r1")
+        #expect(try await call("POST", "v1/payments/\(id)/refunds", json: "{}", template: "/v1/payments/{id}/refunds").errorField == "Idempotency-Key")
+        #expect(try await call("POST", "v1/payments/\(id)/refunds", json: "{}", key: .some(secret), headers: ["Idempotency-Key": "oa-r2"],
+                               template: "/v1/payments/{id}/refunds").status == 403)
+        let tooMuch = try await call("POST", "v1/payments/\(id)/refunds", json: #"{"amount":{"value":1501,"currency":"USD"}}"#,
+                                     headers: ["Idempotency-Key": "oa-r3"], template: "/v1/payments/{id}/refunds")
+        #expect(tooMuch.status == 409 && tooMuch.errorCode == "amount_exceeds_captured")
+        #expect(try await call("POST", "v1/payments/\(id)/captures", json: "{}", headers: ["Idempotency-Key": "oa-c1"],
+                               template: "/v1/payments/{id}/captures").errorCode == "not_authorized")
+        #expect(try await call("POST", "v1/payments/\(id)/voids", headers: ["Idempotency-Key": "oa-v1"],
+                               template: "/v1/payments/{id}/voids").errorCode == "not_authorized")
+        #expect(try await call("GET", "v1/refunds/\(attempt)-r1", template: "/v1/refunds/{id}").status == 200)
+        #expect(try await call("GET", "v1/refunds/\(attempt)-c1", template: "/v1/refunds/{id}").status == 404)
+        #expect(try await call("GET", "v1/operations/\(attempt)-r1", template: "/v1/operations/{id}").status == 200)
+        #expect(try await call("POST", "v1/operations/\(attempt)-r1/inquire", template: "/v1/operations/{id}/inquire").status == 200)
+        let withOperations = try await call("GET", "v1/payments/\(id)", template: "/v1/payments/{id}")
+        #expect((withOperations.json["amountRefunded"] as? [String: Any])?["value"] as? Int == 1000)
+
         #expect(try await call("GET", "v1/quarantine", template: "/v1/quarantine").status == 200)
         #expect(try await call("GET", "v1/nothing-here", template: "-").status == 404)
 

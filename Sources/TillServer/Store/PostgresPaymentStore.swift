@@ -694,6 +694,14 @@ public final class PostgresPaymentStore: PaymentStore {
         for try await row in try await connection.run(PostgresStatements.WriteEffect.self, values, logger: logger) {
             gone = try row.decode(Int64.self)
         }
+        if gone > 0 || notification == nil {
+            for reference in effect.settledOperations {
+                try await connection.query("""
+                    UPDATE till_operations SET status = 'succeeded', updated_at = \(now)
+                    WHERE reference = \(reference.rawValue) AND status IN ('pending', 'unknown')
+                    """, logger: logger)
+            }
+        }
         return gone > 0
     }
 

@@ -441,6 +441,11 @@ public final class SQLitePaymentStore: PaymentStore {
         if let refunded = effect.refundedMinorUnits {
             try db.cachedStatement(sql: "UPDATE till_attempts SET refunded_minor = ?, updated_at = ? WHERE reference = ?").execute(arguments: [refunded, now, report.attempt.rawValue])
         }
+        for reference in effect.settledOperations {
+            try db.cachedStatement(sql: """
+                UPDATE till_operations SET status = 'succeeded', updated_at = ? WHERE reference = ? AND status IN ('pending', 'unknown')
+                """).execute(arguments: [now, reference.rawValue])
+        }
         if let status = effect.paymentStatus {
             try db.cachedStatement(sql: "UPDATE till_payments SET status = ?, updated_at = ? WHERE id = ?").execute(arguments: [status.rawValue, now, paymentID])
         }

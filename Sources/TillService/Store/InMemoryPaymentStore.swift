@@ -298,6 +298,12 @@ public actor InMemoryPaymentStore: PaymentStore {
             payment.attempts[index].refundedMinorUnits = refunded
             payment.attempts[index].updatedAt = now
         }
+        for reference in effect.settledOperations {
+            if let at = payment.operations.firstIndex(where: { $0.reference == reference && !$0.status.isFinal }) {
+                payment.operations[at].status = .succeeded
+                payment.operations[at].updatedAt = now
+            }
+        }
         if let status = effect.paymentStatus {
             payment.status = status
             payment.updatedAt = now

@@ -410,6 +410,9 @@ package enum StoreRules {
         package var paymentStatus: PaymentStatus?
         /// The attempt's new refunded total, when a refund applies.
         package var refundedMinorUnits: Int64?
+        /// Till's open refunds the report's running total shows done: they become `succeeded` (their money is in
+        /// ``refundedMinorUnits`` already).
+        package var settledOperations: [OperationReference] = []
 
         package init(outcome: ApplyOutcome, attemptStatus: PaymentStatus? = nil, paymentStatus: PaymentStatus? = nil,
                      refundedMinorUnits: Int64? = nil) {
@@ -437,7 +440,17 @@ package enum StoreRules {
         case .apply:
             return moved(to: report.status, refunded: nil)
         case .refund(let status, let total):
-            return moved(to: status, refunded: total)
+            var effect = moved(to: status, refunded: total)
+            // A running total that grew by exactly what Till's open refunds ask for says they happened: they settle
+            // now, so their own later answer (an inquiry, a notification) finds them settled and adds nothing again.
+            if report.refundedTotal != nil, report.eventID.hasPrefix("operation:") == false {
+                let open = payment.operations.filter { $0.attempt == attempt.reference && $0.kind == .refund && !$0.status.isFinal }
+                let grown = total - attempt.refundedMinorUnits
+                let settled = grown > 0 && open.reduce(0, { $0 + $1.amount.minorUnits }) == grown ? open
+                    : open.filter { $0.amount.minorUnits == grown }.prefix(1).map { $0 }
+                effect.settledOperations = settled.map(\.reference)
+            }
+            return effect
         }
         func moved(to status: PaymentStatus, refunded: Int64?) -> Effect {
             let statuses = payment.attempts.map { $0.reference == attempt.reference ? status : $0.status }
