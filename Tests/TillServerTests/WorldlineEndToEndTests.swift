@@ -167,6 +167,64 @@ struct WorldlineEndToEndTests {
         }
     }
 
+    /// The merchant's back office: the server's API with the merchant key.
+    func merchant(_ w: World) -> MerchantAPIClient {
+        MerchantAPIClient(baseURL: w.serverURL, apiKey: "e2e-app-key-0123456789", transport: URLSessionTransport())
+    }
+
+    /// Waits until the operation is settled (Worldline answers captures and refunds as requested; its webhook or the
+    /// server's inquiry settles them).
+    func settled(_ api: MerchantAPIClient, _ id: String) async throws -> OperationView {
+        var operation = try await api.operation(id: id)
+        for _ in 0..<100 where !operation.status.isFinal {
+            try await Task.sleep(for: .milliseconds(50))
+            operation = try await api.operation(id: id)
+            if !operation.status.isFinal, operation.status == .pending { operation = (try? await api.inquireOperation(id: id)) ?? operation }
+        }
+        return operation
+    }
+
+    @Test("through the server: an authorization captured in part, refunded in part then the rest; another voided; a second capture refused 422")
+    func operations() async throws {
+        try await withWorld { w in
+            let api = merchant(w)
+            let result = try await w.checkout(w.customer("5555555555554444")).pay(try intent("wl-ops", amount: "40.00", action: .authorize))
+            #expect(result.status == .authorized)
+            let payment = try await api.payment(attempt: result.preparation.attempt)
+            let eur = try Currency(code: "EUR")
+            let capture = try await api.operate(.capture, paymentID: payment.id, command: OperationCommand(amount: Money(minorUnits: 3000, currency: eur)),
+                                                idempotencyKey: "wl-c1-\(payment.id)")
+            #expect(try await settled(api, capture.id).status == .succeeded)
+            // Worldline takes one capture of an authorization (more is a pilot feature): refused before anything is sent.
+            await #expect(throws: CheckoutError.self) {
+                _ = try await api.operate(.capture, paymentID: payment.id, idempotencyKey: "wl-c2-\(payment.id)")
+            }
+            let first = try await api.operate(.refund, paymentID: payment.id, command: OperationCommand(amount: Money(minorUnits: 1000, currency: eur)),
+                                              idempotencyKey: "wl-r1-\(payment.id)")
+            #expect(try await settled(api, first.id).status == .succeeded)
+            let again = try await api.operate(.refund, paymentID: payment.id, command: OperationCommand(amount: Money(minorUnits: 1000, currency: eur)),
+                                              idempotencyKey: "wl-r1-\(payment.id)")
+            #expect(again.id == first.id)
+            let rest = try await api.operate(.refund, paymentID: payment.id, idempotencyKey: "wl-r2-\(payment.id)")
+            #expect(rest.amount.minorUnits == 2000)
+            #expect(try await settled(api, rest.id).status == .succeeded)
+            let view = try await api.payment(id: payment.id)
+            #expect(view.status == .refunded)
+            #expect(view.amountCaptured?.minorUnits == 3000 && view.amountRefunded?.minorUnits == 3000)
+            // The emulator refunded exactly what Till says, once each.
+            let worldlinePayment = try #require(await w.emulator.ledger.first { $0.merchantReference == result.preparation.attempt.rawValue })
+            #expect(await w.emulator.paymentStatus(worldlinePayment.paymentId) != nil)
+
+            let other = try await w.checkout(w.customer("5555555555554444")).pay(try intent("wl-void", amount: "12.00", action: .authorize))
+            let voidable = try await api.payment(attempt: other.preparation.attempt)
+            let void = try await api.operate(.void, paymentID: voidable.id, idempotencyKey: "wl-v1-\(voidable.id)")
+            #expect(try await settled(api, void.id).status == .succeeded)
+            #expect(try await api.payment(id: voidable.id).status == .cancelled)
+            let voidedAtWorldline = try #require(await w.emulator.ledger.first { $0.merchantReference == other.preparation.attempt.rawValue })
+            #expect(await w.emulator.paymentStatus(voidedAtWorldline.paymentId) == "CANCELLED")
+        }
+    }
+
     @Test("3-D Secure: the redirect opens, the customer approves, comes back through the return URL, and the payment is paid")
     func threeDSecure() async throws {
         try await withWorld { w in

@@ -736,7 +736,9 @@ public final class PostgresPaymentStore: PaymentStore {
     /// A payment with its attempts and its operations.
     private func paymentWithOperations(_ connection: PostgresConnection, id: String, merchant: String) async throws -> StoredPayment? {
         guard var payment = try await payment(connection, id: id, merchant: merchant) else { return nil }
-        payment.operations = try await operations(connection, payment: id)
+        if payment.attempts.contains(where: { $0.status.mayHaveOperations }) {
+            payment.operations = try await operations(connection, payment: id)
+        }
         return payment
     }
 
@@ -752,9 +754,4 @@ public final class PostgresPaymentStore: PaymentStore {
 extension PSQLError {
     /// SQLSTATE 23505: a unique constraint refused the write.
     var isUniqueViolation: Bool { serverInfo?[.sqlState] == "23505" }
-}
-
-private extension PaymentStatus {
-    /// A refund report: the only one whose rule reads the operations (what Till captured).
-    var isRefund: Bool { self == .refunded || self == .partiallyRefunded }
 }

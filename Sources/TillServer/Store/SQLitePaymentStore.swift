@@ -427,7 +427,8 @@ public final class SQLitePaymentStore: PaymentStore {
 
     private func apply(_ db: Database, report: StatusReport, paymentID: String,
                               source: AttemptPolicy.ReportSource) throws -> ApplyOutcome {
-        guard let payment = try facts(db, id: paymentID),
+        // What a refund may take back depends on what Till captured; nothing else reads the operations.
+        guard let payment = try facts(db, id: paymentID, operations: report.status.isRefund),
               let attempt = payment.attempts.first(where: { $0.reference == report.attempt })
         else { return .unknownAttempt }
         let effect = StoreRules.apply(report, attempt: attempt, payment: payment, source: source)
@@ -467,20 +468,21 @@ public final class SQLitePaymentStore: PaymentStore {
         guard let row = try Row.fetchOne(db.cachedStatement(sql: """
             SELECT id, merchant_id, status, intent_json, created_at, updated_at FROM till_payments WHERE id = ? AND merchant_id = ?
             """), arguments: [id, merchant]) else { return nil }
+        let attempts = try Self.attempts(db, payment: id)
         return StoredPayment(id: row[0], merchantID: row[1], intent: try intents.intent(row[3]),
-                             status: PaymentStatus(rawValue: row[2]), attempts: try Self.attempts(db, payment: id),
-                             operations: try Self.operations(db, payment: id),
+                             status: PaymentStatus(rawValue: row[2]), attempts: attempts,
+                             operations: attempts.contains { $0.status.mayHaveOperations } ? try Self.operations(db, payment: id) : [],
                              createdAt: Date(storedMillis: row[4]), updatedAt: Date(storedMillis: row[5]))
     }
 
     /// What the rules need of payment `id` (amount from its columns, no intent decoded): every notification's write.
-    private func facts(_ db: Database, id: String) throws -> PaymentFacts? {
+    private func facts(_ db: Database, id: String, operations: Bool = true) throws -> PaymentFacts? {
         guard let row = try Row.fetchOne(db.cachedStatement(sql: """
             SELECT merchant_id, status, amount_minor, currency FROM till_payments WHERE id = ?
             """), arguments: [id]) else { return nil }
         return PaymentFacts(id: id, merchantID: row[0], status: PaymentStatus(rawValue: row[1]),
                             amount: try PaymentFacts.amount(minorUnits: row[2], currency: row[3]), attempts: try Self.attempts(db, payment: id),
-                            operations: try Self.operations(db, payment: id))
+                            operations: operations ? try Self.operations(db, payment: id) : [])
     }
 
     private static func attempts(_ db: Database, payment id: String) throws -> [StoredAttempt] {
@@ -525,7 +527,7 @@ public final class SQLitePaymentStore: PaymentStore {
 
     /// The stores' one operation rule applied to the rows, in the caller's transaction.
     private func settle(_ db: Database, _ operation: StoredOperation, report: OperationReport) throws -> OperationSettleOutcome {
-        guard let facts = try facts(db, id: operation.paymentID) else { return .unknownOperation }
+        guard let facts = try facts(db, id: operation.paymentID, operations: false) else { return .unknownOperation }
         let effect = StoreRules.settle(operation, report: report, paymentAmount: facts.amount, now: Date(storedMillis: Date().storedMillis))
         if let changed = effect.operation {
             try db.cachedStatement(sql: """

@@ -369,6 +369,16 @@ public enum StoreError: Error, Sendable, Hashable {
     case unavailable(String)
 }
 
+extension PaymentStatus {
+    /// Whether an attempt in this status may have operations: only one that held money (an authorization, a
+    /// payment, a refund) or was voided or expired after an authorization. A store reads a payment's operations only then, so a checkout's reads stay
+    /// as cheap as before operations existed.
+    package var mayHaveOperations: Bool { moneyMoved || self == .authorized || self == .cancelled || self == .expired }
+
+    /// A refund report: the only one whose rule reads the operations (what Till captured).
+    package var isRefund: Bool { self == .refunded || self == .partiallyRefunded }
+}
+
 /// What the rules need of a payment to apply a report to it: its status, amount and attempts, read from
 /// their columns (a write does not decode the stored intent).
 package struct PaymentFacts: Sendable, Equatable {
