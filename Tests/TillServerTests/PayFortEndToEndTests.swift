@@ -106,6 +106,10 @@ struct PayFortEndToEndTests {
         var state: ServerState?
         /// The 3-D Secure pages the customer left.
         var left = CardCustomer.LeftPages()
+        /// What the server sent PayFort.
+        var sent = SentRequests()
+        /// The merchant's backend on the server's API.
+        var merchant: MerchantHTTP { MerchantHTTP(baseURL: serverURL, apiKey: apiKey) }
 
         func stop() async {
             server.cancel()
@@ -148,7 +152,9 @@ struct PayFortEndToEndTests {
                 routing: RoutingConfiguration(fallback: gateways), returnURLSchemes: ["shop"])],
             server: ServerSettings(listen: "127.0.0.1:0", storage: "sqlite:unused", publicURL: "http://127.0.0.1"))
         // The merchant server builds each PayFort account's server half with the module's own plugin.
-        let state = try ServerState(configuration: configuration, plugins: [PayFortPlugin.plugin], environment: environment)
+        let sent = SentRequests()
+        let state = try ServerState(configuration: configuration, plugins: [PayFortPlugin.plugin], environment: environment,
+                                    transport: { sent.transport($0) })
         let store = try await StoreKind.sqlite.open()
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let app = try buildApplication(state: state, store: store) { continuation.yield($0) }
@@ -168,7 +174,7 @@ struct PayFortEndToEndTests {
             returns: returns, presenter: CardCustomer(card: card, returns: returns, threeDS: threeDS, base: base, abandons: abandons, left: left),
             returnTimeout: .seconds(5), confirmationTimeout: .seconds(5), confirmationInterval: .milliseconds(25), maxAttempts: maxAttempts)
         return World(emulator: emulator, sandbox: sandbox, server: task, serverURL: serverURL, store: store, app: checkout, returns: returns,
-                     apiKey: apiKey, state: state, left: left)
+                     apiKey: apiKey, state: state, left: left, sent: sent)
     }
 
     func intent(_ reference: String, action: PaymentAction = .sale) throws -> PaymentIntent {
