@@ -10,10 +10,15 @@ extension IPayNowEndToEndTests {
     @Test("a paid payment: capture, void and refund through the server are each 422 naming the capability; iPayNow hears of none, nothing is stored")
     func operationsRefused() async throws {
         try await withWorld { w in
+            // The N001 held back: the app's confirmation makes the server query iPayNow (MQ001), so the recorder is
+            // seen to catch what the server sends.
+            await w.emulator.holdNotifications()
             let result = try await w.checkout(w.customer()).pay(try intent(.alipay))
             #expect(result.status == .paid)
             let attempt = result.preparation.attempt
-            // Let the N001 and the query it makes settle first: from here on the server must send nothing.
+            #expect(!w.sent.all.isEmpty)
+            // Let the N001 and anything it makes the server do settle first: from here on the server must send nothing.
+            await w.emulator.releaseNotifications()
             await w.emulator.waitForNotifications()
             try await Task.sleep(for: .milliseconds(200))
             let id = try #require(try await w.merchant.payment(attempt: attempt).json["id"] as? String)
