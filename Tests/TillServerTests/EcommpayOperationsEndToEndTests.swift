@@ -100,4 +100,65 @@ extension EcommpayEndToEndTests {
             #expect(w.sent.count("/card/refund") == 2, "\(w.sent.all)")
         }
     }
+
+    @Test("an authorization voided through the server: Gate's cancel answers 202, the callback makes it succeeded and the payment cancelled; nothing charged")
+    func voidThroughServer() async throws {
+        try await withWorld { w in
+            let result = try await w.pay(try intent(.card, "19.99", action: .authorize))
+            #expect(result.status == .authorized)
+            let attempt = result.preparation.attempt
+            let id = try await paymentID(w, result)
+
+            await w.emulator.holdCallbacks()
+            let void = try await w.merchant.operate(id, "voids", currency: "GBP", key: "void-1")
+            #expect(void.status == 202, "\(void.text)")
+            #expect(void.json["status"] as? String == "pending" && void.json["id"] as? String == "\(attempt.rawValue)-v1")
+            await w.emulator.releaseCallbacks()
+            let settled = try await w.merchant.settled(operation: "\(attempt.rawValue)-v1")
+            #expect(settled.json["status"] as? String == "succeeded", "\(settled.text)")
+            await w.emulator.waitForCallbacks()
+
+            let replay = try await w.merchant.operate(id, "voids", currency: "GBP", key: "void-1")
+            #expect(replay.status == 201 && replay.headers["idempotent-replayed"] == "true")
+            #expect(try await w.merchant.operate(id, "captures", currency: "GBP").errorCode == "not_authorized")
+            #expect(w.sent.count("/card/cancel") == 1 && w.sent.count("/card/capture") == 0, "\(w.sent.all)")
+            #expect(try await w.merchant.payment(id).json["status"] as? String == "cancelled")
+            #expect(await w.emulator.ledger.filter { $0.paymentId == attempt.rawValue }.isEmpty)
+            let summary = await w.emulator.payment(projectId: Self.projectId, paymentId: attempt.rawValue)
+            #expect(summary?.status == "cancelled" && summary?.operations == ["auth:success", "cancel:success"], "\(String(describing: summary))")
+        }
+    }
+
+    @Test("a refund Gate accepts and then declines: 202, then failed by the callback; nothing refunded, and the same amount may be refunded again")
+    func declinedRefundThroughServer() async throws {
+        try await withWorld { w in
+            let result = try await w.pay(try intent(.card, "19.99"))
+            #expect(result.status == .paid)
+            let attempt = result.preparation.attempt
+            let id = try await paymentID(w, result)
+
+            await w.emulator.inject(.decline, path: "refund")
+            await w.emulator.holdCallbacks()
+            let declined = try await w.merchant.operate(id, "refunds", minor: 800, currency: "GBP")
+            #expect(declined.status == 202, "\(declined.text)")
+            await w.emulator.releaseCallbacks()
+            let settled = try await w.merchant.settled(operation: "\(attempt.rawValue)-r1")
+            #expect(settled.json["status"] as? String == "failed", "\(settled.text)")
+            await w.emulator.waitForCallbacks()
+            let view = try await w.merchant.payment(id)
+            #expect(view.json["status"] as? String == "paid")
+            #expect(view.minor("amountRefunded") ?? 0 == 0, "\(view.text)")
+
+            await w.emulator.holdCallbacks()
+            let again = try await w.merchant.operate(id, "refunds", minor: 800, currency: "GBP")
+            #expect(again.status == 202 && again.json["id"] as? String == "\(attempt.rawValue)-r2", "\(again.text)")
+            await w.emulator.releaseCallbacks()
+            #expect(try await w.merchant.settled(operation: "\(attempt.rawValue)-r2").json["status"] as? String == "succeeded")
+            await w.emulator.waitForCallbacks()
+            let after = try await w.merchant.payment(id)
+            #expect(after.json["status"] as? String == "partially_refunded" && after.minor("amountRefunded") == 800, "\(after.text)")
+            let summary = await w.emulator.payment(projectId: Self.projectId, paymentId: attempt.rawValue)
+            #expect(summary?.operations == ["sale:success", "refund:decline", "refund:success"], "\(String(describing: summary))")
+        }
+    }
 }
