@@ -60,6 +60,18 @@ extension PayFortEndToEndTests {
         #expect(moved.map(\.command) == ["CAPTURE", "CAPTURE", "REFUND", "REFUND"])
         #expect(moved.map(\.amountMinor) == [1000, 1500, 700, 1800])
         #expect(moved.map(\.maintenanceReference) == [nil, nil, "\(attempt.rawValue)-r1", "\(attempt.rawValue)-r2"])
+
+        // PayFort's feedback about each operation, delivered after its answer (and the CHECK_STATUS it makes the server
+        // send): acknowledged, and changing nothing.
+        await w.emulator.waitForNotifications()
+        try await Task.sleep(for: .milliseconds(300))
+        let after = try await api.payment(id)
+        #expect(after.json["status"] as? String == "refunded")
+        #expect(after.minor("amountCaptured") == 2500 && after.minor("amountRefunded") == 2500, "\(after.text)")
+        let misfits = try await count(w.store, "till_notifications",
+                                      where: "attempt_reference = '\(attempt.rawValue)' AND outcome IN ('stale', 'unknown_operation', 'quarantined')")
+        #expect(misfits == 0)
+        #expect(await w.emulator.notificationLog().allSatisfy(\.acknowledged))
     }
 
     @Test("another authorization voided through the server: once at PayFort, for the whole amount; the payment cancelled, nothing left to capture")
