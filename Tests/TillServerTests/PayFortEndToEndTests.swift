@@ -127,9 +127,9 @@ struct PayFortEndToEndTests {
 
     func world(card: String, threeDS: String = "approve", gateways: [GatewayID] = ["payfort"], integration: PayFortIntegration = .merchantPage,
                maxAttempts: Int = 1, settings: [String: String] = [:], abandons: Bool = false,
-               deviceID: String? = "e2e-device-1") async throws -> World {
+               deviceID: String? = "e2e-device-1", timeoutHold: Duration = .seconds(30)) async throws -> World {
         let accounts = gateways.map(Self.account)
-        let emulator = PayFortEmulator(merchants: accounts, notificationRetry: (10, .milliseconds(50)))
+        let emulator = PayFortEmulator(merchants: accounts, notificationRetry: (10, .milliseconds(50)), timeoutHold: timeoutHold)
         let sandbox = try await Sandbox.start(payFort: emulator)
         let base = sandbox.payFortBaseURL
         let apiKey = "e2e-api-key-\(UUID().uuidString)"
