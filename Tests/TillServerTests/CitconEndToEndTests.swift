@@ -26,6 +26,10 @@ struct CitconEndToEndTests {
         let backend: ClientSecretBackend
         let appGateway: CitconGateway
         let serverGateway: CitconServer
+        /// What the server sent Citcon.
+        var sent = SentRequests()
+        /// The merchant's backend on the server's API.
+        var merchant: MerchantHTTP { MerchantHTTP(baseURL: serverURL, apiKey: "e2e-app-key-0123456789") }
 
         func checkout(_ customer: SandboxCitconCustomer, returnTimeout: Duration = .seconds(5)) -> AppCheckout {
             AppCheckout(backend: backend, gateways: [appGateway], returns: returns, presenter: customer,
@@ -79,8 +83,10 @@ struct CitconEndToEndTests {
                                                 settings: ["base_url": base.absoluteString])],
                 routing: RoutingConfiguration(fallback: ["citcon"]), returnURLSchemes: ["shop"])],
             server: ServerSettings(listen: "127.0.0.1:\(port)", storage: "sqlite:unused", publicURL: serverURL.absoluteString))
+        let sent = SentRequests()
         let state = try ServerState(configuration: configuration, plugins: [plugin],
-                                    environment: ["KEY": "e2e-app-key-0123456789", "CITCON_KEY": Self.apiKey, "CITCON_SECRET": Self.apiSecret])
+                                    environment: ["KEY": "e2e-app-key-0123456789", "CITCON_KEY": Self.apiKey, "CITCON_SECRET": Self.apiSecret],
+                                    transport: { sent.transport($0) })
         let store = try await StoreKind.sqlite.open()
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let app = try buildApplication(state: state, store: store) { continuation.yield($0) }
@@ -95,7 +101,8 @@ struct CitconEndToEndTests {
                      appGateway: CitconGateway(environment: .custom(base), transport: URLSessionTransport()),   // the app: no credentials
                      serverGateway: CitconServer(environment: .custom(base),
                                                  credentials: CitconCredentials(apiKey: Self.apiKey, apiSecret: Self.apiSecret),
-                                                 transport: URLSessionTransport()))
+                                                 transport: URLSessionTransport()),
+                     sent: sent)
     }
 
     /// Runs `body` in a fresh world, and stops the world (awaited) whether `body` succeeds or throws,

@@ -25,6 +25,10 @@ struct EcommpayEndToEndTests {
         let store: any PaymentStore
         let returns: ReturnURLHandler
         let backend: ClientSecretBackend
+        /// The merchant's backend on the server's API.
+        let merchant: MerchantHTTP
+        /// What the server sent ecommpay.
+        let sent: SentRequests
 
         func pay(_ intent: PaymentIntent, choice: SandboxEcommpayCustomer.Choice = .complete) async throws -> CheckoutResult {
             let customer = SandboxEcommpayCustomer(baseURL: sandbox.baseURL(of: emulator), returns: returns, choice: choice)
@@ -48,8 +52,9 @@ struct EcommpayEndToEndTests {
                                                            "project_id": String(Self.projectId)])],
                 routing: RoutingConfiguration(fallback: ["ecommpay"]), returnURLSchemes: ["shopecp"])],
             server: ServerSettings(listen: "127.0.0.1:\(port)", storage: "sqlite:unused", publicURL: serverURL.absoluteString))
+        let sent = SentRequests()
         let state = try ServerState(configuration: configuration, plugins: [EcommpayPlugin.plugin],
-                                    environment: ["KEY": "e2e-app-key-0123456789", "ECP": Self.secret])
+                                    environment: ["KEY": "e2e-app-key-0123456789", "ECP": Self.secret], transport: { sent.transport($0) })
         let store = try await StoreKind.sqlite.open()
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let app = try buildApplication(state: state, store: store) { continuation.yield($0) }
@@ -61,7 +66,8 @@ struct EcommpayEndToEndTests {
         let world = World(emulator: emulator, sandbox: sandbox, server: task, store: store, returns: returns,
                           backend: ClientSecretBackend(merchant: MerchantAPIClient(baseURL: serverURL, apiKey: "e2e-app-key-0123456789",
                                                                                    transport: URLSessionTransport()),
-                                                       transport: URLSessionTransport()))
+                                                       transport: URLSessionTransport()),
+                          merchant: MerchantHTTP(baseURL: serverURL, apiKey: "e2e-app-key-0123456789"), sent: sent)
         func stop() async {
             await emulator.releaseCallbacks()
             await emulator.waitForCallbacks()

@@ -26,6 +26,10 @@ struct IPayNowEndToEndTests {
         let store: any PaymentStore
         let returns: ReturnURLHandler
         let backend: ClientSecretBackend
+        /// The merchant's backend on the server's API.
+        let merchant: MerchantHTTP
+        /// What the server sent iPayNow.
+        let sent: SentRequests
 
         func checkout(_ customer: SandboxIPayNowCustomer) -> AppCheckout {
             AppCheckout(backend: backend, gateways: [IPayNowGateway()], returns: returns, presenter: customer,
@@ -60,8 +64,9 @@ struct IPayNowEndToEndTests {
                                                            "settlement_currency": "HKD", "wechat_pay": "true"])],
                 routing: RoutingConfiguration(fallback: ["ipaynow"]), returnURLSchemes: ["shopipn"])],
             server: ServerSettings(listen: "127.0.0.1:\(port)", storage: "sqlite:unused", publicURL: serverURL.absoluteString))
+        let sent = SentRequests()
         let state = try ServerState(configuration: configuration, plugins: [IPayNowPlugin.plugin],
-                                    environment: ["KEY": "e2e-app-key-0123456789", "IPN_KEY": Self.appKey])
+                                    environment: ["KEY": "e2e-app-key-0123456789", "IPN_KEY": Self.appKey], transport: { sent.transport($0) })
         let store = try await StoreKind.sqlite.open()
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let app = try buildApplication(state: state, store: store) { continuation.yield($0) }
@@ -73,7 +78,8 @@ struct IPayNowEndToEndTests {
         let world = World(emulator: emulator, sandbox: sandbox, server: task, store: store, returns: returns,
                           backend: ClientSecretBackend(merchant: MerchantAPIClient(baseURL: serverURL, apiKey: "e2e-app-key-0123456789",
                                                                                    transport: URLSessionTransport()),
-                                                       transport: URLSessionTransport()))
+                                                       transport: URLSessionTransport()),
+                          merchant: MerchantHTTP(baseURL: serverURL, apiKey: "e2e-app-key-0123456789"), sent: sent)
         do {
             try await body(world)
         } catch {

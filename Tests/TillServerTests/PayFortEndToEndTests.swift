@@ -106,6 +106,10 @@ struct PayFortEndToEndTests {
         var state: ServerState?
         /// The 3-D Secure pages the customer left.
         var left = CardCustomer.LeftPages()
+        /// What the server sent PayFort.
+        var sent = SentRequests()
+        /// The merchant's backend on the server's API.
+        var merchant: MerchantHTTP { MerchantHTTP(baseURL: serverURL, apiKey: apiKey) }
 
         func stop() async {
             server.cancel()
@@ -123,9 +127,9 @@ struct PayFortEndToEndTests {
 
     func world(card: String, threeDS: String = "approve", gateways: [GatewayID] = ["payfort"], integration: PayFortIntegration = .merchantPage,
                maxAttempts: Int = 1, settings: [String: String] = [:], abandons: Bool = false,
-               deviceID: String? = "e2e-device-1") async throws -> World {
+               deviceID: String? = "e2e-device-1", timeoutHold: Duration = .seconds(30)) async throws -> World {
         let accounts = gateways.map(Self.account)
-        let emulator = PayFortEmulator(merchants: accounts, notificationRetry: (10, .milliseconds(50)))
+        let emulator = PayFortEmulator(merchants: accounts, notificationRetry: (10, .milliseconds(50)), timeoutHold: timeoutHold)
         let sandbox = try await Sandbox.start(payFort: emulator)
         let base = sandbox.payFortBaseURL
         let apiKey = "e2e-api-key-\(UUID().uuidString)"
@@ -148,7 +152,9 @@ struct PayFortEndToEndTests {
                 routing: RoutingConfiguration(fallback: gateways), returnURLSchemes: ["shop"])],
             server: ServerSettings(listen: "127.0.0.1:0", storage: "sqlite:unused", publicURL: "http://127.0.0.1"))
         // The merchant server builds each PayFort account's server half with the module's own plugin.
-        let state = try ServerState(configuration: configuration, plugins: [PayFortPlugin.plugin], environment: environment)
+        let sent = SentRequests()
+        let state = try ServerState(configuration: configuration, plugins: [PayFortPlugin.plugin], environment: environment,
+                                    transport: { sent.transport($0) })
         let store = try await StoreKind.sqlite.open()
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let app = try buildApplication(state: state, store: store) { continuation.yield($0) }
@@ -168,7 +174,7 @@ struct PayFortEndToEndTests {
             returns: returns, presenter: CardCustomer(card: card, returns: returns, threeDS: threeDS, base: base, abandons: abandons, left: left),
             returnTimeout: .seconds(5), confirmationTimeout: .seconds(5), confirmationInterval: .milliseconds(25), maxAttempts: maxAttempts)
         return World(emulator: emulator, sandbox: sandbox, server: task, serverURL: serverURL, store: store, app: checkout, returns: returns,
-                     apiKey: apiKey, state: state, left: left)
+                     apiKey: apiKey, state: state, left: left, sent: sent)
     }
 
     func intent(_ reference: String, action: PaymentAction = .sale) throws -> PaymentIntent {
