@@ -520,7 +520,10 @@ public struct PayFortServer: GatewayServerHalf {
         if status == .refunded { status = .partiallyRefunded }
         let fortID = message.fortID
         var eventID = "\(fortID ?? reference):\(message.command ?? ""):\(raw):\(code ?? "")"
-        if status == .partiallyRefunded {
+        // Two refunds, or two partial captures, of one order are two events: an operation's amount (and a refund's
+        // `maintenance_reference`) is part of its event id. Two captures of the same amount still share one (PayFort
+        // gives a capture no id of its own): the second is settled by the reconciler's CHECK_STATUS.
+        if status == .partiallyRefunded || message.command == PayFortMaintenanceRequest.Command.capture.rawValue {
             eventID += ":\(message.amount?.minorUnits ?? 0):\(message["maintenance_reference"] ?? "")"
         }
         return StatusReport(gateway: gateway, attempt: AttemptReference(rawValue: reference), gatewayReference: fortID,
