@@ -184,12 +184,17 @@ extension PaymentService {
                                        amount: operation.amount,
                                        isFinal: operation.isFinal && gateway.operationCapabilities.capture?.finalFlag == true,
                                        notificationURL: notificationURL(for: operation.gateway))
-        let report = await send(request, to: gateway)
+        let (report, refusal) = await send(request, to: gateway)
         let settled = try await settle(operation, with: report)
         Counter(label: "till_operations_total", dimensions: [("gateway", operation.gateway.rawValue), ("kind", kind.rawValue),
                                                              ("status", settled.status.rawValue)], factory: metrics).increment()
         logger.info("operation sent", metadata: ["payment": .string(id), "operation": .string(operation.reference.rawValue),
                                                  "status": .string(settled.status.rawValue), "code": .string(settled.gatewayCode ?? "")])
+        // The gateway module refused it before anything left (a method or currency its wire cannot express): kept as a
+        // failed operation, and answered as what it is, the caller's request the gateway cannot take (422, naming why).
+        if let refusal, settled.status == .failed {
+            throw ServiceError(refusal, status: .unprocessableContent)
+        }
         return answer(settled, replayed: false)
     }
 
@@ -209,23 +214,25 @@ extension PaymentService {
     }
 
     /// Sends one operation and turns whatever happened into a report: the gateway's answer, or what a failure
-    /// says about the money (a refusal → `failed`; never sent → `failed`; anything else → `unknown`).
-    func send(_ request: OperationRequest, to gateway: any GatewayServerHalf) async -> OperationReport {
+    /// says about the money (a refusal → `failed`; never sent → `failed`; anything else → `unknown`). A refusal by the
+    /// gateway module before sending (category `unsupported` or `invalidInput`) is returned beside the report.
+    func send(_ request: OperationRequest, to gateway: any GatewayServerHalf) async -> (OperationReport, refusal: CheckoutError?) {
         do {
             var report = try await gateway.perform(request)
             report.reference = request.reference
-            return report
+            return (report, nil)
         } catch let error as CheckoutError {
             let status: OperationStatus = switch error.category {
             case .declinedHard, .declinedSoft, .invalidInput, .unsupported, .unavailable, .cancelled: .failed
             default: .unknown
             }
-            return OperationReport(reference: request.reference, kind: request.kind, status: status,
-                                   gatewayCode: error.gatewayCode ?? error.code.rawValue,
-                                   gatewayMessage: GatewayText.safe(error.gatewayMessage ?? error.message))
+            let refusal = error.category == .unsupported || error.category == .invalidInput ? error : nil
+            return (OperationReport(reference: request.reference, kind: request.kind, status: status,
+                                    gatewayCode: error.gatewayCode ?? error.code.rawValue,
+                                    gatewayMessage: GatewayText.safe(error.gatewayMessage ?? error.message)), refusal)
         } catch {
-            return OperationReport(reference: request.reference, kind: request.kind, status: .unknown, gatewayCode: "unknown_outcome",
-                                   gatewayMessage: "\(type(of: error))")
+            return (OperationReport(reference: request.reference, kind: request.kind, status: .unknown, gatewayCode: "unknown_outcome",
+                                    gatewayMessage: "\(type(of: error))"), nil)
         }
     }
 
@@ -256,13 +263,38 @@ extension PaymentService {
         return OperationView(operation)
     }
 
+    /// How long after an operation was stored an inquiry about it is not made: longer than any gateway module waits for
+    /// an answer (45 s), so an inquiry never runs while the operation's own request may still be on its way (a gateway
+    /// that has not seen it yet would say it did not happen).
+    public static let operationInFlight: TimeInterval = 60
+
+    /// The operation a confirmable notification names, asked about once its request can no longer be in flight; only a
+    /// success or a pending answer is applied from this path (the notification says the gateway did something).
+    func inquireNamedOperation(_ named: OperationReport, attempt: AttemptReference, merchant: MerchantRuntime, logger: Logger) async {
+        do {
+            guard let payment = try await store.payment(attempt: attempt), payment.merchantID == merchant.configuration.id,
+                  let operation = StoreRules.match(named, among: payment.operations, attempt: attempt), !operation.status.isFinal,
+                  Date().timeIntervalSince(operation.createdAt) > 0,
+                  let gateway = merchant.gateways[operation.gateway] else { return }
+            let outcome = try await store.settle(operation, gateway: gateway, accepting: [.succeeded, .pending])
+            logger.info("operation a notification named, asked about", metadata: [
+                "operation": .string(operation.reference.rawValue), "outcome": .string(outcome.storedName)])
+        } catch {
+            logger.warning("inquiry of an operation a notification named failed", metadata: [
+                "attempt": .string(attempt.rawValue), "error": .string((error as? CheckoutError)?.code.rawValue ?? "\(type(of: error))")])
+        }
+    }
+
     /// Asks the gateway about one open operation of the merchant's and applies the answer (`POST
     /// /v1/operations/{id}/inquire`): how an operator settles an operation whose answer was lost without waiting for
     /// the reconciler. Never sends the operation again.
     public func inquireOperation(_ reference: String, merchant: MerchantRuntime) async throws -> OperationView {
         guard let parsed = OperationReference(rawValue: reference), let operation = try await store.operation(parsed),
               operation.merchantID == merchant.configuration.id else { throw ServiceError.notFound("operation") }
-        guard !operation.status.isFinal else { return OperationView(operation) }
+        // Settled, or so young its own request may still be on its way: answered as stored, the gateway not asked.
+        guard !operation.status.isFinal, Date().timeIntervalSince(operation.createdAt) >= Self.operationInFlight else {
+            return OperationView(operation)
+        }
         guard let gateway = merchant.gateways[operation.gateway] else {
             throw ServiceError(status: .conflict, code: "gateway_not_configured", message: "gateway \(operation.gateway) is not configured")
         }

@@ -663,6 +663,11 @@ public struct PaymentService: Sendable {
             logger.notice("notification stored; the server inquires before applying it", metadata: [
                 "attempt": .string(attempt.rawValue), "reason": .string(reason)])
             await inquire(attempt, gateway: gatewayID, why: reason, logger: logger)
+            // A notification its module asks to confirm that names one of Till's operations: the operation is asked about
+            // too, so the gateway's word settles it without waiting for the reconciler.
+            if let named = notification.operation, notification.confirmBeforeApplying {
+                await inquireNamedOperation(named, attempt: attempt, merchant: merchant, logger: logger)
+            }
         case .quarantined:
             logger.warning("verified notification for an unknown attempt quarantined", metadata: [
                 "merchant": .string(merchant.configuration.id), "gateway": .string(gatewayID.rawValue), "attempt": .string(attempt.rawValue)])

@@ -198,15 +198,23 @@ public struct Reconciler: Service, CustomStringConvertible {
             return await group.reduce(into: [(Int, ReconciliationEntry)]()) { $0 += $1 }
         }
         for (index, entry) in done { entries[index] = entry }
-        return entries.sorted { $0.key < $1.key }.map(\.value) + (try await reconcileOperations(now: now))
+        return entries.sorted { $0.key < $1.key }.map(\.value) + (await reconcileOperations(now: now))
     }
 
     /// Open operations (pending, or unknown after a lost answer) old enough, each asked about once per pass at most,
     /// claimed like attempts so two instances never ask twice, with the same backoff. An operation is never sent
     /// again; a gateway that offers no inquiry leaves it to its notification (logged as skipped).
-    private func reconcileOperations(now: Date) async throws -> [ReconciliationEntry] {
-        let due = try await store.dueOperations(createdBefore: now.addingTimeInterval(-Double(settings.minimumAgeSeconds)), now: now,
-                                                limit: settings.batch)
+    private func reconcileOperations(now: Date) async -> [ReconciliationEntry] {
+        // Never one whose own request may still be on its way (a gateway that has not seen it yet would say it did not
+        // happen, and a failed operation is final).
+        let age = max(Double(settings.minimumAgeSeconds), PaymentService.operationInFlight)
+        let due: [StoredOperation]
+        do {
+            due = try await store.dueOperations(createdBefore: now.addingTimeInterval(-age), now: now, limit: settings.batch)
+        } catch {
+            logger.error("reading the open operations failed", metadata: ["error": .string(Self.describe(error))])
+            return []
+        }
         var entries: [ReconciliationEntry] = []
         var asked: [GatewayKey: Int] = [:]
         for operation in due {
@@ -220,7 +228,7 @@ public struct Reconciler: Service, CustomStringConvertible {
             let next = now.addingTimeInterval(settings.backoff(afterInquiries: operation.inquiryCount))
             guard (try? await store.claimOperationInquiry(operation.reference, expected: operation.nextInquiryAt, next: next)) == true else { continue }
             asked[key, default: 0] += 1
-            let before = try await store.payment(attempt: operation.attempt)?.attempts.first { $0.reference == operation.attempt }?.status ?? .pending
+            let before = (try? await store.payment(attempt: operation.attempt))?.attempts.first { $0.reference == operation.attempt }?.status ?? .pending
             let label = "operation \(operation.reference) (\(operation.kind.rawValue) of \(operation.amount), \(operation.status.rawValue))"
             guard let gateway = state.merchant(id: operation.merchantID)?.gateways[operation.gateway] else {
                 entries.append(await record(operation, .skipped, "\(label): gateway \(operation.gateway) is not configured", before: before, now: now))
@@ -228,7 +236,7 @@ public struct Reconciler: Service, CustomStringConvertible {
             }
             do {
                 let outcome = try await store.settle(operation, gateway: gateway)
-                let after = try await store.payment(attempt: operation.attempt)?.attempts.first { $0.reference == operation.attempt }?.status ?? before
+                let after = (try? await store.payment(attempt: operation.attempt))?.attempts.first { $0.reference == operation.attempt }?.status ?? before
                 switch outcome {
                 case .settled(let settled):
                     entries.append(await record(operation, .settled, "\(label): the gateway reports \(settled.status.rawValue)", before: before,

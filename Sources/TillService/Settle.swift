@@ -55,7 +55,9 @@ extension PaymentStore {
     /// and the answer applied (``settleOperation(_:report:)``). Never sends the operation again.
     /// - Throws: the gateway module's ``CheckoutError`` (category `unsupported` when it offers no inquiry), or the
     ///   store's error.
-    package func settle(_ operation: StoredOperation, gateway: any GatewayServerHalf) async throws -> OperationSettleOutcome {
+    /// `accepting`: the answers applied; another is left as it is (the operation stays open).
+    package func settle(_ operation: StoredOperation, gateway: any GatewayServerHalf,
+                        accepting: Set<OperationStatus> = Set(OperationStatus.allCases)) async throws -> OperationSettleOutcome {
         guard let payment = try await payment(attempt: operation.attempt),
               let attempt = payment.attempts.first(where: { $0.reference == operation.attempt }) else { return .unknownOperation }
         let others = payment.operations.filter { $0.attempt == operation.attempt && $0.kind == operation.kind && $0.reference != operation.reference }
@@ -70,6 +72,7 @@ extension PaymentStore {
             throw CheckoutError(.unknownOutcome, message: "the gateway answered about another operation", gateway: operation.gateway)
         }
         answer.reference = operation.reference
+        guard accepting.contains(answer.status) else { return .unchanged(operation) }
         return try await settleOperation(operation.reference, report: answer)
     }
 }

@@ -441,7 +441,7 @@ struct DemoCommand: AsyncParsableCommand {
             say("  server  \(reference) is \(lost.rawValue); it is never sent again"
                 + (lost == .succeeded ? " (PayFort's refund feedback and the server's CHECK_STATUS settled it already)" : ""))
             let reconciler = Reconciler(state: state, store: store, settings: ReconciliationSettings(minimumAgeSeconds: 0), logger: logger)
-            for entry in try await reconciler.runOnce(now: Date().addingTimeInterval(1)) where entry.reason.contains(reference) {
+            for entry in try await reconciler.runOnce(now: Date().addingTimeInterval(120)) where entry.reason.contains(reference) {
                 say("  reconciler \(entry.action): \(entry.reason)")
             }
             let view = try await merchantBackend.payment(id: payment.id)

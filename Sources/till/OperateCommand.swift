@@ -87,7 +87,16 @@ struct OperateCommand: AsyncParsableCommand {
             encoder.dateEncodingStrategy = .iso8601
             print(String(decoding: try encoder.encode(operation), as: UTF8.self))
         } catch let error as CheckoutError {
-            FileHandle.standardError.write(Data("refused: \(error.code.rawValue)\(error.field.map { " (\($0))" } ?? ""): \(error.message)\n".utf8))
+            let what = error.category == .unknownOutcome ? "outcome not known" : "refused"
+            FileHandle.standardError.write(Data("\(what): \(error.code.rawValue)\(error.field.map { " (\($0))" } ?? ""): \(error.message)\n".utf8))
+            if error.category == .unknownOutcome || error.category == .unavailable, action != "show", action != "inquire" {
+                FileHandle.standardError.write(Data("""
+                    Repeat the same command with the Idempotency-Key printed above: the server answers the operation as it now \
+                    stands and sends nothing again. Never retry with a new key (that would be a second \(action)).
+                    The payment's operations: GET /v1/payments/\(id).
+
+                    """.utf8))
+            }
             throw ExitCode.failure
         }
     }

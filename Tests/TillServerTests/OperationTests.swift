@@ -160,11 +160,12 @@ struct OperationTests {
         let retry = try await Self.operate(h, id, "refunds", minor: 1000, key: "r-lost")
         #expect(retry.status == 502 && retry.headers["idempotent-replayed"] == "true")
         // The reconciler asks (its first inquiry times out, by script) until the gateway's answer settles it. Passes far
-        // in the future: a reconciler of another test sharing the database may have claimed it for a while.
+        // in the future (100 days apart): a reconciler of another test sharing the database (30 days ahead) may have claimed
+        // it for a while.
         let reconciler = Reconciler(state: h.state, store: h.store, settings: ReconciliationSettings(minimumAgeSeconds: 0, backoffBaseSeconds: 1))
         var entries: [ReconciliationEntry] = []
         for hour in 1...6 where try await h.send("GET", "v1/refunds/\(attempt.rawValue)-r1").json["status"] as? String != "succeeded" {
-            entries += try await reconciler.runOnce(now: Date().addingTimeInterval(Double(hour) * 86_400))
+            entries += try await reconciler.runOnce(now: Date().addingTimeInterval(Double(hour) * 100 * 86_400))
         }
         #expect(entries.contains { $0.action == "settled" && $0.reason.contains("\(attempt.rawValue)-r1") }, "\(entries)")
         let refund = try await h.send("GET", "v1/refunds/\(attempt.rawValue)-r1")

@@ -93,8 +93,8 @@ package struct MoneyTotals: Sendable, Equatable {
     package var capturedByOperations: Int64
     /// Captures that may still succeed (pending or unknown).
     package var capturesOpen: Int64
-    /// What was captured: the succeeded captures when there is one, else the whole amount of an attempt that
-    /// moved money without one (a sale, or a capture made outside Till), else nothing.
+    /// What was captured: the succeeded captures once Till made a capture (succeeded, pending or unknown), else the whole
+    /// amount of an attempt that moved money without one (a sale, or a capture made outside Till), else nothing.
     package var captured: Int64
     /// Everything refunded on the attempt (Till's refunds and those learned from the gateway).
     package var refunded: Int64
@@ -113,8 +113,10 @@ package struct MoneyTotals: Sendable, Equatable {
         authorized = amount.minorUnits
         capturedByOperations = sum(.capture, [.succeeded])
         capturesOpen = sum(.capture, [.pending, .unknown])
-        let succeededCapture = mine.contains { $0.kind == .capture && $0.status == .succeeded }
-        captured = succeededCapture ? capturedByOperations : attempt.status.moneyMoved ? amount.minorUnits : 0
+        // Once Till captures, only its succeeded captures are captured money: an attempt made `paid` by the gateway's word
+        // while a partial capture is still open has captured no more than those.
+        let capturing = mine.contains { $0.kind == .capture && $0.status != .failed }
+        captured = capturing ? capturedByOperations : attempt.status.moneyMoved ? amount.minorUnits : 0
         refunded = attempt.refundedMinorUnits
         refundsOpen = sum(.refund, [.pending, .unknown])
         finalCapture = mine.contains { $0.kind == .capture && $0.isFinal && $0.status != .failed }
@@ -123,7 +125,7 @@ package struct MoneyTotals: Sendable, Equatable {
 
     /// The amount the refund rule takes as captured, when operations decided it (`nil`: the attempt's amount).
     package func capturedMoney(in currency: Currency) -> Money? {
-        capturedByOperations > 0 ? Money(minorUnits: captured, currency: currency) : nil
+        capturedByOperations > 0 || capturesOpen > 0 ? Money(minorUnits: captured, currency: currency) : nil
     }
 }
 
