@@ -274,7 +274,6 @@ extension PaymentService {
         do {
             guard let payment = try await store.payment(attempt: attempt), payment.merchantID == merchant.configuration.id,
                   let operation = StoreRules.match(named, among: payment.operations, attempt: attempt), !operation.status.isFinal,
-                  Date().timeIntervalSince(operation.createdAt) > 0,
                   let gateway = merchant.gateways[operation.gateway] else { return }
             let outcome = try await store.settle(operation, gateway: gateway, accepting: [.succeeded, .pending])
             logger.info("operation a notification named, asked about", metadata: [
