@@ -31,7 +31,7 @@ struct QuickstartTests {
         return blocks
     }
 
-    @Test("a card payment with 3-D Secure, a wallet payment and the other three gateways, as the page says")
+    @Test("a card payment with 3-D Secure, a wallet payment, the other three gateways, and a capture and refund, as the page says")
     func followThePage() async throws {
         let page = try String(contentsOf: Self.root.appendingPathComponent("docs/quickstart.md"), encoding: .utf8)
         let blocks = Self.blocks(of: page)
@@ -87,6 +87,10 @@ struct QuickstartTests {
         #expect(text.contains("confirmed: paid (gateway code 14000) through payfort"))
         #expect(text.contains("through citcon"))
         #expect(text.contains("opens the three_d_secure page"), "the card went through 3-D Secure")
+        // Section 7: an authorization captured in two parts and refunded in two, through till operate.
+        #expect(text.contains("confirmed: authorized"), "the authorization:\n\(text.suffix(3_000))")
+        #expect(text.components(separatedBy: #""status" : "succeeded""#).count - 1 == 4, "two captures and two refunds succeeded:\n\(text.suffix(3_000))")
+        #expect(text.contains(#""status":"refunded","updatedAt""#), "the payment ends refunded:\n\(text.suffix(3_000))")
         // The payment's own status (its keys are sorted: `status` then `updatedAt`; an attempt's status comes before `submitted`).
         #expect(text.components(separatedBy: #""status":"paid","updatedAt""#).count - 1 == 2, "the backend's two reads say paid:\n\(text.suffix(3_000))")
     }
