@@ -85,9 +85,8 @@ package enum OperationRules {
             if amount < remaining && !capability.partial {
                 throw unsupported("partial", "gateway \(attempt.gateway) captures only the whole authorization")
             }
-            if earlier.contains(where: { $0.status != .failed }) && !capability.multiple {
-                throw unsupported("multiple", "gateway \(attempt.gateway) takes one capture per authorization")
-            }
+            // A gateway that takes one capture needs no check of its own here: its capture is final (below), so a second
+            // one is `capture_final` above.
         case .void:
             if totals.capturedByOperations > 0 || totals.capturesOpen > 0 || attempt.status != .authorized {
                 throw conflict("already_captured", "only an authorization nothing was captured from may be voided")
@@ -179,11 +178,7 @@ extension PaymentService {
               let attempt = payment.attempts.first(where: { $0.reference == operation.attempt }) else {
             throw ServiceError.notFound("payment")
         }
-        // The final flag goes to a gateway that takes one; elsewhere it is Till's own rule (no capture after it).
-        let request = OperationRequest(reference: operation.reference, intent: payment.intent, gatewayReference: attempt.gatewayReference,
-                                       amount: operation.amount,
-                                       isFinal: operation.isFinal && gateway.operationCapabilities.capture?.finalFlag == true,
-                                       notificationURL: notificationURL(for: operation.gateway))
+        let request = OperationRequest(operation, of: payment, attempt: attempt, on: gateway, notificationURL: notificationURL(for: operation.gateway))
         let (report, refusal) = await send(request, to: gateway)
         let settled = try await settle(operation, with: report)
         Counter(label: "till_operations_total", dimensions: [("gateway", operation.gateway.rawValue), ("kind", kind.rawValue),

@@ -60,19 +60,28 @@ extension PaymentStore {
                         accepting: Set<OperationStatus> = Set(OperationStatus.allCases)) async throws -> OperationSettleOutcome {
         guard let payment = try await payment(attempt: operation.attempt),
               let attempt = payment.attempts.first(where: { $0.reference == operation.attempt }) else { return .unknownOperation }
-        let others = payment.operations.filter { $0.attempt == operation.attempt && $0.kind == operation.kind && $0.reference != operation.reference }
-        let succeeded = others.filter { $0.status == .succeeded }.reduce(0) { $0 + $1.amount.minorUnits }
-        let request = OperationRequest(reference: operation.reference, intent: payment.intent, gatewayReference: attempt.gatewayReference,
-                                       amount: operation.amount, isFinal: operation.isFinal && gateway.operationCapabilities.capture?.finalFlag == true,
-                                       operationGatewayReference: operation.gatewayReference,
-                                       succeededBefore: Money(minorUnits: succeeded, currency: operation.amount.currency),
-                                       othersOpen: others.contains { !$0.status.isFinal })
-        var answer = try await gateway.inquireOperation(request)
+        var answer = try await gateway.inquireOperation(OperationRequest(operation, of: payment, attempt: attempt, on: gateway))
         guard answer.kind == operation.kind, answer.reference.map({ $0 == operation.reference }) ?? true else {
             throw CheckoutError(.unknownOutcome, message: "the gateway answered about another operation", gateway: operation.gateway)
         }
         answer.reference = operation.reference
         guard accepting.contains(answer.status) else { return .unchanged(operation) }
         return try await settleOperation(operation.reference, report: answer)
+    }
+}
+
+extension OperationRequest {
+    /// The request for a stored operation, as the server sends it and asks about it: the payment's intent, the attempt's
+    /// gateway reference, the gateway's id for the operation, what the attempt's other operations of its kind add up
+    /// to, and the final flag only for a gateway that takes one (elsewhere "no capture after it" is Till's own rule).
+    package init(_ operation: StoredOperation, of payment: StoredPayment, attempt: StoredAttempt, on gateway: any GatewayServerHalf,
+                 notificationURL: URL? = nil) {
+        let others = payment.operations.filter { $0.attempt == operation.attempt && $0.kind == operation.kind && $0.reference != operation.reference }
+        let succeeded = others.filter { $0.status == .succeeded }.reduce(0) { $0 + $1.amount.minorUnits }
+        self.init(reference: operation.reference, intent: payment.intent, gatewayReference: attempt.gatewayReference,
+                  amount: operation.amount, isFinal: operation.isFinal && gateway.operationCapabilities.capture?.finalFlag == true,
+                  notificationURL: notificationURL, operationGatewayReference: operation.gatewayReference,
+                  succeededBefore: Money(minorUnits: succeeded, currency: operation.amount.currency),
+                  othersOpen: others.contains { !$0.status.isFinal })
     }
 }
