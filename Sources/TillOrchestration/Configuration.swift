@@ -18,11 +18,15 @@ public struct MerchantConfiguration: Sendable, Hashable, Codable {
     public var returnURLSchemes: [String]
     /// Accept plain `http` return URLs to `127.0.0.1` or `localhost` (sandbox and test use only).
     public var allowLoopbackHTTPReturnURLs: Bool
+    /// Where the merchant server posts this merchant's events (each event to every endpoint), signed with each
+    /// endpoint's secret.
+    public var webhooks: [WebhookEndpoint]
 
     public init(id: String, apiKey: CredentialReference? = nil, gateways: [GatewayConfiguration],
                 routing: RoutingConfiguration = RoutingConfiguration(),
                 retry: RetryPolicy = RetryPolicy(), health: HealthSettings = HealthSettings(), maxAmounts: [String: Int64] = [:],
-                returnURLSchemes: [String] = [], allowLoopbackHTTPReturnURLs: Bool = false) {
+                returnURLSchemes: [String] = [], allowLoopbackHTTPReturnURLs: Bool = false, webhooks: [WebhookEndpoint] = []) {
+        self.webhooks = webhooks
         self.id = id
         self.apiKey = apiKey
         self.gateways = gateways
@@ -40,7 +44,7 @@ public struct MerchantConfiguration: Sendable, Hashable, Codable {
     }
 
     private enum CodingKeys: String, CodingKey, CaseIterable {
-        case id, apiKey, gateways, routing, retry, health, maxAmounts, returnURLSchemes, allowLoopbackHTTPReturnURLs
+        case id, apiKey, gateways, routing, retry, health, maxAmounts, returnURLSchemes, allowLoopbackHTTPReturnURLs, webhooks
     }
 
     public init(from decoder: any Decoder) throws {
@@ -55,6 +59,7 @@ public struct MerchantConfiguration: Sendable, Hashable, Codable {
         maxAmounts = try c.decodeIfPresent([String: Int64].self, forKey: .maxAmounts) ?? [:]
         returnURLSchemes = (try c.decodeIfPresent([String].self, forKey: .returnURLSchemes) ?? []).map { $0.lowercased() }
         allowLoopbackHTTPReturnURLs = try c.decodeIfPresent(Bool.self, forKey: .allowLoopbackHTTPReturnURLs) ?? false
+        webhooks = try c.decodeIfPresent([WebhookEndpoint].self, forKey: .webhooks) ?? []
     }
 
     /// The enabled gateways, in configuration order.
@@ -107,6 +112,13 @@ public struct MerchantConfiguration: Sendable, Hashable, Codable {
                                 message: "unknown gateway \"\(CheckoutError.printable(gateway))\""))
         }
         issues += health.validate(path: "\(path).health")
+        var urls: Set<String> = []
+        for (index, webhook) in webhooks.enumerated() {
+            issues += webhook.validate(path: "\(path).webhooks[\(index)]")
+            if !urls.insert(webhook.url).inserted {
+                issues.append(.init(field: "\(path).webhooks[\(index)].url", code: .invalidField, message: "the same URL twice"))
+            }
+        }
         return issues
     }
 }
@@ -206,6 +218,50 @@ public struct CapabilityLimits: Sendable, Hashable, Codable {
         currencies = try c.decodeIfPresent([String].self, forKey: .currencies)
         countries = try c.decodeIfPresent([String].self, forKey: .countries)
         actions = try c.decodeIfPresent(Set<PaymentAction>.self, forKey: .actions)
+    }
+}
+
+/// One endpoint of a merchant's backend that receives its events.
+///
+/// Each delivery is signed with `secret` (`Till-Signature: t=…,v1=…`); while `previousSecret` is set, with it too
+/// (`v1=…,v1=…`, the current secret first), so a secret is rotated without losing an event: add the new secret as
+/// `secret` and the old as `previousSecret`, deploy the receiver with both, then remove `previousSecret`.
+public struct WebhookEndpoint: Sendable, Hashable, Codable {
+    /// `https://…`, or `http://` to `127.0.0.1` or `localhost` (a receiver on the same machine).
+    public var url: String
+    public var secret: CredentialReference
+    public var previousSecret: CredentialReference?
+
+    public init(url: String, secret: CredentialReference, previousSecret: CredentialReference? = nil) {
+        self.url = url
+        self.secret = secret
+        self.previousSecret = previousSecret
+    }
+
+    private enum CodingKeys: String, CodingKey, CaseIterable { case url, secret, previousSecret }
+
+    public init(from decoder: any Decoder) throws {
+        try decoder.reportUnknownKeys(CodingKeys.self)
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        url = try c.decode(String.self, forKey: .url)
+        secret = try c.decode(CredentialReference.self, forKey: .secret)
+        previousSecret = try c.decodeIfPresent(CredentialReference.self, forKey: .previousSecret)
+    }
+
+    /// Every problem, each with its path: an URL that is not `https` (or `http` on loopback), or without a host; the
+    /// secrets' references.
+    public func validate(path: String) -> [ValidationIssue] {
+        var issues = secret.validate(path: "\(path).secret")
+        if let previousSecret { issues += previousSecret.validate(path: "\(path).previousSecret") }
+        let parsed = URL(string: url)
+        let host = parsed?.host?.lowercased()
+        let loopback = host == "127.0.0.1" || host == "localhost" || host == "::1" || host == "[::1]"
+        if parsed == nil || host == nil || host?.isEmpty == true || parsed?.user != nil || parsed?.password != nil
+            || !(parsed?.scheme?.lowercased() == "https" || (parsed?.scheme?.lowercased() == "http" && loopback)) {
+            issues.append(.init(field: "\(path).url", code: .invalidField,
+                                message: "an https URL with a host (http only to 127.0.0.1 or localhost), without user or password"))
+        }
+        return issues
     }
 }
 

@@ -17,6 +17,19 @@ public struct MerchantRuntime: Sendable {
     /// The one attempt policy: the merchant's retry settings and each gateway's decision table with the
     /// merchant's overrides.
     public let policy: AttemptPolicy
+    /// Where its events go, with their secrets resolved.
+    public let webhooks: [ResolvedWebhook]
+}
+
+/// A webhook endpoint ready to post to: its URL and the secrets that sign (the current one first).
+public struct ResolvedWebhook: Sendable, Hashable {
+    public var url: URL
+    public var secrets: [String]
+
+    public init(url: URL, secrets: [String]) {
+        self.url = url
+        self.secrets = secrets
+    }
 }
 
 /// Why the server refuses to start.
@@ -97,12 +110,25 @@ public struct ServerState: Sendable {
                     problems.append("\(path).gateways[\(g)]: the \(gateway.module) module could not be built")
                 }
             }
+            var webhooks: [ResolvedWebhook] = []
+            for (w, webhook) in merchant.webhooks.enumerated() {
+                var secrets: [String] = []
+                for (name, reference) in [("secret", webhook.secret), ("previousSecret", webhook.previousSecret)] {
+                    guard let reference else { continue }
+                    do {
+                        let secret = try reference.resolve(field: "\(path).webhooks[\(w)].\(name)", environment: environment)
+                        if secret.utf8.count < 16 { problems.append("\(path).webhooks[\(w)].\(name): a signing secret needs at least 16 characters") }
+                        secrets.append(secret)
+                    } catch { problems.append(error.description) }
+                }
+                if let url = URL(string: webhook.url) { webhooks.append(ResolvedWebhook(url: url, secrets: secrets)) }
+            }
             do {
                 let router = try GatewayRouter(merchant: merchant, modules: catalog.mapValues(\.capabilities))
                 let policy = AttemptPolicy(merchant: merchant, moduleTables: gateways.mapValues(\.decisionTable))
                 merchants.append(MerchantRuntime(configuration: merchant, apiKeyDigest: Array(SHA256.hash(data: Data(apiKey.utf8))), router: router,
                                                  health: HealthMonitor(settings: merchant.health, clock: clock), gateways: gateways,
-                                                 policy: policy))
+                                                 policy: policy, webhooks: webhooks))
             } catch {
                 problems += error.issues.map(\.description)
             }

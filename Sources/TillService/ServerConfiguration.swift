@@ -70,6 +70,8 @@ public struct ServerSettings: Sendable, Hashable, Codable {
     public var maxBodyBytes: Int
     /// The reconciler that settles attempts nobody settled (``Reconciler``); defaults when absent.
     public var reconciliation: ReconciliationSettings
+    /// How the server delivers events to the merchants' webhooks.
+    public var events: EventDeliverySettings
     /// A connection on which nothing arrives for this long is closed (between requests, or mid-request).
     public var idleTimeoutSeconds: Double
     /// A request's head and body must arrive within this long of its first byte, however slowly they
@@ -95,6 +97,7 @@ public struct ServerSettings: Sendable, Hashable, Codable {
         self.publicURL = publicURL
         self.maxBodyBytes = maxBodyBytes
         self.reconciliation = reconciliation
+        self.events = EventDeliverySettings()
         self.idleTimeoutSeconds = idleTimeoutSeconds
         self.requestReadTimeoutSeconds = requestReadTimeoutSeconds
         self.maxConnections = maxConnections
@@ -102,7 +105,7 @@ public struct ServerSettings: Sendable, Hashable, Codable {
     }
 
     private enum CodingKeys: String, CodingKey, CaseIterable {
-        case listen, storage, publicURL, maxBodyBytes, reconciliation, idleTimeoutSeconds, requestReadTimeoutSeconds, maxConnections, postgresConnections
+        case listen, storage, publicURL, maxBodyBytes, reconciliation, events, idleTimeoutSeconds, requestReadTimeoutSeconds, maxConnections, postgresConnections
     }
 
     public init(from decoder: any Decoder) throws {
@@ -114,6 +117,7 @@ public struct ServerSettings: Sendable, Hashable, Codable {
         publicURL = try c.decodeIfPresent(String.self, forKey: .publicURL)
         maxBodyBytes = try c.decodeIfPresent(Int.self, forKey: .maxBodyBytes) ?? d.maxBodyBytes
         reconciliation = try c.decodeIfPresent(ReconciliationSettings.self, forKey: .reconciliation) ?? d.reconciliation
+        events = try c.decodeIfPresent(EventDeliverySettings.self, forKey: .events) ?? d.events
         idleTimeoutSeconds = try c.decodeIfPresent(Double.self, forKey: .idleTimeoutSeconds) ?? d.idleTimeoutSeconds
         requestReadTimeoutSeconds = try c.decodeIfPresent(Double.self, forKey: .requestReadTimeoutSeconds) ?? d.requestReadTimeoutSeconds
         maxConnections = try c.decodeIfPresent(Int.self, forKey: .maxConnections) ?? d.maxConnections
@@ -158,6 +162,7 @@ public struct ServerSettings: Sendable, Hashable, Codable {
             issues.append(.init(field: "\(path).postgresConnections", code: .invalidField, message: "1 to 1000"))
         }
         issues += reconciliation.validate(path: "\(path).reconciliation")
+        issues += events.validate(path: "\(path).events")
         return issues
     }
 }

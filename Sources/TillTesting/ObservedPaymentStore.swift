@@ -118,4 +118,18 @@ public final class ObservedPaymentStore: PaymentStore {
     public func logReconciliation(_ entry: ReconciliationEntry) async throws { try await inner.logReconciliation(entry) }
     public func reconciliationLog(limit: Int) async throws -> [ReconciliationEntry] { try await inner.reconciliationLog(limit: limit) }
     public func close() async throws { try await inner.close() }
+    public func events(merchant: String, query: EventQuery) async throws -> [StoredEvent] { try await inner.events(merchant: merchant, query: query) }
+    public func event(id: String, merchant: String) async throws -> StoredEvent? { try await inner.event(id: id, merchant: merchant) }
+    public func deliveryAttempts(event id: String) async throws -> [StoredDeliveryAttempt] { try await inner.deliveryAttempts(event: id) }
+    public func claimDueEvents(now: Date, claimedUntil: Date, limit: Int, merchant: String?) async throws -> [StoredEvent] {
+        try await inner.claimDueEvents(now: now, claimedUntil: claimedUntil, limit: limit, merchant: merchant)
+    }
+    @discardableResult
+    public func recordDelivery(event id: String, claimedUntil: Date, attempts: [StoredDeliveryAttempt], result: DeliveryResult) async throws -> Bool {
+        try await inner.recordDelivery(event: id, claimedUntil: claimedUntil, attempts: attempts, result: result)
+    }
+    public func redeliver(event id: String, merchant: String, now: Date) async throws -> StoredEvent? {
+        try await inner.redeliver(event: id, merchant: merchant, now: now)
+    }
+    public func eventBacklog() async throws -> EventBacklog { try await inner.eventBacklog() }
 }

@@ -13,14 +13,18 @@ public final class PostgresPaymentStore: PaymentStore {
     private let logger: Logger
     /// Stored intents already decoded, keyed by their text (a changed intent is a new text).
     private let intents = IntentCache()
+    /// Whether status changes write events (the outbox); off only to measure what the outbox costs.
+    private let recordsEvents: Bool
 
     /// The pool's default size: see ``ServerSettings/postgresConnections`` for how it was measured.
     public static let defaultConnections = ServerSettings.defaultPostgresConnections
 
     /// Connects to `url` with a pool of at most `connections` connections. TLS is not used, so keep the
     /// database on loopback or a private network. `url` is read by ``PostgresEndpoint/read(_:)``.
+    /// With `recordsEvents` false no event is written (a benchmark's yardstick; a server always records them).
     public init(url: String, connections: Int = PostgresPaymentStore.defaultConnections,
-                logger: Logger = Logger(label: "till.store.postgres")) throws {
+                logger: Logger = Logger(label: "till.store.postgres"), recordsEvents: Bool = true) throws {
+        self.recordsEvents = recordsEvents
         guard connections >= 1 else { throw StoreError.unavailable("the PostgreSQL pool needs at least one connection") }
         let endpoint: PostgresEndpoint
         switch PostgresEndpoint.read(url) {
@@ -119,8 +123,10 @@ public final class PostgresPaymentStore: PaymentStore {
                             """, logger: self.logger)
                     }
                     let stamp = Date(storedMillis: now)
-                    return .created(StoredPayment(id: id, merchantID: merchant, intent: intent, status: .created, attempts: [],
-                                                  createdAt: stamp, updatedAt: stamp))
+                    let stored = StoredPayment(id: id, merchantID: merchant, intent: intent, status: .created, attempts: [],
+                                               createdAt: stamp, updatedAt: stamp)
+                    try await self.insertEvents(connection, try self.events(before: nil, after: stored, lastSequence: 0), payment: stored)
+                    return .created(stored)
                 }
             } catch let error as PSQLError where error.isUniqueViolation && pass == 0 {
                 continue
@@ -135,18 +141,20 @@ public final class PostgresPaymentStore: PaymentStore {
     private func createAtOnce(_ intent: PaymentIntent, intentJSON: String, merchant: String, id: String, idempotencyKey: String?,
                               requestHash: String, clientSecretHash: String?) async throws -> CreateOutcome? {
         let now = Date().storedMillis
+        let stamp = Date(storedMillis: now)
+        let created = StoredPayment(id: id, merchantID: merchant, intent: intent, status: .created, attempts: [], createdAt: stamp, updatedAt: stamp)
+        let events = try self.events(before: nil, after: created, lastSequence: 0)
         do {
             return try await client.withConnection { connection -> CreateOutcome? in
                 let rows = try await connection.run(PostgresStatements.CreatePayment.self, .init(
                     id: id, merchant: merchant, reference: intent.merchantReference, amount: intent.amount.minorUnits,
                     currency: intent.amount.currency.code, status: PaymentStatus.created.rawValue, intentJSON: intentJSON, now: now,
-                    clientSecretHash: clientSecretHash, idempotencyKey: idempotencyKey, requestHash: requestHash), logger: self.logger)
+                    clientSecretHash: clientSecretHash, idempotencyKey: idempotencyKey, requestHash: requestHash,
+                    events: EventRows(events)), logger: self.logger)
                 var inserted: (Int64, Int64) = (0, 0)
                 for try await row in rows { inserted = try row.decode((Int64, Int64).self) }
                 guard inserted.0 == 1 else { return nil }
-                let stamp = Date(storedMillis: now)
-                return .created(StoredPayment(id: id, merchantID: merchant, intent: intent, status: .created, attempts: [],
-                                              createdAt: stamp, updatedAt: stamp))
+                return .created(created)
             }
         } catch let error as PSQLError where error.isUniqueViolation {
             return nil
@@ -217,8 +225,10 @@ public final class PostgresPaymentStore: PaymentStore {
                 let values = PostgresStatements.InsertAttempt.Values(
                     reference: reference.rawValue, payment: payment, sequence: expected.count + 1, gateway: gateway.rawValue,
                     status: PaymentStatus.created.rawValue, customerRequested: customerRequested, now: Date().storedMillis)
-                for try await _ in try await connection.run(PostgresStatements.InsertAttempt.self, values, logger: self.logger) {}
-                try await self.refreshPaymentStatus(connection, payment: payment)
+                try await self.recordingEvents(connection, payment: payment) {
+                    for try await _ in try await connection.run(PostgresStatements.InsertAttempt.self, values, logger: self.logger) {}
+                    try await self.refreshPaymentStatus(connection, payment: payment)
+                }
             }
         } catch let error as PSQLError where error.isUniqueViolation {
             throw StoreError.conflict("attempt \(expected.count + 1) of payment \(payment) already exists")
@@ -251,8 +261,10 @@ public final class PostgresPaymentStore: PaymentStore {
             guard let paymentID = found else { return }
             let values = PostgresStatements.AttemptPrepared.Values(attempt: reference.rawValue, gatewayReference: gatewayReference,
                                                                    returnURL: returnURL?.absoluteString, now: Date().storedMillis)
-            for try await _ in try await connection.run(PostgresStatements.AttemptPrepared.self, values, logger: self.logger) {}
-            try await self.refreshPaymentStatus(connection, payment: paymentID)
+            try await self.recordingEvents(connection, payment: paymentID) {
+                for try await _ in try await connection.run(PostgresStatements.AttemptPrepared.self, values, logger: self.logger) {}
+                try await self.refreshPaymentStatus(connection, payment: paymentID)
+            }
         }
     }
 
@@ -380,9 +392,9 @@ public final class PostgresPaymentStore: PaymentStore {
         let headers = try SQLitePaymentStore.encode(notification.headers)
         return try await transaction { connection -> ApplyOutcome in
             guard report.gateway == notification.gateway,
-                  let payment = try await self.lockedPayment(connection, attempt: report.attempt,
-                                                             withOperations: operation != nil || report.status.isRefund),
-                  payment.merchantID == merchant,
+                  let locked = try await self.lockedPayment(connection, attempt: report.attempt,
+                                                            withOperations: operation != nil || report.status.isRefund),
+                  case let payment = locked.facts, payment.merchantID == merchant,
                   let attempt = payment.attempts.first(where: { $0.reference == report.attempt }),
                   attempt.gateway == notification.gateway else {
                 // Verified, but about no attempt of this merchant on this gateway: kept, applied to nothing.
@@ -403,13 +415,13 @@ public final class PostgresPaymentStore: PaymentStore {
                 let fresh = try await self.write(StoreRules.Effect(outcome: outcome), report: report, paymentID: payment.id, connection: connection,
                                                  notification: .init(raw: notification, headers: headers, outcome: outcome.storedName))
                 guard fresh else { return .duplicate }
-                try await self.write(settled, payment: payment, connection: connection)
+                try await self.write(settled, locked: locked, connection: connection)
                 return outcome
             }
             let effect = StoreRules.apply(report, attempt: attempt, payment: payment, source: source)
             // The insert is the dedupe: a redelivery of a stored event inserts nothing and changes nothing. The
-            // insert and the writes it allows are one statement (one round trip).
-            let fresh = try await self.write(effect, report: report, paymentID: payment.id, connection: connection,
+            // insert, the writes it allows and their events are one statement (one round trip).
+            let fresh = try await self.write(effect, report: report, locked: locked, connection: connection,
                                              notification: .init(raw: notification, headers: headers, outcome: effect.outcome.storedName))
             return fresh ? effect.outcome : .duplicate
         }
@@ -417,10 +429,10 @@ public final class PostgresPaymentStore: PaymentStore {
 
     public func apply(_ report: StatusReport, source: AttemptPolicy.ReportSource) async throws -> ApplyOutcome {
         try await transaction { connection -> ApplyOutcome in
-            guard let payment = try await self.lockedPayment(connection, attempt: report.attempt, withOperations: report.status.isRefund),
-                  let attempt = payment.attempts.first(where: { $0.reference == report.attempt }) else { return .unknownAttempt }
-            let effect = StoreRules.apply(report, attempt: attempt, payment: payment, source: source)
-            try await self.write(effect, report: report, paymentID: payment.id, connection: connection)
+            guard let locked = try await self.lockedPayment(connection, attempt: report.attempt, withOperations: report.status.isRefund),
+                  let attempt = locked.facts.attempts.first(where: { $0.reference == report.attempt }) else { return .unknownAttempt }
+            let effect = StoreRules.apply(report, attempt: attempt, payment: locked.facts, source: source)
+            try await self.write(effect, report: report, locked: locked, connection: connection)
             return effect.outcome
         }
     }
@@ -444,6 +456,7 @@ public final class PostgresPaymentStore: PaymentStore {
                     throw StoreError.conflict("no payment \(id)")
                 }
                 payment.operations = try await self.operations(connection, payment: id)
+                let before = payment
                 var operation = try decide(payment)
                 let now = Date().storedMillis
                 (operation.createdAt, operation.updatedAt) = (Date(storedMillis: now), Date(storedMillis: now))
@@ -454,6 +467,11 @@ public final class PostgresPaymentStore: PaymentStore {
                             \(operation.kind.rawValue), \(operation.amount.minorUnits), \(operation.amount.currency.code), \(operation.status.rawValue),
                             \(operation.isFinal ? 1 : 0), \(idempotencyKey), \(requestHash), \(now), \(now))
                     """, logger: self.logger)
+                var after = before
+                after.operations.append(operation)
+                try await self.insertEvents(connection, try self.events(before: before, after: after,
+                                                                        lastSequence: try await self.lastEventSequence(connection, payment: id)),
+                                            payment: after)
                 return .created(operation)
             }
         } catch let error as PSQLError where error.isUniqueViolation {
@@ -469,10 +487,10 @@ public final class PostgresPaymentStore: PaymentStore {
 
     public func settleOperation(_ reference: OperationReference, report: OperationReport) async throws -> OperationSettleOutcome {
         try await transaction { connection -> OperationSettleOutcome in
-            guard let payment = try await self.lockedPayment(connection, attempt: reference.attempt, withOperations: true),
-                  let operation = payment.operations.first(where: { $0.reference == reference }) else { return .unknownOperation }
-            let settled = StoreRules.settle(operation, report: report, paymentAmount: payment.amount, now: Date(storedMillis: Date().storedMillis))
-            try await self.write(settled, payment: payment, connection: connection)
+            guard let locked = try await self.lockedPayment(connection, attempt: reference.attempt, withOperations: true),
+                  let operation = locked.facts.operations.first(where: { $0.reference == reference }) else { return .unknownOperation }
+            let settled = StoreRules.settle(operation, report: report, paymentAmount: locked.facts.amount, now: Date(storedMillis: Date().storedMillis))
+            try await self.write(settled, locked: locked, connection: connection)
             return settled.outcome
         }
     }
@@ -500,7 +518,7 @@ public final class PostgresPaymentStore: PaymentStore {
 
     /// Writes what ``StoreRules/settle(_:report:paymentAmount:now:)`` decided: the operation's row, then its money through the
     /// stores' one rule, in the caller's transaction (the payment locked).
-    private func write(_ settled: StoreRules.OperationEffect, payment: PaymentFacts, connection: PostgresConnection) async throws {
+    private func write(_ settled: StoreRules.OperationEffect, locked: LockedPayment, connection: PostgresConnection) async throws {
         if let changed = settled.operation {
             try await connection.query("""
                 UPDATE till_operations SET status = \(changed.status.rawValue), gateway_reference = \(changed.gatewayReference),
@@ -508,13 +526,19 @@ public final class PostgresPaymentStore: PaymentStore {
                 WHERE reference = \(changed.reference.rawValue)
                 """, logger: logger)
         }
-        guard let money = settled.money, let attempt = payment.attempts.first(where: { $0.reference == money.attempt }) else { return }
-        var facts = payment
-        if let changed = settled.operation, let index = facts.operations.firstIndex(where: { $0.reference == changed.reference }) {
-            facts.operations[index] = changed
+        // The payment as the operation's new row leaves it; its money, when it moved, follows through the one rule.
+        var changed = locked
+        if let operation = settled.operation, let index = changed.facts.operations.firstIndex(where: { $0.reference == operation.reference }) {
+            changed.facts.operations[index] = operation
+            changed.payment.operations[index] = operation
         }
-        let effect = StoreRules.apply(money, attempt: attempt, payment: facts, source: .inquiry)
-        try await write(effect, report: money, paymentID: payment.id, connection: connection)
+        guard let money = settled.money, let attempt = changed.facts.attempts.first(where: { $0.reference == money.attempt }) else {
+            try await insertEvents(connection, try events(before: locked.payment, after: changed.payment, lastSequence: locked.lastSequence),
+                                   payment: changed.payment)
+            return
+        }
+        let effect = StoreRules.apply(money, attempt: attempt, payment: changed.facts, source: .inquiry)
+        try await write(effect, report: money, locked: changed, connection: connection, eventsSince: locked.payment)
     }
 
     private func operations(_ connection: PostgresConnection, payment id: String) async throws -> [StoredOperation] {
@@ -635,6 +659,171 @@ public final class PostgresPaymentStore: PaymentStore {
         }
     }
 
+    // MARK: Events
+
+    private static let eventColumns = """
+        position, id, merchant_id, payment_id, sequence, type, body, created_at, state, attempt_count, next_attempt_at, delivered_at
+        """
+
+    private func eventRows(_ connection: PostgresConnection, _ query: PostgresQuery) async throws -> [StoredEvent] {
+        var out: [StoredEvent] = []
+        for try await row in try await connection.query(query, logger: logger) {
+            let (position, id, merchant, payment, sequence, type, body, created, state, count, next, delivered) =
+                try row.decode((Int64, String, String, String, Int, String, String, Int64, String, Int, Int64?, Int64?).self)
+            out.append(StoredEvent(id: id, merchantID: merchant, paymentID: payment, sequence: sequence, type: EventType(rawValue: type),
+                                   body: Data(body.utf8), createdAt: Date(storedMillis: created), position: position,
+                                   state: EventDeliveryState(rawValue: state) ?? .pending, attemptCount: count,
+                                   nextAttemptAt: next.map(Date.init(storedMillis:)), deliveredAt: delivered.map(Date.init(storedMillis:))))
+        }
+        return out
+    }
+
+    public func events(merchant: String, query: EventQuery) async throws -> [StoredEvent] {
+        try await client.withConnection { connection in
+            try await self.eventRows(connection, """
+                SELECT position, id, merchant_id, payment_id, sequence, type, body, created_at, state, attempt_count, next_attempt_at, delivered_at
+                FROM till_events WHERE merchant_id = \(merchant) AND position > \(query.after)
+                  AND (\(query.type?.rawValue)::TEXT IS NULL OR type = \(query.type?.rawValue))
+                  AND (\(query.paymentID)::TEXT IS NULL OR payment_id = \(query.paymentID))
+                  AND (\(query.state?.rawValue)::TEXT IS NULL OR state = \(query.state?.rawValue))
+                ORDER BY position LIMIT \(query.limit)
+                """)
+        }
+    }
+
+    public func event(id: String, merchant: String) async throws -> StoredEvent? {
+        try await client.withConnection { connection in
+            try await self.eventRows(connection, """
+                SELECT position, id, merchant_id, payment_id, sequence, type, body, created_at, state, attempt_count, next_attempt_at, delivered_at
+                FROM till_events WHERE id = \(id) AND merchant_id = \(merchant)
+                """).first
+        }
+    }
+
+    public func deliveryAttempts(event id: String) async throws -> [StoredDeliveryAttempt] {
+        try await client.withConnection { connection in
+            var out: [StoredDeliveryAttempt] = []
+            let rows = try await connection.query("""
+                SELECT event_id, endpoint, at, status_code, latency_ms, error, excerpt FROM till_event_attempts WHERE event_id = \(id) ORDER BY id
+                """, logger: self.logger)
+            for try await (event, endpoint, at, code, latency, error, excerpt) in rows.decode((String, String, Int64, Int?, Int, String?, String?).self) {
+                out.append(StoredDeliveryAttempt(eventID: event, endpoint: endpoint, at: Date(storedMillis: at), statusCode: code,
+                                                 latencyMillis: latency, error: error, excerpt: excerpt))
+            }
+            return out
+        }
+    }
+
+    public func claimDueEvents(now: Date, claimedUntil: Date, limit: Int, merchant: String?) async throws -> [StoredEvent] {
+        try await transaction { connection in
+            // Rows another instance is claiming are skipped, not waited for; an event whose payment has an earlier event
+            // still pending waits for it (that earlier row is pending whether or not another instance holds it).
+            let due = try await self.eventRows(connection, """
+                SELECT position, id, merchant_id, payment_id, sequence, type, body, created_at, state, attempt_count, next_attempt_at, delivered_at
+                FROM till_events e
+                WHERE e.state = 'pending' AND e.next_attempt_at <= \(now.storedMillis)
+                  AND (\(merchant)::TEXT IS NULL OR e.merchant_id = \(merchant))
+                  AND NOT EXISTS (SELECT 1 FROM till_events b WHERE b.payment_id = e.payment_id AND b.sequence < e.sequence AND b.state = 'pending')
+                ORDER BY e.next_attempt_at, e.position LIMIT \(limit) FOR UPDATE SKIP LOCKED
+                """)
+            guard !due.isEmpty else { return [] }
+            let until = claimedUntil.storedMillis
+            try await connection.query("UPDATE till_events SET next_attempt_at = \(until) WHERE id = ANY(\(due.map(\.id))::TEXT[])", logger: self.logger)
+            return due.map { event in
+                var event = event
+                event.nextAttemptAt = Date(storedMillis: until)
+                return event
+            }
+        }
+    }
+
+    @discardableResult
+    public func recordDelivery(event id: String, claimedUntil: Date, attempts: [StoredDeliveryAttempt], result: DeliveryResult) async throws -> Bool {
+        let (state, next, delivered) = StoreRules.delivery(result, now: Date())
+        return try await transaction { connection in
+            for attempt in attempts {
+                try await connection.query("""
+                    INSERT INTO till_event_attempts (event_id, endpoint, at, status_code, latency_ms, error, excerpt)
+                    VALUES (\(attempt.eventID), \(attempt.endpoint), \(attempt.at.storedMillis), \(attempt.statusCode.map(Int64.init)),
+                            \(Int64(attempt.latencyMillis)), \(attempt.error), \(attempt.excerpt))
+                    """, logger: self.logger)
+            }
+            let rows = try await connection.query("""
+                UPDATE till_events SET state = \(state.rawValue), next_attempt_at = \(next?.storedMillis), delivered_at = \(delivered?.storedMillis),
+                       attempt_count = attempt_count + \(attempts.isEmpty ? 0 : 1)
+                WHERE id = \(id) AND state = 'pending' AND next_attempt_at = \(claimedUntil.storedMillis) RETURNING 1
+                """, logger: self.logger)
+            var recorded = false
+            for try await _ in rows { recorded = true }
+            return recorded
+        }
+    }
+
+    public func redeliver(event id: String, merchant: String, now: Date) async throws -> StoredEvent? {
+        try await client.withConnection { connection in
+            try await self.eventRows(connection, """
+                UPDATE till_events SET state = 'pending', next_attempt_at = \(now.storedMillis) WHERE id = \(id) AND merchant_id = \(merchant)
+                RETURNING position, id, merchant_id, payment_id, sequence, type, body, created_at, state, attempt_count, next_attempt_at, delivered_at
+                """).first
+        }
+    }
+
+    public func eventBacklog() async throws -> EventBacklog {
+        try await client.withConnection { connection in
+            let rows = try await connection.query("SELECT COUNT(*), MIN(created_at) FROM till_events WHERE state = 'pending'", logger: self.logger)
+            for try await (count, oldest) in rows.decode((Int64, Int64?).self) {
+                return EventBacklog(pending: Int(count), oldestCreatedAt: oldest.map(Date.init(storedMillis:)))
+            }
+            return EventBacklog(pending: 0, oldestCreatedAt: nil)
+        }
+    }
+
+    /// The events of a change from `before` to `after` (none when the store records no events).
+    private func events(before: StoredPayment?, after: StoredPayment, lastSequence: Int) throws -> [StoredEvent] {
+        guard recordsEvents else { return [] }
+        return try EventRules.events(before: before, after: after, lastSequence: lastSequence, now: Date(storedMillis: Date().storedMillis))
+    }
+
+    /// Inserts a change's events and the payment's last event number, in one statement, in the caller's transaction.
+    private func insertEvents(_ connection: PostgresConnection, _ events: [StoredEvent], payment: StoredPayment) async throws {
+        guard let last = events.last else { return }
+        let rows = EventRows(events)
+        try await connection.query("""
+            WITH ev AS (
+                INSERT INTO till_events (id, merchant_id, payment_id, sequence, type, body, created_at, state, next_attempt_at)
+                SELECT x.id, \(payment.merchantID)::TEXT, \(payment.id)::TEXT, x.seq, x.type, x.body, \(last.createdAt.storedMillis)::BIGINT, 'pending',
+                       \(last.createdAt.storedMillis)::BIGINT
+                FROM unnest(\(rows.ids)::TEXT[], \(rows.sequences)::BIGINT[], \(rows.types)::TEXT[], \(rows.bodies)::TEXT[]) AS x(id, seq, type, body)
+                RETURNING 1
+            )
+            UPDATE till_payments SET last_event_sequence = \(Int64(last.sequence)) WHERE id = \(payment.id)
+            """, logger: logger)
+    }
+
+    private func lastEventSequence(_ connection: PostgresConnection, payment id: String) async throws -> Int {
+        for try await last in try await connection.query("SELECT last_event_sequence FROM till_payments WHERE id = \(id)", logger: logger)
+            .decode(Int64.self) { return Int(last) }
+        return 0
+    }
+
+    /// Runs `change` on payment `id` (locked by the caller) and writes the events it made: the payment read before and
+    /// after, in the caller's transaction.
+    private func recordingEvents(_ connection: PostgresConnection, payment id: String, _ change: () async throws -> Void) async throws {
+        guard recordsEvents else { return try await change() }
+        var merchant: String?
+        var last = 0
+        for try await (found, sequence) in try await connection.query("SELECT merchant_id, last_event_sequence FROM till_payments WHERE id = \(id)",
+                                                                      logger: logger).decode((String, Int64).self) {
+            (merchant, last) = (found, Int(sequence))
+        }
+        guard let merchant, var before = try await payment(connection, id: id, merchant: merchant) else { return try await change() }
+        before.operations = try await operations(connection, payment: id)
+        try await change()
+        guard var after = try await payment(connection, id: id, merchant: merchant) else { return }
+        after.operations = before.operations
+        try await insertEvents(connection, try events(before: before, after: after, lastSequence: last), payment: after)
+    }
+
     // MARK: Rows
 
     /// Runs `body` in a transaction, rethrowing the body's own error rather than the wrapper.
@@ -654,19 +843,39 @@ public final class PostgresPaymentStore: PaymentStore {
     /// One query that joined the attempts under `FOR UPDATE OF p` would, after waiting for the lock, return the
     /// payment's latest row beside the attempts as they were before the wait (PostgreSQL re-reads only the
     /// locked rows); the attempts read by a second statement, after the lock, are current.
-    private func lockedPayment(_ connection: PostgresConnection, attempt: AttemptReference, withOperations: Bool = false) async throws -> PaymentFacts? {
+    private func lockedPayment(_ connection: PostgresConnection, attempt: AttemptReference, withOperations: Bool = false) async throws -> LockedPayment? {
         let rows = try await connection.run(PostgresStatements.LockPaymentOfAttempt.self, attempt.rawValue, logger: logger)
-        var found: PaymentFacts?
+        var found: LockedPayment?
         for try await row in rows {
-            let (pid, mid, status, amount, currency) = try row.decode((String, String, String, Int64, String).self)
-            found = PaymentFacts(id: pid, merchantID: mid, status: PaymentStatus(rawValue: status),
-                                 amount: try PaymentFacts.amount(minorUnits: amount, currency: currency), attempts: [])
+            let (pid, mid, status, amount, currency, intentJSON, created, updated, last) =
+                try row.decode((String, String, String, Int64, String, String, Int64, Int64, Int64).self)
+            let money = try PaymentFacts.amount(minorUnits: amount, currency: currency)
+            found = LockedPayment(facts: PaymentFacts(id: pid, merchantID: mid, status: PaymentStatus(rawValue: status), amount: money, attempts: []),
+                                  payment: StoredPayment(id: pid, merchantID: mid, intent: try intents.intent(intentJSON),
+                                                         status: PaymentStatus(rawValue: status), attempts: [],
+                                                         createdAt: Date(storedMillis: created), updatedAt: Date(storedMillis: updated)),
+                                  lastSequence: Int(last))
         }
-        guard var payment = found else { return nil }
-        payment.attempts = try await attempts(connection, payment: payment.id)
-        // What a refund may take back depends on what Till captured; nothing else reads the operations.
-        if withOperations { payment.operations = try await operations(connection, payment: payment.id) }
-        return payment
+        guard var locked = found else { return nil }
+        let attempts = try await attempts(connection, payment: locked.facts.id)
+        locked.facts.attempts = attempts
+        locked.payment.attempts = attempts
+        // What a refund may take back depends on what Till captured; the events' view shows the operations whenever an
+        // attempt may have some (none can exist before an attempt held money).
+        if withOperations || (recordsEvents && attempts.contains(where: { $0.status.mayHaveOperations })) {
+            let operations = try await operations(connection, payment: locked.facts.id)
+            locked.facts.operations = operations
+            locked.payment.operations = operations
+        }
+        return locked
+    }
+
+    /// A payment locked in the caller's transaction: what the rules need of it, the whole payment as the events show
+    /// it, and its last event's number.
+    private struct LockedPayment: Sendable {
+        var facts: PaymentFacts
+        var payment: StoredPayment
+        var lastSequence: Int
     }
 
     /// A notification to store with the writes it allows.
@@ -679,17 +888,31 @@ public final class PostgresPaymentStore: PaymentStore {
     /// Writes what ``StoreRules/apply(_:attempt:payment:)`` decided, in one statement (one round trip). With a
     /// `notification`, its insert is the gate: the writes happen only if it was inserted (a redelivery inserts
     /// nothing), and the result says whether it was.
+    /// The change's events (computed from the payment as `effect` leaves it, numbered after `locked`'s last) go in the
+    /// same statement. `eventsSince` is the payment before the caller's earlier writes in this transaction (an operation's
+    /// row), so their events are written here too.
+    @discardableResult
+    private func write(_ effect: StoreRules.Effect, report: StatusReport, locked: LockedPayment, connection: PostgresConnection,
+                       notification: NotificationRow? = nil, eventsSince: StoredPayment? = nil) async throws -> Bool {
+        let now = Date().storedMillis
+        let after = effect.applied(to: locked.payment, report: report, now: Date(storedMillis: now))
+        let events = try events(before: eventsSince ?? locked.payment, after: after, lastSequence: locked.lastSequence)
+        return try await write(effect, report: report, paymentID: locked.facts.id, connection: connection, notification: notification,
+                               events: events, merchant: locked.facts.merchantID, now: now)
+    }
+
     @discardableResult
     private func write(_ effect: StoreRules.Effect, report: StatusReport, paymentID: String, connection: PostgresConnection,
-                       notification: NotificationRow? = nil) async throws -> Bool {
-        let now = Date().storedMillis
+                       notification: NotificationRow? = nil, events: [StoredEvent] = [], merchant: String = "",
+                       now: Int64 = Date().storedMillis) async throws -> Bool {
         let values = PostgresStatements.WriteEffect.Values(
             store: notification != nil, gateway: notification?.raw.gateway.rawValue ?? "", eventID: report.eventID,
             attempt: report.attempt.rawValue, reportedStatus: report.status.rawValue, outcome: notification?.outcome ?? "",
             headers: notification?.headers ?? "", body: notification?.raw.body ?? Data(),
             receivedAt: notification?.raw.receivedAt.storedMillis ?? 0, attemptStatus: effect.attemptStatus?.rawValue,
             gatewayCode: report.gatewayCode, gatewayReference: report.gatewayReference, refunded: effect.refundedMinorUnits, now: now,
-            paymentID: paymentID, paymentStatus: effect.paymentStatus?.rawValue)
+            paymentID: paymentID, paymentStatus: effect.paymentStatus?.rawValue, merchant: merchant, events: EventRows(events),
+            lastEventSequence: events.last.map { Int64($0.sequence) })
         var gone: Int64 = 0
         for try await row in try await connection.run(PostgresStatements.WriteEffect.self, values, logger: logger) {
             gone = try row.decode(Int64.self)

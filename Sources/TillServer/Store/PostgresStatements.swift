@@ -41,6 +41,20 @@ extension PostgresConnection {
     }
 }
 
+/// Events bound as parallel arrays, for a statement that inserts them with `unnest` (any number in one round trip).
+struct EventRows {
+    var ids: [String] = [], sequences: [Int64] = [], types: [String] = [], bodies: [String] = []
+
+    init() {}
+
+    init(_ events: [StoredEvent]) {
+        ids = events.map(\.id)
+        sequences = events.map { Int64($0.sequence) }
+        types = events.map(\.type.rawValue)
+        bodies = events.map { String(decoding: $0.body, as: UTF8.self) }
+    }
+}
+
 /// The store's prepared statements.
 enum PostgresStatements {
     /// The columns of an attempt, in the order ``attempt(_:)`` reads them.
@@ -107,7 +121,7 @@ enum PostgresStatements {
         static let sql = query("").sql
         static func query(_ attempt: String) -> PostgresQuery {
             """
-            SELECT p.id, p.merchant_id, p.status, p.amount_minor, p.currency
+            SELECT p.id, p.merchant_id, p.status, p.amount_minor, p.currency, p.intent_json, p.created_at, p.updated_at, p.last_event_sequence
             FROM till_attempts a JOIN till_payments p ON p.id = a.payment_id WHERE a.reference = \(attempt)::TEXT FOR UPDATE OF p
             """
         }
@@ -191,6 +205,8 @@ enum PostgresStatements {
         struct Values {
             var id: String, merchant: String, reference: String, amount: Int64, currency: String, status: String, intentJSON: String
             var now: Int64, clientSecretHash: String?, idempotencyKey: String?, requestHash: String
+            /// The `payment.created` event, inserted with the payment (none when the store records no events).
+            var events = EventRows()
         }
         static let name = "till_create_payment"
         static let sql = query(Values(id: "", merchant: "", reference: "", amount: 0, currency: "", status: "", intentJSON: "", now: 0,
@@ -199,10 +215,17 @@ enum PostgresStatements {
             """
             WITH ins AS (
                 INSERT INTO till_payments (id, merchant_id, merchant_reference, amount_minor, currency, status, intent_json, created_at,
-                                           updated_at, client_secret_hash)
+                                           updated_at, client_secret_hash, last_event_sequence)
                 VALUES (\(v.id)::TEXT, \(v.merchant)::TEXT, \(v.reference)::TEXT, \(v.amount)::BIGINT, \(v.currency)::TEXT, \(v.status)::TEXT,
-                        \(v.intentJSON)::TEXT, \(v.now)::BIGINT, \(v.now)::BIGINT, \(v.clientSecretHash)::TEXT)
+                        \(v.intentJSON)::TEXT, \(v.now)::BIGINT, \(v.now)::BIGINT, \(v.clientSecretHash)::TEXT,
+                        COALESCE(array_length(\(v.events.sequences)::BIGINT[], 1), 0))
                 ON CONFLICT (merchant_id, merchant_reference) DO NOTHING RETURNING id
+            ), ev AS (
+                INSERT INTO till_events (id, merchant_id, payment_id, sequence, type, body, created_at, state, next_attempt_at)
+                SELECT x.id, \(v.merchant)::TEXT, ins.id, x.seq, x.type, x.body, \(v.now)::BIGINT, 'pending', \(v.now)::BIGINT
+                FROM ins, unnest(\(v.events.ids)::TEXT[], \(v.events.sequences)::BIGINT[], \(v.events.types)::TEXT[],
+                                 \(v.events.bodies)::TEXT[]) AS x(id, seq, type, body)
+                RETURNING 1
             ), key AS (
                 INSERT INTO till_idempotency_keys (merchant_id, idempotency_key, request_hash, payment_id, created_at)
                 SELECT \(v.merchant)::TEXT, \(v.idempotencyKey)::TEXT, \(v.requestHash)::TEXT, id, \(v.now)::BIGINT FROM ins
@@ -222,6 +245,8 @@ enum PostgresStatements {
             var headers: String, body: Data, receivedAt: Int64
             var attemptStatus: String?, gatewayCode: String?, gatewayReference: String?, refunded: Int64?, now: Int64
             var paymentID: String, paymentStatus: String?
+            /// The change's events and the payment's last event number afterwards (none: the change writes no event).
+            var merchant = "", events = EventRows(), lastEventSequence: Int64? = nil
         }
         static let name = "till_write_effect"
         static let sql: String = {
@@ -251,8 +276,16 @@ enum PostgresStatements {
                   WHERE reference = \(v.attempt)::TEXT
                     AND (\(v.attemptStatus)::TEXT IS NOT NULL OR \(v.refunded)::BIGINT IS NOT NULL)
                     AND EXISTS (SELECT 1 FROM go) RETURNING 1),
-            p AS (UPDATE till_payments SET status = \(v.paymentStatus ?? "")::TEXT, updated_at = \(v.now)::BIGINT
-                  WHERE id = \(v.paymentID)::TEXT AND \(v.paymentStatus)::TEXT IS NOT NULL AND EXISTS (SELECT 1 FROM go) RETURNING 1)
+            p AS (UPDATE till_payments SET status = COALESCE(\(v.paymentStatus)::TEXT, status),
+                  updated_at = CASE WHEN \(v.paymentStatus)::TEXT IS NULL THEN updated_at ELSE \(v.now)::BIGINT END,
+                  last_event_sequence = COALESCE(\(v.lastEventSequence)::BIGINT, last_event_sequence)
+                  WHERE id = \(v.paymentID)::TEXT AND (\(v.paymentStatus)::TEXT IS NOT NULL OR \(v.lastEventSequence)::BIGINT IS NOT NULL)
+                    AND EXISTS (SELECT 1 FROM go) RETURNING 1),
+            ev AS (INSERT INTO till_events (id, merchant_id, payment_id, sequence, type, body, created_at, state, next_attempt_at)
+                  SELECT x.id, \(v.merchant)::TEXT, \(v.paymentID)::TEXT, x.seq, x.type, x.body, \(v.now)::BIGINT, 'pending', \(v.now)::BIGINT
+                  FROM unnest(\(v.events.ids)::TEXT[], \(v.events.sequences)::BIGINT[], \(v.events.types)::TEXT[],
+                              \(v.events.bodies)::TEXT[]) AS x(id, seq, type, body)
+                  WHERE EXISTS (SELECT 1 FROM go) RETURNING 1)
             SELECT (SELECT COUNT(*) FROM go)::BIGINT
             """
         }

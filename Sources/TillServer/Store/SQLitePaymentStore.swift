@@ -14,9 +14,13 @@ public final class SQLitePaymentStore: PaymentStore {
     private let writer: GroupCommitWriter
     /// Stored intents already decoded (an intent's text never changes once stored).
     private let intents = IntentCache()
+    /// Whether status changes write events (the outbox); off only to measure what the outbox costs.
+    private let recordsEvents: Bool
 
-    /// Opens (and creates) the database at `path`.
-    public init(path: String) throws {
+    /// Opens (and creates) the database at `path`. With `recordsEvents` false no event is written (a benchmark's
+    /// yardstick; a server always records them).
+    public init(path: String, recordsEvents: Bool = true) throws {
+        self.recordsEvents = recordsEvents
         var configuration = Configuration()
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = FULL")
@@ -83,8 +87,9 @@ public final class SQLitePaymentStore: PaymentStore {
                     """).execute(arguments: [merchant, key, requestHash, id, now])
             }
             let stamp = Date(storedMillis: now)
-            return .created(StoredPayment(id: id, merchantID: merchant, intent: intent, status: .created, attempts: [],
-                                          createdAt: stamp, updatedAt: stamp))
+            let created = StoredPayment(id: id, merchantID: merchant, intent: intent, status: .created, attempts: [], createdAt: stamp, updatedAt: stamp)
+            try self.writeEvents(db, before: nil, after: created, lastSequence: 0)
+            return .created(created)
         }
     }
 
@@ -119,12 +124,14 @@ public final class SQLitePaymentStore: PaymentStore {
                     throw StoreError.conflict("the attempts or the intent of payment \(payment) changed")
                 }
                 let now = Date().storedMillis
-                try db.cachedStatement(sql: """
-                    INSERT INTO till_attempts (reference, payment_id, sequence, gateway, status, customer_requested, created_at, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    """).execute(arguments: [reference.rawValue, payment, expected.count + 1, gateway.rawValue, PaymentStatus.created.rawValue,
-                                     customerRequested ? 1 : 0, now, now])
-                try Self.refreshPaymentStatus(db, payment: payment)
+                try self.recordingEvents(db, payment: payment) {
+                    try db.cachedStatement(sql: """
+                        INSERT INTO till_attempts (reference, payment_id, sequence, gateway, status, customer_requested, created_at, updated_at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                        """).execute(arguments: [reference.rawValue, payment, expected.count + 1, gateway.rawValue, PaymentStatus.created.rawValue,
+                                         customerRequested ? 1 : 0, now, now])
+                    try Self.refreshPaymentStatus(db, payment: payment)
+                }
             }
         } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
             throw StoreError.conflict("attempt \(expected.count + 1) of payment \(payment) already exists")
@@ -146,12 +153,13 @@ public final class SQLitePaymentStore: PaymentStore {
 
     public func attemptPrepared(_ reference: AttemptReference, gatewayReference: String?, returnURL: URL?) async throws {
         try await writer.write { db in
-            try db.cachedStatement(sql: """
-                UPDATE till_attempts SET gateway_reference = ?, return_url = COALESCE(?, return_url),
-                status = CASE WHEN status = 'created' THEN 'pending' ELSE status END, updated_at = ? WHERE reference = ?
-                """).execute(arguments: [gatewayReference, returnURL?.absoluteString, Date().storedMillis, reference.rawValue])
-            if let paymentID = try String.fetchOne(db.cachedStatement(sql: "SELECT payment_id FROM till_attempts WHERE reference = ?"),
-                                                   arguments: [reference.rawValue]) {
+            guard let paymentID = try String.fetchOne(db.cachedStatement(sql: "SELECT payment_id FROM till_attempts WHERE reference = ?"),
+                                                      arguments: [reference.rawValue]) else { return }
+            try self.recordingEvents(db, payment: paymentID) {
+                try db.cachedStatement(sql: """
+                    UPDATE till_attempts SET gateway_reference = ?, return_url = COALESCE(?, return_url),
+                    status = CASE WHEN status = 'created' THEN 'pending' ELSE status END, updated_at = ? WHERE reference = ?
+                    """).execute(arguments: [gatewayReference, returnURL?.absoluteString, Date().storedMillis, reference.rawValue])
                 try Self.refreshPaymentStatus(db, payment: paymentID)
             }
         }
@@ -277,12 +285,13 @@ public final class SQLitePaymentStore: PaymentStore {
                 SELECT 1 FROM till_notifications WHERE attempt_reference = ? AND gateway = ? AND event_id = ?
                 """), arguments: [report.attempt.rawValue, notification.gateway.rawValue, report.eventID]) ?? false
             if seen { return .duplicate }
-            let outcome: ApplyOutcome
-            if let operation, source != .notificationToConfirm,
-               let match = StoreRules.match(operation, among: try Self.operations(db, payment: attemptRow["payment_id"]), attempt: report.attempt) {
-                outcome = .operation(try self.settle(db, match, report: operation))
-            } else {
-                outcome = try self.apply(db, report: report, paymentID: attemptRow["payment_id"], source: source)
+            let paymentID: String = attemptRow["payment_id"]
+            let outcome: ApplyOutcome = try self.recordingEvents(db, payment: paymentID) {
+                if let operation, source != .notificationToConfirm,
+                   let match = StoreRules.match(operation, among: try Self.operations(db, payment: paymentID), attempt: report.attempt) {
+                    return .operation(try self.settle(db, match, report: operation))
+                }
+                return try self.apply(db, report: report, paymentID: paymentID, source: source)
             }
             try db.cachedStatement(sql: """
                 INSERT INTO till_notifications (gateway, event_id, attempt_reference, reported_status, outcome, headers_json, body, received_at)
@@ -297,7 +306,7 @@ public final class SQLitePaymentStore: PaymentStore {
         try await writer.write { db -> ApplyOutcome in
             guard let paymentID = try String.fetchOne(db.cachedStatement(sql: "SELECT payment_id FROM till_attempts WHERE reference = ?"),
                                                       arguments: [report.attempt.rawValue]) else { return .unknownAttempt }
-            return try self.apply(db, report: report, paymentID: paymentID, source: source)
+            return try self.recordingEvents(db, payment: paymentID) { try self.apply(db, report: report, paymentID: paymentID, source: source) }
         }
     }
 
@@ -322,6 +331,7 @@ public final class SQLitePaymentStore: PaymentStore {
                 var operation = try decide(payment)
                 let now = Date().storedMillis
                 (operation.createdAt, operation.updatedAt) = (Date(storedMillis: now), Date(storedMillis: now))
+                try self.recordingEvents(db, payment: id) {
                 try db.cachedStatement(sql: """
                     INSERT INTO till_operations (reference, payment_id, attempt_reference, merchant_id, gateway, kind, amount_minor, currency, status,
                                                  is_final, idempotency_key, request_hash, created_at, updated_at)
@@ -329,6 +339,7 @@ public final class SQLitePaymentStore: PaymentStore {
                     """).execute(arguments: [operation.reference.rawValue, id, operation.attempt.rawValue, merchant, operation.gateway.rawValue,
                                      operation.kind.rawValue, operation.amount.minorUnits, operation.amount.currency.code, operation.status.rawValue,
                                      operation.isFinal ? 1 : 0, idempotencyKey, requestHash, now, now])
+                }
                 return .created(operation)
             }
         } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
@@ -347,7 +358,8 @@ public final class SQLitePaymentStore: PaymentStore {
         try await writer.write { db in
             guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT \(Self.operationColumns) FROM till_operations WHERE reference = ?"),
                                              arguments: [reference.rawValue]) else { return .unknownOperation }
-            return try self.settle(db, try Self.operation(row), report: report)
+            let operation = try Self.operation(row)
+            return try self.recordingEvents(db, payment: operation.paymentID) { try self.settle(db, operation, report: report) }
         }
     }
 
@@ -423,6 +435,136 @@ public final class SQLitePaymentStore: PaymentStore {
         try await pool.write { db in try db.execute(sql: sql) }
     }
 
+    // MARK: Events
+
+    private static let eventColumns = """
+        position, id, merchant_id, payment_id, sequence, type, body, created_at, state, attempt_count, next_attempt_at, delivered_at
+        """
+
+    private static func event(_ row: Row) -> StoredEvent {
+        StoredEvent(id: row[1], merchantID: row[2], paymentID: row[3], sequence: row[4], type: EventType(rawValue: row[5]),
+                    body: Data((row[6] as String).utf8), createdAt: Date(storedMillis: row[7]), position: row[0],
+                    state: EventDeliveryState(rawValue: row[8]) ?? .pending, attemptCount: row[9],
+                    nextAttemptAt: (row[10] as Int64?).map(Date.init(storedMillis:)), deliveredAt: (row[11] as Int64?).map(Date.init(storedMillis:)))
+    }
+
+    public func events(merchant: String, query: EventQuery) async throws -> [StoredEvent] {
+        try await pool.read { db in
+            var conditions = ["merchant_id = ?", "position > ?"]
+            var arguments: StatementArguments = [merchant, query.after]
+            if let type = query.type { conditions.append("type = ?"); arguments += [type.rawValue] }
+            if let payment = query.paymentID { conditions.append("payment_id = ?"); arguments += [payment] }
+            if let state = query.state { conditions.append("state = ?"); arguments += [state.rawValue] }
+            arguments += [query.limit]
+            let sql = "SELECT \(Self.eventColumns) FROM till_events WHERE \(conditions.joined(separator: " AND ")) ORDER BY position LIMIT ?"
+            return try Row.fetchAll(db.cachedStatement(sql: sql), arguments: arguments).map(Self.event(_:))
+        }
+    }
+
+    public func event(id: String, merchant: String) async throws -> StoredEvent? {
+        try await pool.read { db in
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT \(Self.eventColumns) FROM till_events WHERE id = ? AND merchant_id = ?"),
+                             arguments: [id, merchant]).map(Self.event(_:))
+        }
+    }
+
+    public func deliveryAttempts(event id: String) async throws -> [StoredDeliveryAttempt] {
+        try await pool.read { db in
+            try Row.fetchAll(db.cachedStatement(sql: """
+                SELECT event_id, endpoint, at, status_code, latency_ms, error, excerpt FROM till_event_attempts WHERE event_id = ? ORDER BY id
+                """), arguments: [id]).map { row in
+                StoredDeliveryAttempt(eventID: row[0], endpoint: row[1], at: Date(storedMillis: row[2]), statusCode: row[3], latencyMillis: row[4],
+                                      error: row[5], excerpt: row[6])
+            }
+        }
+    }
+
+    public func claimDueEvents(now: Date, claimedUntil: Date, limit: Int, merchant: String?) async throws -> [StoredEvent] {
+        try await writer.write { db in
+            // One writer: nothing changes between this read and the claim below.
+            let due = try Row.fetchAll(db.cachedStatement(sql: """
+                SELECT \(Self.eventColumns) FROM till_events e
+                WHERE e.state = 'pending' AND e.next_attempt_at <= ? AND (? IS NULL OR e.merchant_id = ?)
+                  AND NOT EXISTS (SELECT 1 FROM till_events b WHERE b.payment_id = e.payment_id AND b.sequence < e.sequence AND b.state = 'pending')
+                ORDER BY e.next_attempt_at, e.position LIMIT ?
+                """), arguments: [now.storedMillis, merchant, merchant, limit]).map(Self.event(_:))
+            let until = claimedUntil.storedMillis
+            for event in due {
+                try db.cachedStatement(sql: "UPDATE till_events SET next_attempt_at = ? WHERE id = ?").execute(arguments: [until, event.id])
+            }
+            return due.map { event in
+                var event = event
+                event.nextAttemptAt = Date(storedMillis: until)
+                return event
+            }
+        }
+    }
+
+    @discardableResult
+    public func recordDelivery(event id: String, claimedUntil: Date, attempts: [StoredDeliveryAttempt], result: DeliveryResult) async throws -> Bool {
+        try await writer.write { db in
+            for attempt in attempts {
+                try db.cachedStatement(sql: """
+                    INSERT INTO till_event_attempts (event_id, endpoint, at, status_code, latency_ms, error, excerpt) VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """).execute(arguments: [attempt.eventID, attempt.endpoint, attempt.at.storedMillis, attempt.statusCode, attempt.latencyMillis,
+                                     attempt.error, attempt.excerpt])
+            }
+            let (state, next, delivered) = StoreRules.delivery(result, now: Date())
+            try db.cachedStatement(sql: """
+                UPDATE till_events SET state = ?, next_attempt_at = ?, delivered_at = ?, attempt_count = attempt_count + ?
+                WHERE id = ? AND state = 'pending' AND next_attempt_at = ?
+                """).execute(arguments: [state.rawValue, next?.storedMillis, delivered?.storedMillis, attempts.isEmpty ? 0 : 1, id,
+                                 claimedUntil.storedMillis])
+            return db.changesCount == 1
+        }
+    }
+
+    public func redeliver(event id: String, merchant: String, now: Date) async throws -> StoredEvent? {
+        try await writer.write { db in
+            try db.cachedStatement(sql: """
+                UPDATE till_events SET state = 'pending', next_attempt_at = ? WHERE id = ? AND merchant_id = ?
+                """).execute(arguments: [now.storedMillis, id, merchant])
+            return try Row.fetchOne(db.cachedStatement(sql: "SELECT \(Self.eventColumns) FROM till_events WHERE id = ? AND merchant_id = ?"),
+                                    arguments: [id, merchant]).map(Self.event(_:))
+        }
+    }
+
+    public func eventBacklog() async throws -> EventBacklog {
+        try await pool.read { db in
+            let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*), MIN(created_at) FROM till_events WHERE state = 'pending'"))
+            return EventBacklog(pending: row?[0] ?? 0, oldestCreatedAt: (row?[1] as Int64?).map(Date.init(storedMillis:)))
+        }
+    }
+
+    /// Runs `change` on payment `id` in the caller's transaction and writes the events it made (``EventRules``): the
+    /// payment read before and after, so an event exists exactly when its change commits.
+    private func recordingEvents<T>(_ db: Database, payment id: String, _ change: () throws -> T) throws -> T {
+        guard recordsEvents,
+              let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT merchant_id, last_event_sequence FROM till_payments WHERE id = ?"),
+                                         arguments: [id]),
+              let before = try payment(db, id: id, merchant: row[0], allOperations: true) else { return try change() }
+        let result = try change()
+        if let after = try payment(db, id: id, merchant: row[0], allOperations: true) {
+            try writeEvents(db, before: before, after: after, lastSequence: row[1])
+        }
+        return result
+    }
+
+    /// Inserts the events of a change (none when nothing changed) and the payment's last event sequence.
+    private func writeEvents(_ db: Database, before: StoredPayment?, after: StoredPayment, lastSequence: Int) throws {
+        guard recordsEvents else { return }
+        let events = try EventRules.events(before: before, after: after, lastSequence: lastSequence, now: Date(storedMillis: Date().storedMillis))
+        guard let last = events.last else { return }
+        for event in events {
+            try db.cachedStatement(sql: """
+                INSERT INTO till_events (id, merchant_id, payment_id, sequence, type, body, created_at, state, next_attempt_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?)
+                """).execute(arguments: [event.id, event.merchantID, event.paymentID, event.sequence, event.type.rawValue,
+                                 String(decoding: event.body, as: UTF8.self), event.createdAt.storedMillis, event.createdAt.storedMillis])
+        }
+        try db.cachedStatement(sql: "UPDATE till_payments SET last_event_sequence = ? WHERE id = ?").execute(arguments: [last.sequence, after.id])
+    }
+
     // MARK: Rows
 
     private func apply(_ db: Database, report: StatusReport, paymentID: String,
@@ -464,14 +606,14 @@ public final class SQLitePaymentStore: PaymentStore {
 
     /// A payment and its attempts: two cached statements, columns read by position (the hottest read of
     /// the server: every getPayment, every prepare).
-    private func payment(_ db: Database, id: String, merchant: String) throws -> StoredPayment? {
+    private func payment(_ db: Database, id: String, merchant: String, allOperations: Bool = false) throws -> StoredPayment? {
         guard let row = try Row.fetchOne(db.cachedStatement(sql: """
             SELECT id, merchant_id, status, intent_json, created_at, updated_at FROM till_payments WHERE id = ? AND merchant_id = ?
             """), arguments: [id, merchant]) else { return nil }
         let attempts = try Self.attempts(db, payment: id)
         return StoredPayment(id: row[0], merchantID: row[1], intent: try intents.intent(row[3]),
                              status: PaymentStatus(rawValue: row[2]), attempts: attempts,
-                             operations: attempts.contains { $0.status.mayHaveOperations } ? try Self.operations(db, payment: id) : [],
+                             operations: allOperations || attempts.contains { $0.status.mayHaveOperations } ? try Self.operations(db, payment: id) : [],
                              createdAt: Date(storedMillis: row[4]), updatedAt: Date(storedMillis: row[5]))
     }
 

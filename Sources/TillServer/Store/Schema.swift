@@ -173,7 +173,45 @@ enum Schema {
             "CREATE INDEX till_operations_payment ON till_operations (payment_id)",
             "CREATE INDEX till_operations_open ON till_operations (status, created_at)",
         ]
-        return [(1, v1), (2, v2), (3, v3), (4, v4)]
+        // v5: the outbox. Every change of a payment's, an attempt's or an operation's status writes its events in the
+        // change's own transaction; a payment's events are numbered without gaps (its last number kept on the payment,
+        // under its lock); each event's delivery state and every try at delivering it.
+        let v5 = [
+            "ALTER TABLE till_payments ADD COLUMN last_event_sequence BIGINT NOT NULL DEFAULT 0",
+            """
+            CREATE TABLE till_events (
+                position \(serial),
+                id TEXT NOT NULL UNIQUE,
+                merchant_id TEXT NOT NULL,
+                payment_id TEXT NOT NULL REFERENCES till_payments (id),
+                sequence INTEGER NOT NULL CHECK (sequence >= 1),
+                type TEXT NOT NULL,
+                body TEXT NOT NULL,
+                created_at BIGINT NOT NULL,
+                state TEXT NOT NULL CHECK (state IN ('pending', 'delivered', 'failed', 'skipped')),
+                attempt_count INTEGER NOT NULL DEFAULT 0,
+                next_attempt_at BIGINT,
+                delivered_at BIGINT,
+                UNIQUE (payment_id, sequence)
+            )
+            """,
+            "CREATE INDEX till_events_due ON till_events (next_attempt_at) WHERE state = 'pending'",
+            "CREATE INDEX till_events_merchant ON till_events (merchant_id, position)",
+            """
+            CREATE TABLE till_event_attempts (
+                id \(serial),
+                event_id TEXT NOT NULL REFERENCES till_events (id),
+                endpoint TEXT NOT NULL,
+                at BIGINT NOT NULL,
+                status_code INTEGER,
+                latency_ms INTEGER NOT NULL,
+                error TEXT,
+                excerpt TEXT
+            )
+            """,
+            "CREATE INDEX till_event_attempts_event ON till_event_attempts (event_id)",
+        ]
+        return [(1, v1), (2, v2), (3, v3), (4, v4), (5, v5)]
     }
 
     static let createMigrationsTable = """

@@ -25,6 +25,11 @@ public actor InMemoryPaymentStore: PaymentStore {
     private var quarantine: [(merchant: String, notification: QuarantinedNotification)] = []
     private var log: [ReconciliationEntry] = []
     private var operationOfKey: [[String]: OperationReference] = [:]
+    /// The outbox: every event in the order it was written (its position is its index plus one).
+    private var outbox: [StoredEvent] = []
+    private var eventIndex: [String: Int] = [:]
+    private var lastEventSequence: [String: Int] = [:]
+    private var deliveryLog: [StoredDeliveryAttempt] = []
 
     public init() {}
 
@@ -54,7 +59,7 @@ public actor InMemoryPaymentStore: PaymentStore {
         guard payments[id] == nil else { throw StoreError.conflict("payment \(id) already exists") }
         let now = Self.now()
         let payment = StoredPayment(id: id, merchantID: merchant, intent: intent, status: .created, attempts: [], createdAt: now, updatedAt: now)
-        payments[id] = payment
+        commit(payment)
         references.insert([merchant, intent.merchantReference])
         if let key = idempotencyKey { idempotency[[merchant, key]] = (requestHash, id) }
         if let clientSecretHash { secrets[id] = clientSecretHash }
@@ -85,7 +90,7 @@ public actor InMemoryPaymentStore: PaymentStore {
         payment.attempts.append(StoredAttempt(reference: reference, paymentID: id, sequence: expected.count + 1, gateway: gateway,
                                               status: .created, customerRequested: customerRequested, createdAt: now, updatedAt: now))
         paymentOfAttempt[reference] = id
-        payments[id] = Self.refreshed(payment, at: now)
+        commit(Self.refreshed(payment, at: now))
     }
 
     public func replaceIntent(_ intent: PaymentIntent, payment id: String, merchant: String, expected: [StoredAttempt]) async throws -> StoredPayment? {
@@ -93,7 +98,7 @@ public actor InMemoryPaymentStore: PaymentStore {
         guard StoreRules.unchanged(payment.attempts, expected: expected) else { throw StoreError.conflict("the attempts of payment \(id) changed") }
         payment.intent = intent
         payment.updatedAt = Self.now()
-        payments[id] = payment
+        commit(payment)
         return payment
     }
 
@@ -179,7 +184,7 @@ public actor InMemoryPaymentStore: PaymentStore {
         (operation.createdAt, operation.updatedAt) = (now, now)
         operation.nextInquiryAt = operation.nextInquiryAt.map(Self.millis)
         payment.operations.append(operation)
-        payments[id] = payment
+        commit(payment)
         operationOfKey[[merchant, idempotencyKey]] = operation.reference
         return .created(operation)
     }
@@ -204,7 +209,7 @@ public actor InMemoryPaymentStore: PaymentStore {
               payment.operations[index].nextInquiryAt == expected.map(Self.millis) else { return false }
         payment.operations[index].nextInquiryAt = Self.millis(next)
         payment.operations[index].inquiryCount += 1
-        payments[id] = payment
+        commit(payment)
         return true
     }
 
@@ -219,7 +224,7 @@ public actor InMemoryPaymentStore: PaymentStore {
         let effect = StoreRules.settle(payment.operations[index], report: report, paymentAmount: payment.intent.amount, now: Self.now())
         if let changed = effect.operation {
             payment.operations[index] = changed
-            payments[id] = payment
+            commit(payment)
         }
         if let money = effect.money { _ = apply(money, to: id, source: .inquiry) }
         return effect.outcome
@@ -252,7 +257,7 @@ public actor InMemoryPaymentStore: PaymentStore {
               payment.attempts[index].nextInquiryAt == expected.map(Self.millis) else { return false }
         payment.attempts[index].nextInquiryAt = Self.millis(next)
         payment.attempts[index].inquiryCount += 1
-        payments[id] = payment
+        commit(payment)
         return true
     }
 
@@ -275,41 +280,108 @@ public actor InMemoryPaymentStore: PaymentStore {
         let now = Self.now()
         guard change(&payment.attempts[index]) else { return false }
         payment.attempts[index].updatedAt = now
-        payments[id] = Self.refreshed(payment, at: now)
+        commit(Self.refreshed(payment, at: now))
         return true
     }
 
     /// The stores' one rule (``StoreRules/apply(_:attempt:payment:source:)``) applied to the rows.
     private func apply(_ report: StatusReport, to id: String, source: AttemptPolicy.ReportSource) -> ApplyOutcome {
-        guard var payment = payments[id], let index = payment.attempts.firstIndex(where: { $0.reference == report.attempt }) else {
+        guard let payment = payments[id], let index = payment.attempts.firstIndex(where: { $0.reference == report.attempt }) else {
             return .unknownAttempt
         }
         let facts = PaymentFacts(id: id, merchantID: payment.merchantID, status: payment.status, amount: payment.intent.amount,
                                  attempts: payment.attempts, operations: payment.operations)
         let effect = StoreRules.apply(report, attempt: payment.attempts[index], payment: facts, source: source)
-        let now = Self.now()
-        if let status = effect.attemptStatus {
-            payment.attempts[index].status = status
-            payment.attempts[index].gatewayCode = report.gatewayCode ?? payment.attempts[index].gatewayCode
-            payment.attempts[index].gatewayReference = payment.attempts[index].gatewayReference ?? report.gatewayReference
-            payment.attempts[index].updatedAt = now
-        }
-        if let refunded = effect.refundedMinorUnits {
-            payment.attempts[index].refundedMinorUnits = refunded
-            payment.attempts[index].updatedAt = now
-        }
-        for reference in effect.settledOperations {
-            if let at = payment.operations.firstIndex(where: { $0.reference == reference && !$0.status.isFinal }) {
-                payment.operations[at].status = .succeeded
-                payment.operations[at].updatedAt = now
-            }
-        }
-        if let status = effect.paymentStatus {
-            payment.status = status
-            payment.updatedAt = now
-        }
-        payments[id] = payment
+        commit(effect.applied(to: payment, report: report, now: Self.now()))
         return effect.outcome
+    }
+
+    /// Keeps `payment` as it now is and writes the events its change makes (``EventRules``), as a database store does
+    /// in the change's transaction.
+    private func commit(_ payment: StoredPayment) {
+        let before = payments[payment.id]
+        payments[payment.id] = payment
+        let last = lastEventSequence[payment.id] ?? 0
+        guard let events = try? EventRules.events(before: before, after: payment, lastSequence: last, now: Self.now()),
+              !events.isEmpty else { return }
+        for var event in events {
+            event.position = Int64(outbox.count + 1)
+            eventIndex[event.id] = outbox.count
+            outbox.append(event)
+        }
+        lastEventSequence[payment.id] = last + events.count
+    }
+
+    // MARK: Events
+
+    public func events(merchant: String, query: EventQuery) async throws -> [StoredEvent] {
+        let start = Int(max(0, min(query.after, Int64(outbox.count))))
+        return Array(outbox[start...].lazy.filter { event in
+            event.merchantID == merchant && query.type.map { $0 == event.type } ?? true
+                && query.paymentID.map { $0 == event.paymentID } ?? true && query.state.map { $0 == event.state } ?? true
+        }.prefix(query.limit))
+    }
+
+    public func event(id: String, merchant: String) async throws -> StoredEvent? {
+        eventIndex[id].map { outbox[$0] }.flatMap { $0.merchantID == merchant ? $0 : nil }
+    }
+
+    public func deliveryAttempts(event id: String) async throws -> [StoredDeliveryAttempt] {
+        deliveryLog.filter { $0.eventID == id }
+    }
+
+    public func claimDueEvents(now: Date, claimedUntil: Date, limit: Int, merchant: String?) async throws -> [StoredEvent] {
+        let (now, until) = (Self.millis(now), Self.millis(claimedUntil))
+        var blocked: Set<String> = []
+        var claimed: [StoredEvent] = []
+        for index in outbox.indices where outbox[index].state == .pending && merchant.map({ $0 == outbox[index].merchantID }) ?? true {
+            let event = outbox[index]
+            // The payment's earliest pending event is the only one that may go; it blocks the rest.
+            guard blocked.insert(event.paymentID).inserted else { continue }
+            guard claimed.count < limit, event.nextAttemptAt.map({ $0 <= now }) ?? true else { continue }
+            outbox[index].nextAttemptAt = until
+            claimed.append(outbox[index])
+        }
+        return claimed
+    }
+
+    @discardableResult
+    public func recordDelivery(event id: String, claimedUntil: Date, attempts: [StoredDeliveryAttempt], result: DeliveryResult) async throws -> Bool {
+        deliveryLog += attempts.map { attempt in
+            var attempt = attempt
+            attempt.at = Self.millis(attempt.at)
+            return attempt
+        }
+        guard let index = eventIndex[id], outbox[index].state == .pending,
+              outbox[index].nextAttemptAt == Self.millis(claimedUntil) else { return false }
+        outbox[index].attemptCount += attempts.isEmpty ? 0 : 1
+        switch result {
+        case .delivered:
+            outbox[index].state = .delivered
+            outbox[index].deliveredAt = Self.now()
+            outbox[index].nextAttemptAt = nil
+        case .retry(let at):
+            outbox[index].nextAttemptAt = Self.millis(at)
+        case .failed:
+            outbox[index].state = .failed
+            outbox[index].nextAttemptAt = nil
+        case .skipped:
+            outbox[index].state = .skipped
+            outbox[index].nextAttemptAt = nil
+        }
+        return true
+    }
+
+    public func redeliver(event id: String, merchant: String, now: Date) async throws -> StoredEvent? {
+        guard let index = eventIndex[id], outbox[index].merchantID == merchant else { return nil }
+        outbox[index].state = .pending
+        outbox[index].nextAttemptAt = Self.millis(now)
+        return outbox[index]
+    }
+
+    public func eventBacklog() async throws -> EventBacklog {
+        let pending = outbox.filter { $0.state == .pending }
+        return EventBacklog(pending: pending.count, oldestCreatedAt: pending.first?.createdAt)
     }
 
     /// `payment` with its status re-derived from its attempts (``StoreRules/derivedStatus(current:attempts:)``).

@@ -232,6 +232,37 @@ public protocol PaymentStore: Sendable {
     /// Claims a due operation for one inquiry, as ``claimInquiry(_:expected:next:)`` does for attempts.
     func claimOperationInquiry(_ reference: OperationReference, expected: Date?, next: Date) async throws -> Bool
 
+    // MARK: Events (the outbox)
+
+    /// A merchant's events matching `query`, in the order they were stored, at most `query.limit`.
+    func events(merchant: String, query: EventQuery) async throws -> [StoredEvent]
+
+    /// One of a merchant's events.
+    func event(id: String, merchant: String) async throws -> StoredEvent?
+
+    /// Every try at delivering an event, oldest first.
+    func deliveryAttempts(event id: String) async throws -> [StoredDeliveryAttempt]
+
+    /// Claims events for delivery: pending, due at `now`, and with no earlier event of their payment still pending (a
+    /// payment's events are delivered in order, so at most one of each payment is claimed). Each claimed event's next
+    /// attempt becomes `claimedUntil`, so no other instance claims it while this one delivers; a claim that is never
+    /// recorded (the instance died) falls due again then. Oldest first, at most `limit`. Several instances never claim
+    /// the same event at once (PostgreSQL skips rows another transaction holds; SQLite has one writer). With `merchant`,
+    /// only that merchant's events (a delivery worker of one merchant; tests sharing a database).
+    func claimDueEvents(now: Date, claimedUntil: Date, limit: Int, merchant: String?) async throws -> [StoredEvent]
+
+    /// Records the tries of a claimed delivery and its result, if the claim still holds (the event is pending with the
+    /// next attempt `claimedUntil`). False when it no longer does (a redelivery was asked for meanwhile): the tries
+    /// are recorded anyway, the state is left to the newer claim.
+    @discardableResult
+    func recordDelivery(event id: String, claimedUntil: Date, attempts: [StoredDeliveryAttempt], result: DeliveryResult) async throws -> Bool
+
+    /// Makes one of a merchant's events pending again, due at `now` (whatever its state). `nil` when there is no such event.
+    func redeliver(event id: String, merchant: String, now: Date) async throws -> StoredEvent?
+
+    /// How many events are pending, and the oldest one's creation time.
+    func eventBacklog() async throws -> EventBacklog
+
     /// The merchant's quarantined notifications, newest first.
     func quarantined(merchant: String, limit: Int) async throws -> [QuarantinedNotification]
 
@@ -270,6 +301,11 @@ extension PaymentStore {
     public func ingest(_ notification: RawNotification, report: StatusReport, merchant: String,
                        source: AttemptPolicy.ReportSource) async throws -> ApplyOutcome {
         try await ingest(notification, report: report, operation: nil, merchant: merchant, source: source)
+    }
+
+    /// Claims due events of every merchant.
+    public func claimDueEvents(now: Date, claimedUntil: Date, limit: Int) async throws -> [StoredEvent] {
+        try await claimDueEvents(now: now, claimedUntil: claimedUntil, limit: limit, merchant: nil)
     }
 
     /// Adds an attempt the server started by itself (not at the customer's request).
