@@ -27,6 +27,8 @@ let package = Package(
         .library(name: "TillEcommpay", targets: ["TillEcommpay"]),
         .library(name: "TillEcommpayServer", targets: ["TillEcommpayServer"]),
         .library(name: "TillSandbox", targets: ["TillSandbox"]),
+        // For a merchant's backend: checks the Till-Signature of the events Till posts to it.
+        .library(name: "TillWebhooks", targets: ["TillWebhooks"]),
         .executable(name: "till", targets: ["till"]),
     ],
     dependencies: [
@@ -166,6 +168,9 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // Signs and verifies the events Till posts to a merchant's backend. Depends on nothing (its own SHA-256
+        // and HMAC), so a receiver can link it or copy its two files.
+        .target(name: "TillWebhooks"),
         // The chaos run: production's PaymentService on a real store, fake gateways injecting faults.
         .target(
             name: "TillChaos",
