@@ -269,6 +269,9 @@ let package = Package(
                                                              .product(name: "Hummingbird", package: "hummingbird"),
                                                              .product(name: "_CryptoExtras", package: "swift-crypto")],
                     exclude: ["Fixtures"]),
+        // The signature against the FIPS and RFC vectors, docs/events.md's vectors, and its Python verifier.
+        .testTarget(name: "TillWebhooksTests", dependencies: ["TillTestSetup", "TillWebhooks", "TillChildProcess"],
+                    exclude: ["Fixtures"]),
         .testTarget(
             name: "TillServerTests",
             dependencies: ["TillTestSetup", "TillOrchestration", "TillService", 
