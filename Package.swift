@@ -60,7 +60,7 @@ let package = Package(
         .target(
             name: "TillService",
             dependencies: [
-                "Till", "TillOrchestration", "TillGatewayKit",
+                "Till", "TillOrchestration", "TillGatewayKit", "TillWebhooks",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),

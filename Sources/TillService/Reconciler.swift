@@ -432,12 +432,14 @@ public struct Reconciler: Service, CustomStringConvertible {
     }
 }
 
-/// Runs `application` (the HTTP server, itself a service) and, when given, the reconciler in one service
-/// group that shuts down gracefully on SIGTERM and SIGINT: the reconciler stops first, then the server
-/// drains. What `till server` runs.
-public func runServer(_ application: some Service, reconciler: Reconciler?, logger: Logger = Logger(label: "till.server")) async throws {
+/// Runs `application` (the HTTP server, itself a service) and, when given, the reconciler and the event delivery in
+/// one service group that shuts down gracefully on SIGTERM and SIGINT: they stop first, then the server drains. What
+/// `till server` runs.
+public func runServer(_ application: some Service, reconciler: Reconciler?, deliverer: EventDeliverer? = nil,
+                      logger: Logger = Logger(label: "till.server")) async throws {
     var services: [any Service] = [application]
     if let reconciler { services.append(reconciler) }
+    if let deliverer { services.append(deliverer) }
     let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
     try await group.run()
 }

@@ -97,7 +97,9 @@ struct ServerCommand: AsyncParsableCommand {
         let reconciler = settings.reconciliation.enabled
             ? Reconciler(state: state, store: store, settings: settings.reconciliation, logger: Logger(label: "till.reconciler"))
             : nil
-        try await runServer(app, reconciler: reconciler)
+        // So does the delivery of events to the merchants' webhooks (recorded either way, by the store).
+        let deliverer = settings.events.enabled ? EventDeliverer(state: state, store: store, logger: Logger(label: "till.events")) : nil
+        try await runServer(app, reconciler: reconciler, deliverer: deliverer)
         try await store.close()
     }
 }

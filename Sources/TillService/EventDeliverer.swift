@@ -1,0 +1,224 @@
+import Foundation
+import Logging
+import Metrics
+import ServiceLifecycle
+import Till
+import TillOrchestration
+import TillWebhooks
+
+/// Posts the outbox's events to the merchants' webhooks.
+///
+/// Every `pollIntervalSeconds` (at once after a pass that found work) it claims due events
+/// (``PaymentStore/claimDueEvents(now:claimedUntil:limit:)``: a payment's earliest pending event only, so a payment's
+/// events reach a receiver in order), posts each to every endpoint of its merchant that has not yet accepted it, at
+/// most `concurrency` posts at once, each cut off after `timeoutSeconds`, and records what came of it. A 2xx from every
+/// endpoint delivers the event; anything else retries it with exponential backoff and jitter until `retryWindowSeconds`
+/// after its creation. Several instances share the work through the claims; an instance that dies holding a claim
+/// leaves its events to fall due again when the claim runs out, so every event is delivered at least once.
+///
+/// The body is the stored event, byte for byte; `Till-Signature: t=<unix>,v1=<hex>` signs `t`, a dot and the body
+/// with HMAC-SHA256 under each of the endpoint's secrets (``WebhookSignature``).
+///
+/// Counters: `till_events_delivered_total`, `till_events_retried_total`, `till_events_failed_total`; gauges
+/// `till_events_pending` and `till_events_oldest_pending_seconds`.
+public struct EventDeliverer: Service, CustomStringConvertible {
+    public var description: String { "EventDeliverer" }
+
+    public let store: any PaymentStore
+    public let settings: EventDeliverySettings
+    let endpoints: @Sendable (String) -> [ResolvedWebhook]
+    let transport: any HTTPTransport
+    let logger: Logger
+    let metrics: any MetricsFactory
+    let jitter: @Sendable () -> Double
+
+    /// - Parameters:
+    ///   - endpoints: a merchant's webhooks (by merchant id).
+    ///   - transport: how posts are sent (URLSession by default).
+    ///   - jitter: a number from 0.5 to 1 scaling each retry delay (random by default).
+    public init(store: any PaymentStore, settings: EventDeliverySettings, endpoints: @escaping @Sendable (String) -> [ResolvedWebhook],
+                transport: any HTTPTransport = URLSessionTransport(), logger: Logger = Logger(label: "till.events"),
+                metrics: any MetricsFactory = MetricsSystem.factory, jitter: @escaping @Sendable () -> Double = { Double.random(in: 0.5...1) }) {
+        self.store = store
+        self.settings = settings
+        self.endpoints = endpoints
+        self.transport = transport
+        self.logger = logger
+        self.metrics = metrics
+        self.jitter = jitter
+    }
+
+    /// Delivers to the webhooks of `state`'s merchants.
+    public init(state: ServerState, store: any PaymentStore, transport: any HTTPTransport = URLSessionTransport(),
+                logger: Logger = Logger(label: "till.events"), metrics: any MetricsFactory = MetricsSystem.factory) {
+        let webhooks = Dictionary(state.merchants.map { ($0.configuration.id, $0.webhooks) }, uniquingKeysWith: { first, _ in first })
+        self.init(store: store, settings: state.settings.events, endpoints: { webhooks[$0] ?? [] }, transport: transport, logger: logger,
+                  metrics: metrics)
+    }
+
+    /// What one pass did.
+    public struct Pass: Sendable, Hashable {
+        public var claimed = 0
+        public var delivered = 0
+        public var retried = 0
+        public var failed = 0
+        public var skipped = 0
+    }
+
+    /// Passes until graceful shutdown or cancellation; a failed pass is logged and the next runs on time.
+    public func run() async throws {
+        guard settings.enabled else {
+            try? await gracefulShutdown()
+            return
+        }
+        logger.info("event delivery started", metadata: ["concurrency": .stringConvertible(settings.concurrency)])
+        await cancelWhenGracefulShutdown { [self] in
+            while !Task.isCancelled {
+                var busy = false
+                do {
+                    busy = try await runOnce().claimed > 0
+                    try await recordBacklog()
+                } catch {
+                    if Task.isCancelled { break }
+                    logger.error("event delivery pass failed", metadata: ["error": .string(Reconciler.describe(error))])
+                }
+                if !busy {
+                    do { try await Task.sleep(for: .seconds(settings.pollIntervalSeconds)) } catch { break }
+                }
+            }
+        }
+        logger.info("event delivery stopped")
+    }
+
+    /// One pass at `now`: claims due events and delivers them.
+    /// - Throws: only when the due events cannot be claimed.
+    @discardableResult
+    public func runOnce(now: Date = Date()) async throws -> Pass {
+        let claimedUntil = now.addingTimeInterval(settings.leaseSeconds)
+        let due = try await store.claimDueEvents(now: now, claimedUntil: claimedUntil, limit: settings.batch)
+        var pass = Pass(claimed: due.count)
+        guard !due.isEmpty else { return pass }
+        await withTaskGroup(of: DeliveryResult?.self) { group in
+            var next = due.makeIterator()
+            var running = 0
+            func addNext() -> Bool {
+                guard let event = next.next() else { return false }
+                group.addTask { await self.deliver(event, claimedUntil: claimedUntil) }
+                return true
+            }
+            while running < max(settings.concurrency, 1), addNext() { running += 1 }
+            for await result in group {
+                switch result {
+                case .delivered: pass.delivered += 1
+                case .retry: pass.retried += 1
+                case .failed: pass.failed += 1
+                case .skipped: pass.skipped += 1
+                case nil: break
+                }
+                _ = addNext()
+            }
+        }
+        return pass
+    }
+
+    /// Posts one claimed event to every endpoint of its merchant that has not accepted it yet, and records the result.
+    /// `nil` when the result could not be recorded (the claim runs out and the event falls due again).
+    func deliver(_ event: StoredEvent, claimedUntil: Date) async -> DeliveryResult? {
+        let webhooks = endpoints(event.merchantID)
+        var attempts: [StoredDeliveryAttempt] = []
+        let result: DeliveryResult
+        if webhooks.isEmpty {
+            result = .skipped
+        } else {
+            // An endpoint that accepted this event on an earlier try is not posted to again.
+            let accepted = event.attemptCount == 0 ? [] : Set(((try? await store.deliveryAttempts(event: event.id)) ?? [])
+                .filter(\.delivered).map(\.endpoint))
+            for webhook in webhooks where !accepted.contains(webhook.url.absoluteString) {
+                attempts.append(await post(event, to: webhook))
+            }
+            if attempts.allSatisfy(\.delivered) {
+                result = .delivered
+            } else {
+                let now = Date()
+                let retryAt = now.addingTimeInterval(settings.retryDelay(afterFailures: event.attemptCount + 1, jitter: jitter()))
+                result = retryAt.timeIntervalSince(event.createdAt) > settings.retryWindowSeconds ? .failed : .retry(at: retryAt)
+            }
+        }
+        do {
+            try await store.recordDelivery(event: event.id, claimedUntil: claimedUntil, attempts: attempts, result: result)
+        } catch {
+            logger.error("event delivery not recorded", metadata: ["event": .string(event.id), "error": .string(Reconciler.describe(error))])
+            return nil
+        }
+        let name: String = switch result {
+        case .delivered: "till_events_delivered_total"
+        case .retry: "till_events_retried_total"
+        case .failed: "till_events_failed_total"
+        case .skipped: "till_events_skipped_total"
+        }
+        Counter(label: name, dimensions: [("merchant", event.merchantID)], factory: metrics).increment()
+        if case .failed = result {
+            logger.warning("event not delivered within the retry window", metadata: ["event": .string(event.id), "merchant": .string(event.merchantID)])
+        }
+        return result
+    }
+
+    /// One post, signed, cut off after the timeout however the receiver behaves.
+    func post(_ event: StoredEvent, to webhook: ResolvedWebhook) async -> StoredDeliveryAttempt {
+        let started = ContinuousClock.now
+        let at = Date()
+        let timestamp = Int64(at.timeIntervalSince1970)
+        let request = TransportRequest(method: .post, url: webhook.url, headers: [
+            "Content-Type": "application/json",
+            "User-Agent": "Till-Webhooks/1",
+            "Till-Event-Id": event.id,
+            "Till-Signature": WebhookSignature.header(timestamp: timestamp, body: event.body, secrets: webhook.secrets),
+        ], body: event.body, timeout: .seconds(settings.timeoutSeconds))
+        let outcome = await Self.withDeadline(.seconds(settings.timeoutSeconds)) { [transport] () async -> Result<TransportResponse, TransportError> in
+            do throws(TransportError) { return .success(try await transport.send(request)) } catch { return .failure(error) }
+        }
+        let elapsed = ContinuousClock.now - started
+        let millis = Int(elapsed.components.seconds * 1_000 + elapsed.components.attoseconds / 1_000_000_000_000_000)
+        let endpoint = webhook.url.absoluteString
+        switch outcome {
+        case .success(let response)?:
+            let accepted = (200..<300).contains(response.statusCode)
+            return StoredDeliveryAttempt(eventID: event.id, endpoint: endpoint, at: at, statusCode: response.statusCode, latencyMillis: millis,
+                                         error: accepted ? nil : "status \(response.statusCode)", excerpt: Self.excerpt(response.body))
+        case .failure(let error)?:
+            return StoredDeliveryAttempt(eventID: event.id, endpoint: endpoint, at: at, statusCode: nil, latencyMillis: millis,
+                                         error: error.kind == .timedOut ? "timeout" : "connection: \(error.kind.rawValue)")
+        case nil:
+            return StoredDeliveryAttempt(eventID: event.id, endpoint: endpoint, at: at, statusCode: nil, latencyMillis: millis, error: "timeout")
+        }
+    }
+
+    /// At most 200 printable ASCII characters of a receiver's answer (anything else becomes `?`): enough to tell an
+    /// error page from an acknowledgement, never the receiver's data.
+    static func excerpt(_ body: Data) -> String? {
+        guard !body.isEmpty else { return nil }
+        return String(decoding: body.prefix(200).map { (0x20..<0x7F).contains($0) ? $0 : UInt8(ascii: "?") }, as: UTF8.self)
+    }
+
+    /// `work`'s result, or `nil` when it did not finish within `limit` (it is cancelled then).
+    static func withDeadline<T: Sendable>(_ limit: Duration, _ work: @escaping @Sendable () async -> T) async -> T? {
+        await withTaskGroup(of: T?.self) { group in
+            group.addTask { await work() }
+            group.addTask {
+                try? await Task.sleep(for: limit)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+    }
+
+    /// Sets the backlog gauges from the store.
+    func recordBacklog(now: Date = Date()) async throws {
+        let backlog = try await store.eventBacklog()
+        Gauge(label: "till_events_pending", factory: metrics).record(Double(backlog.pending))
+        Gauge(label: "till_events_oldest_pending_seconds", factory: metrics)
+            .record(backlog.oldestCreatedAt.map { max(0, now.timeIntervalSince($0)) } ?? 0)
+    }
+}
