@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import Logging
 import Metrics
 import ServiceLifecycle
@@ -37,7 +40,7 @@ public struct EventDeliverer: Service, CustomStringConvertible {
     ///   - transport: how posts are sent (URLSession by default).
     ///   - jitter: a number from 0.5 to 1 scaling each retry delay (random by default).
     public init(store: any PaymentStore, settings: EventDeliverySettings, endpoints: @escaping @Sendable (String) -> [ResolvedWebhook],
-                transport: any HTTPTransport = URLSessionTransport(), logger: Logger = Logger(label: "till.events"),
+                transport: any HTTPTransport = EventDeliverer.defaultTransport(), logger: Logger = Logger(label: "till.events"),
                 metrics: any MetricsFactory = MetricsSystem.factory, jitter: @escaping @Sendable () -> Double = { Double.random(in: 0.5...1) }) {
         self.store = store
         self.settings = settings
@@ -49,11 +52,17 @@ public struct EventDeliverer: Service, CustomStringConvertible {
     }
 
     /// Delivers to the webhooks of `state`'s merchants.
-    public init(state: ServerState, store: any PaymentStore, transport: any HTTPTransport = URLSessionTransport(),
+    public init(state: ServerState, store: any PaymentStore, transport: any HTTPTransport = EventDeliverer.defaultTransport(),
                 logger: Logger = Logger(label: "till.events"), metrics: any MetricsFactory = MetricsSystem.factory) {
         let webhooks = Dictionary(state.merchants.map { ($0.configuration.id, $0.webhooks) }, uniquingKeysWith: { first, _ in first })
         self.init(store: store, settings: state.settings.events, endpoints: { webhooks[$0] ?? [] }, transport: transport, logger: logger,
                   metrics: metrics)
+    }
+
+    /// URLSession without cookies, caches or redirects: a 3xx is the receiver's answer (a failed try), never followed
+    /// to wherever its `Location` points.
+    public static func defaultTransport() -> any HTTPTransport {
+        URLSessionTransport(session: URLSession(configuration: .ephemeral, delegate: RedirectRefusal(), delegateQueue: nil))
     }
 
     /// What one pass did.
@@ -133,8 +142,12 @@ public struct EventDeliverer: Service, CustomStringConvertible {
             // An endpoint that accepted this event on an earlier try is not posted to again.
             let accepted = event.attemptCount == 0 ? [] : Set(((try? await store.deliveryAttempts(event: event.id)) ?? [])
                 .filter(\.delivered).map(\.endpoint))
-            for webhook in webhooks where !accepted.contains(webhook.url.absoluteString) {
-                attempts.append(await post(event, to: webhook))
+            // The endpoints at once: one event takes at most one timeout, however many endpoints its merchant has.
+            attempts = await withTaskGroup(of: (Int, StoredDeliveryAttempt).self) { group in
+                for (index, webhook) in webhooks.enumerated() where !accepted.contains(webhook.url.absoluteString) {
+                    group.addTask { (index, await self.post(event, to: webhook)) }
+                }
+                return await group.reduce(into: [(Int, StoredDeliveryAttempt)]()) { $0.append($1) }.sorted { $0.0 < $1.0 }.map(\.1)
             }
             if attempts.allSatisfy(\.delivered) {
                 result = .delivered
@@ -220,5 +233,13 @@ public struct EventDeliverer: Service, CustomStringConvertible {
         Gauge(label: "till_events_pending", factory: metrics).record(Double(backlog.pending))
         Gauge(label: "till_events_oldest_pending_seconds", factory: metrics)
             .record(backlog.oldestCreatedAt.map { max(0, now.timeIntervalSince($0)) } ?? 0)
+    }
+}
+
+/// Refuses every redirect: the task completes with the 3xx itself.
+final class RedirectRefusal: NSObject, URLSessionTaskDelegate, Sendable {
+    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+                    newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
+        completionHandler(nil)
     }
 }

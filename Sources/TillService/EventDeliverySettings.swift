@@ -77,8 +77,10 @@ public struct EventDeliverySettings: Sendable, Hashable, Codable {
         return min(retryBaseSeconds * pow(2, exponent), retryMaxSeconds) * min(max(jitter, 0.5), 1)
     }
 
-    /// The claim on a batch: long enough for every post of it to time out at the given concurrency, and then some.
+    /// The claim on a batch: twice the time its posts take if every one times out (an event's endpoints are posted to at
+    /// once, `concurrency` events at a time), and 10 s more for the store. An instance that dies holding a claim delays
+    /// its events by this much.
     var leaseSeconds: Double {
-        timeoutSeconds * (Double(batch) / Double(max(concurrency, 1))).rounded(.up) * 2 + 30
+        timeoutSeconds * (Double(batch) / Double(max(concurrency, 1))).rounded(.up) * 2 + 10
     }
 }

@@ -22,7 +22,11 @@ struct ServerBench: AsyncParsableCommand {
             PostgreSQL rows, poolConnections (--postgres-connections). \
             Every write is committed before its response (SQLite WAL with synchronous=FULL, group commit; \
             PostgreSQL with its default synchronous_commit). PostgreSQL rows need TILL_BENCH_POSTGRES_URL \
-            (or TILL_TEST_POSTGRES_URL).
+            (or TILL_TEST_POSTGRES_URL). \
+            The outbox rows measure createPayment and notification on a store that records events and on one that \
+            does not, alternately, twice each ("events": true/false), then an outboxCost line (1 − on/off, per row). \
+            The eventBacklog rows seed --backlog pending events, measure createPayment while the delivery service \
+            drains them to a receiver on loopback and before it starts, and say how long the drain took.
             """)
 
     @Option(help: "Seconds per measurement.")
@@ -31,8 +35,11 @@ struct ServerBench: AsyncParsableCommand {
     @Option(help: "Concurrent keep-alive connections.")
     var connections = 16
 
-    @Option(help: "Only these rows, comma-separated (trivial, createPayment, getPayment, getPaymentClientSecret, prepare, notification, capture, refund); all by default. The trivial row is always measured: it is the yardstick.")
+    @Option(help: "Only these rows, comma-separated (trivial, createPayment, getPayment, getPaymentClientSecret, prepare, notification, capture, refund, outbox, eventBacklog); all by default. The trivial row is always measured: it is the yardstick.")
     var only: String?
+
+    @Option(help: "Pending events the eventBacklog rows seed.")
+    var backlog = 100_000
 
     @Option(help: "PostgreSQL pool sizes to measure, comma-separated (each runs the PostgreSQL rows once); the server's default pool size by default.")
     var postgresConnections: String?
@@ -61,12 +68,17 @@ struct ServerBench: AsyncParsableCommand {
         let connections: Int
         /// PostgreSQL rows: the pool's configured size (the most connections the server may open to the database).
         let poolConnections: Int?
+        /// The outbox and eventBacklog rows: whether the store records events.
+        var events: Bool? = nil
+        /// The eventBacklog rows: whether the delivery service was draining the backlog meanwhile.
+        var draining: Bool? = nil
     }
 
     func validate() throws {
         guard (1...120).contains(seconds) else { throw ValidationError("--seconds must be 1 to 120") }
         guard (1...256).contains(connections) else { throw ValidationError("--connections must be 1 to 256") }
-        let known: Set = ["trivial", "createPayment", "getPayment", "getPaymentClientSecret", "prepare", "notification", "capture", "refund"]
+        guard (0...10_000_000).contains(backlog) else { throw ValidationError("--backlog must be 0 to 10000000") }
+        let known: Set = ["trivial", "createPayment", "getPayment", "getPaymentClientSecret", "prepare", "notification", "capture", "refund", "outbox", "eventBacklog"]
         if let only, let unknown = only.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }).first(where: { !known.contains($0) }) {
             throw ValidationError("--only: unknown row \(unknown)")
         }
@@ -98,7 +110,12 @@ struct ServerBench: AsyncParsableCommand {
         } else {
             printError("note: TILL_BENCH_POSTGRES_URL is not set; PostgreSQL rows skipped (eval \"$(bash .ci/postgres.sh start)\" sets one up)")
         }
-        for store in stores { try await benchStore(name: store.name, url: store.url, pool: store.pool, trivial: trivial, logger: logger) }
+        for store in stores {
+            try await benchStore(name: store.name, url: store.url, pool: store.pool, trivial: trivial, logger: logger)
+            let url = store.name == "sqlite" ? "sqlite:\(folder.appendingPathComponent("outbox").path)" : store.url
+            if wanted("outbox") { try await benchOutbox(name: store.name, url: url, pool: store.pool, trivial: trivial, logger: logger) }
+            if wanted("eventBacklog") { try await benchBacklog(name: store.name, url: url, pool: store.pool, trivial: trivial, logger: logger) }
+        }
     }
 
     func line(_ store: String, _ endpoint: String, _ result: LoadGenerator.Result, trivial: Double, pool: Int? = nil) -> Line {
@@ -264,5 +281,161 @@ struct ServerBench: AsyncParsableCommand {
         task.cancel()
         _ = await task.result
         try await store.close()
+    }
+
+    /// A server of its own on `url` (`-on`/`-off` and the like appended to a SQLite path), with one merchant on the fake
+    /// gateway: what the outbox and backlog rows measure.
+    struct BenchServer {
+        let port: UInt16
+        let store: any PaymentStore
+        let merchant: String
+        let apiKey: String
+        let secret: String
+        let task: Task<Void, any Error>
+
+        func stop() async throws {
+            task.cancel()
+            _ = await task.result
+            try await store.close()
+        }
+
+        /// createPayment for `seconds`, a new order per request.
+        func create(_ bench: ServerBench, tag: String) async -> LoadGenerator.Result {
+            let apiKey = apiKey
+            return await LoadGenerator(port: port, connections: bench.connections, duration: .seconds(bench.seconds), maxRequests: .max).run { i in
+                let body = Data(#"{"merchantReference":"b-\#(tag)-\#(i)","amount":{"value":\#(1000 + i % 5000),"currency":"USD"},"method":"card"}"#.utf8)
+                return LoadGenerator.request("POST", "/v1/payments", headers: [
+                    "Authorization": "Bearer \(apiKey)", "Content-Type": "application/json", "Idempotency-Key": "bk-\(tag)-\(i)",
+                ], body: body)
+            }
+        }
+
+        /// notification for `seconds`, each settling one of `budget` attempts seeded pending.
+        func notify(_ bench: ServerBench, budget: Int) async throws -> LoadGenerator.Result {
+            let amount = Money(minorUnits: 1000, currency: Currency.lookup("USD")!)
+            guard let seeding = store as? any PaymentSeeding else { throw ValidationError("the notification row needs a database store") }
+            let attempts = try await seeding.seedPendingAttempts(count: budget, merchant: merchant, gateway: "fake", amount: amount)
+            let gateway = FakeGateway(id: "fake", secret: secret)
+            let requests = attempts.map { attempt in
+                let notification = gateway.signedNotification(for: StatusReport(gateway: "fake", attempt: attempt, status: .paid,
+                                                                                amount: amount, eventID: "evt-\(attempt)"))
+                return LoadGenerator.request("POST", "/v1/notifications/fake", headers: [
+                    "Content-Type": "application/json", "X-Fake-Signature": notification.headers["x-fake-signature"] ?? "",
+                ], body: notification.body)
+            }
+            return await LoadGenerator(port: port, connections: bench.connections, duration: .seconds(bench.seconds), maxRequests: requests.count)
+                .run { requests[$0] }
+        }
+    }
+
+    func startServer(url: String, pool: Int?, recordsEvents: Bool, logger: Logger) async throws -> BenchServer {
+        let apiKey = "bench-api-key-\(UUID().uuidString)"
+        let secret = "bench-notification-secret"
+        let merchant = "bench-\(UUID().uuidString.prefix(8).lowercased())"
+        let configuration = TillConfiguration(
+            merchants: [MerchantConfiguration(
+                id: merchant, apiKey: CredentialReference(env: "BENCH_API_KEY"),
+                gateways: [GatewayConfiguration(id: "fake", module: "fake",
+                                                credentials: ["notification_secret": CredentialReference(env: "BENCH_SECRET")])])],
+            server: ServerSettings(listen: "127.0.0.1:0", storage: url, postgresConnections: pool ?? ServerSettings.defaultPostgresConnections))
+        let fake = FakeGateway(id: "fake", secret: secret)
+        let plugin = GatewayPlugin(module: "fake", capabilities: fake.capabilities, makeServerHalf: { _ in fake }, makeAppHalf: { _ in fake })
+        let state = try ServerState(configuration: configuration, plugins: Gateways.plugins.filter { $0.module != "fake" } + [plugin],
+                                    environment: ["BENCH_API_KEY": apiKey, "BENCH_SECRET": secret])
+        let store = try openStore(url, postgresConnections: pool ?? ServerSettings.defaultPostgresConnections, recordsEvents: recordsEvents)
+        try await store.migrate()
+        let (stream, continuation) = AsyncStream<Int>.makeStream()
+        let app = try buildApplication(state: state, store: store, logger: logger) { continuation.yield($0) }
+        let task = Task { try await app.runService() }
+        var ports = stream.makeAsyncIterator()
+        let port = UInt16(await ports.next() ?? 0)
+        return BenchServer(port: port, store: store, merchant: merchant, apiKey: apiKey, secret: secret, task: task)
+    }
+
+    /// createPayment and notification on a store with the outbox and on one without, alternately, twice each.
+    func benchOutbox(name: String, url: String, pool: Int?, trivial: Double, logger: Logger) async throws {
+        let on = try await startServer(url: url.hasPrefix("sqlite:") ? url + "-on.sqlite" : url, pool: pool, recordsEvents: true, logger: logger)
+        let off = try await startServer(url: url.hasPrefix("sqlite:") ? url + "-off.sqlite" : url, pool: pool, recordsEvents: false, logger: logger)
+        var rates: [String: [Bool: [Double]]] = [:]
+        let run = UUID().uuidString.prefix(8)
+        for round in 0..<2 {
+            for (server, events) in [(on, true), (off, false)] {
+                let create = await server.create(self, tag: "\(run)-\(events)-\(round)")
+                var row = line(name, "createPayment", create, trivial: trivial, pool: pool)
+                row.events = events
+                try printJSONLine(row)
+                rates["createPayment", default: [:]][events, default: []].append(create.requestsPerSecond)
+            }
+            for (server, events) in [(on, true), (off, false)] {
+                let ingest = try await server.notify(self, budget: min(60_000, max(4_000, Int((rates["createPayment"]?[events]?.last ?? 2_000) * Double(seconds) * 2))))
+                var row = line(name, "notification", ingest, trivial: trivial, pool: pool)
+                row.events = events
+                try printJSONLine(row)
+                rates["notification", default: [:]][events, default: []].append(ingest.requestsPerSecond)
+            }
+        }
+        struct Cost: Encodable { let store: String; let endpoint = "outboxCost"; let createPayment: Double; let notification: Double }
+        func cost(_ row: String) -> Double {
+            let with = (rates[row]?[true] ?? []).reduce(0, +), without = (rates[row]?[false] ?? []).reduce(0, +)
+            return without > 0 ? ((1 - with / without) * 1000).rounded() / 1000 : 0
+        }
+        try printJSONLine(Cost(store: name, createPayment: cost("createPayment"), notification: cost("notification")))
+        try await on.stop()
+        try await off.stop()
+    }
+
+    /// createPayment before and while the delivery service drains a backlog of `backlog` events to a receiver on
+    /// loopback that accepts everything, and how long the drain took.
+    func benchBacklog(name: String, url: String, pool: Int?, trivial: Double, logger: Logger) async throws {
+        let server = try await startServer(url: url.hasPrefix("sqlite:") ? url + "-backlog.sqlite" : url, pool: pool, recordsEvents: true,
+                                           logger: logger)
+        let (stream, continuation) = AsyncStream<Int>.makeStream()
+        let router = Hummingbird.Router()
+        router.post("hook") { _, _ in "ok" }
+        let receiver = Application(router: router, configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
+                                   onServerRunning: { continuation.yield($0.localAddress?.port ?? 0) }, logger: logger)
+        let receiverTask = Task { try await receiver.runService() }
+        defer { receiverTask.cancel() }
+        var ports = stream.makeAsyncIterator()
+        let hook = URL(string: "http://127.0.0.1:\(await ports.next() ?? 0)/hook")!
+        let run = UUID().uuidString.prefix(8)
+
+        let before = await server.create(self, tag: "\(run)-before")
+        var quiet = line(name, "createPayment", before, trivial: trivial, pool: pool)
+        (quiet.events, quiet.draining) = (true, false)
+        try printJSONLine(quiet)
+
+        guard let seeding = server.store as? any PaymentSeeding else { throw ValidationError("the eventBacklog rows need a database store") }
+        // The events already there (the row above made some) and the backlog: all to be drained.
+        try await seeding.seedPendingEvents(count: backlog, merchant: server.merchant)
+        let pending = try await server.store.eventBacklog().pending
+        let merchant = server.merchant
+        let deliverer = EventDeliverer(store: server.store, settings: EventDeliverySettings(pollIntervalSeconds: 0.05),
+                                       endpoints: { $0 == merchant ? [ResolvedWebhook(url: hook, secrets: ["bench-webhook-secret-0123456789"])] : [] },
+                                       logger: logger)
+        let started = ContinuousClock.now
+        let delivering = Task { try await deliverer.run() }
+        let during = await server.create(self, tag: "\(run)-during")
+        var busy = line(name, "createPayment", during, trivial: trivial, pool: pool)
+        (busy.events, busy.draining) = (true, true)
+        try printJSONLine(busy)
+        var left = try await server.store.eventBacklog().pending
+        while left > 0, ContinuousClock.now - started < .seconds(900) {
+            try await Task.sleep(for: .milliseconds(250))
+            left = try await server.store.eventBacklog().pending
+        }
+        let elapsed = ContinuousClock.now - started
+        delivering.cancel()
+        _ = await delivering.result
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        struct Drain: Encodable {
+            let store: String; let endpoint = "eventDrain"; let events: Int; let left: Int; let seconds: Double; let eventsPerSecond: Int
+            let createPaymentSlowdown: Double
+        }
+        try printJSONLine(Drain(store: name, events: pending + Int(during.requests), left: left, seconds: (seconds * 10).rounded() / 10,
+                                eventsPerSecond: Int(Double(pending + during.requests - left) / max(seconds, 0.001)),
+                                createPaymentSlowdown: before.requestsPerSecond > 0
+                                    ? ((1 - during.requestsPerSecond / before.requestsPerSecond) * 1000).rounded() / 1000 : 0))
+        try await server.stop()
     }
 }

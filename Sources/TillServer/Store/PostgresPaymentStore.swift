@@ -607,6 +607,31 @@ public final class PostgresPaymentStore: PaymentStore {
         return references
     }
 
+    package func seedPendingEvents(count: Int, merchant: String) async throws {
+        let rows = try seededEvents(count: count, merchant: merchant)
+        for chunk in stride(from: 0, to: rows.count, by: 2_000) {
+            let slice = Array(rows[chunk..<min(chunk + 2_000, rows.count)])
+            let now = slice.first?.payment.createdAt.storedMillis ?? 0
+            try await transaction { connection -> Void in
+                _ = try await connection.query("""
+                    WITH p AS (
+                        INSERT INTO till_payments (id, merchant_id, merchant_reference, amount_minor, currency, status, intent_json, created_at,
+                                                   updated_at, last_event_sequence)
+                        SELECT x.id, \(merchant)::TEXT, x.ref, 1000, 'USD', 'created', x.json, \(now)::BIGINT, \(now)::BIGINT, 1
+                        FROM unnest(\(slice.map(\.payment.id))::TEXT[], \(slice.map(\.payment.intent.merchantReference))::TEXT[],
+                                    \(slice.map(\.intentJSON))::TEXT[]) AS x(id, ref, json)
+                        RETURNING id
+                    )
+                    INSERT INTO till_events (id, merchant_id, payment_id, sequence, type, body, created_at, state, next_attempt_at)
+                    SELECT x.id, \(merchant)::TEXT, x.payment, 1, 'payment.created', x.body, \(now)::BIGINT, 'pending', \(now)::BIGINT
+                    FROM unnest(\(slice.map(\.event.id))::TEXT[], \(slice.map(\.payment.id))::TEXT[],
+                                \(slice.map { String(decoding: $0.event.body, as: UTF8.self) })::TEXT[]) AS x(id, payment, body)
+                    JOIN p ON p.id = x.payment
+                    """, logger: self.logger)
+            }
+        }
+    }
+
     /// Counts rows of a table (tests and diagnostics).
     public func notificationCount(attempt: AttemptReference) async throws -> Int {
         try await client.withConnection { connection in

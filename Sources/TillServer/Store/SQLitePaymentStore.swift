@@ -286,12 +286,12 @@ public final class SQLitePaymentStore: PaymentStore {
                 """), arguments: [report.attempt.rawValue, notification.gateway.rawValue, report.eventID]) ?? false
             if seen { return .duplicate }
             let paymentID: String = attemptRow["payment_id"]
-            let outcome: ApplyOutcome = try self.recordingEvents(db, payment: paymentID) {
-                if let operation, source != .notificationToConfirm,
-                   let match = StoreRules.match(operation, among: try Self.operations(db, payment: paymentID), attempt: report.attempt) {
-                    return .operation(try self.settle(db, match, report: operation))
-                }
-                return try self.apply(db, report: report, paymentID: paymentID, source: source)
+            let outcome: ApplyOutcome
+            if let operation, source != .notificationToConfirm,
+               let match = StoreRules.match(operation, among: try Self.operations(db, payment: paymentID), attempt: report.attempt) {
+                outcome = .operation(try self.recordingEvents(db, payment: paymentID) { try self.settle(db, match, report: operation) })
+            } else {
+                outcome = try self.apply(db, report: report, paymentID: paymentID, source: source, recordingEvents: true)
             }
             try db.cachedStatement(sql: """
                 INSERT INTO till_notifications (gateway, event_id, attempt_reference, reported_status, outcome, headers_json, body, received_at)
@@ -306,7 +306,7 @@ public final class SQLitePaymentStore: PaymentStore {
         try await writer.write { db -> ApplyOutcome in
             guard let paymentID = try String.fetchOne(db.cachedStatement(sql: "SELECT payment_id FROM till_attempts WHERE reference = ?"),
                                                       arguments: [report.attempt.rawValue]) else { return .unknownAttempt }
-            return try self.recordingEvents(db, payment: paymentID) { try self.apply(db, report: report, paymentID: paymentID, source: source) }
+            return try self.apply(db, report: report, paymentID: paymentID, source: source, recordingEvents: true)
         }
     }
 
@@ -402,6 +402,27 @@ public final class SQLitePaymentStore: PaymentStore {
             }
         }
         return references
+    }
+
+    package func seedPendingEvents(count: Int, merchant: String) async throws {
+        let rows = try seededEvents(count: count, merchant: merchant)
+        for chunk in stride(from: 0, to: rows.count, by: 5_000) {
+            try await pool.write { db in
+                for (payment, json, event) in rows[chunk..<min(chunk + 5_000, rows.count)] {
+                    let now = payment.createdAt.storedMillis
+                    try db.cachedStatement(sql: """
+                        INSERT INTO till_payments (id, merchant_id, merchant_reference, amount_minor, currency, status, intent_json, created_at, updated_at,
+                                                   last_event_sequence)
+                        VALUES (?, ?, ?, ?, ?, 'created', ?, ?, ?, 1)
+                        """).execute(arguments: [payment.id, merchant, payment.intent.merchantReference, payment.intent.amount.minorUnits,
+                                         payment.intent.amount.currency.code, json, now, now])
+                    try db.cachedStatement(sql: """
+                        INSERT INTO till_events (id, merchant_id, payment_id, sequence, type, body, created_at, state, next_attempt_at)
+                        VALUES (?, ?, ?, 1, ?, ?, ?, 'pending', ?)
+                        """).execute(arguments: [event.id, merchant, payment.id, event.type.rawValue, String(decoding: event.body, as: UTF8.self), now, now])
+                }
+            }
+        }
     }
 
     public func notificationCount(attempt: AttemptReference) async throws -> Int {
@@ -567,14 +588,29 @@ public final class SQLitePaymentStore: PaymentStore {
 
     // MARK: Rows
 
+    /// With `recordingEvents` (a report applied on its own, not an operation's money), the payment is read whole once,
+    /// and the change's events come from the payment as the effect leaves it (``StoreRules/Effect/applied(to:report:now:)``).
     private func apply(_ db: Database, report: StatusReport, paymentID: String,
-                              source: AttemptPolicy.ReportSource) throws -> ApplyOutcome {
-        // What a refund may take back depends on what Till captured; nothing else reads the operations.
-        guard let payment = try facts(db, id: paymentID, operations: report.status.isRefund),
-              let attempt = payment.attempts.first(where: { $0.reference == report.attempt })
-        else { return .unknownAttempt }
+                       source: AttemptPolicy.ReportSource, recordingEvents: Bool = false) throws -> ApplyOutcome {
+        var whole: (payment: StoredPayment, lastSequence: Int)?
+        let payment: PaymentFacts
+        if recordingEvents && recordsEvents {
+            guard let read = try paymentForChange(db, id: paymentID, operations: report.status.isRefund) else { return .unknownAttempt }
+            whole = read
+            payment = PaymentFacts(id: paymentID, merchantID: read.payment.merchantID, status: read.payment.status,
+                                   amount: read.payment.intent.amount, attempts: read.payment.attempts, operations: read.payment.operations)
+        } else {
+            // What a refund may take back depends on what Till captured; nothing else reads the operations.
+            guard let facts = try facts(db, id: paymentID, operations: report.status.isRefund) else { return .unknownAttempt }
+            payment = facts
+        }
+        guard let attempt = payment.attempts.first(where: { $0.reference == report.attempt }) else { return .unknownAttempt }
         let effect = StoreRules.apply(report, attempt: attempt, payment: payment, source: source)
         let now = Date().storedMillis
+        if let whole {
+            try writeEvents(db, before: whole.payment, after: effect.applied(to: whole.payment, report: report, now: Date(storedMillis: now)),
+                            lastSequence: whole.lastSequence)
+        }
         if let status = effect.attemptStatus {
             try db.cachedStatement(sql: """
                 UPDATE till_attempts SET status = ?, gateway_code = COALESCE(?, gateway_code),
@@ -615,6 +651,20 @@ public final class SQLitePaymentStore: PaymentStore {
                              status: PaymentStatus(rawValue: row[2]), attempts: attempts,
                              operations: allOperations || attempts.contains { $0.status.mayHaveOperations } ? try Self.operations(db, payment: id) : [],
                              createdAt: Date(storedMillis: row[4]), updatedAt: Date(storedMillis: row[5]))
+    }
+
+    /// A payment about to change, whole (its operations whenever an attempt may have some, or `operations`), and its last
+    /// event's number: one read of its row, one of its attempts.
+    private func paymentForChange(_ db: Database, id: String, operations: Bool) throws -> (payment: StoredPayment, lastSequence: Int)? {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT merchant_id, status, intent_json, created_at, updated_at, last_event_sequence FROM till_payments WHERE id = ?
+            """), arguments: [id]) else { return nil }
+        let attempts = try Self.attempts(db, payment: id)
+        let payment = StoredPayment(id: id, merchantID: row[0], intent: try intents.intent(row[2]), status: PaymentStatus(rawValue: row[1]),
+                                    attempts: attempts,
+                                    operations: operations || attempts.contains { $0.status.mayHaveOperations } ? try Self.operations(db, payment: id) : [],
+                                    createdAt: Date(storedMillis: row[3]), updatedAt: Date(storedMillis: row[4]))
+        return (payment, row[5])
     }
 
     /// What the rules need of payment `id` (amount from its columns, no intent decoded): every notification's write.
