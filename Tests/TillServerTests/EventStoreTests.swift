@@ -151,3 +151,21 @@ struct EventStoreTests {
         try await store.close()
     }
 }
+
+@Suite("Events: the body")
+struct EventBodyTests {
+    @Test("an event's body is byte for byte what JSONEncoder gives for the whole WebhookEvent (sorted keys, ISO 8601 dates)")
+    func bodyIsTheEncodedEvent() async throws {
+        let store = InMemoryPaymentStore()
+        let merchant = "m-body"
+        _ = try await EventStoreTests().paidAndRefunded(store, merchant: merchant)
+        let events = try await store.events(merchant: merchant, query: EventQuery(limit: 100))
+        #expect(events.count == 10)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        for event in events {
+            #expect(try encoder.encode(try event.decoded()) == event.body, "\(event.type)")
+        }
+    }
+}

@@ -57,6 +57,11 @@ public final class SQLitePaymentStore: PaymentStore {
     public func create(_ intent: PaymentIntent, merchant: String, id: String, idempotencyKey: String?,
                        requestHash: String, clientSecretHash: String?) async throws -> CreateOutcome {
         let intentJSON = try Self.encode(intent)
+        // The payment and its event are made before the write: the single writer's transaction only inserts them.
+        let now = Date().storedMillis
+        let stamp = Date(storedMillis: now)
+        let created = StoredPayment(id: id, merchantID: merchant, intent: intent, status: .created, attempts: [], createdAt: stamp, updatedAt: stamp)
+        let events = recordsEvents ? try EventRules.events(before: nil, after: created, lastSequence: 0, now: stamp) : []
         return try await writer.write { db -> CreateOutcome in
             if let key = idempotencyKey,
                let row = try Row.fetchOne(db.cachedStatement(sql: """
@@ -74,21 +79,18 @@ public final class SQLitePaymentStore: PaymentStore {
             let taken = try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM till_payments WHERE merchant_id = ? AND merchant_reference = ?"),
                                           arguments: [merchant, intent.merchantReference]) ?? false
             if taken { return .duplicateReference }
-            let now = Date().storedMillis
             try db.cachedStatement(sql: """
                 INSERT INTO till_payments (id, merchant_id, merchant_reference, amount_minor, currency, status, intent_json, created_at, updated_at,
-                                           client_secret_hash)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                           client_secret_hash, last_event_sequence)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """).execute(arguments: [id, merchant, intent.merchantReference, intent.amount.minorUnits, intent.amount.currency.code,
-                                 PaymentStatus.created.rawValue, intentJSON, now, now, clientSecretHash])
+                                 PaymentStatus.created.rawValue, intentJSON, now, now, clientSecretHash, events.count])
             if let key = idempotencyKey {
                 try db.cachedStatement(sql: """
                     INSERT INTO till_idempotency_keys (merchant_id, idempotency_key, request_hash, payment_id, created_at) VALUES (?, ?, ?, ?, ?)
                     """).execute(arguments: [merchant, key, requestHash, id, now])
             }
-            let stamp = Date(storedMillis: now)
-            let created = StoredPayment(id: id, merchantID: merchant, intent: intent, status: .created, attempts: [], createdAt: stamp, updatedAt: stamp)
-            try self.writeEvents(db, before: nil, after: created, lastSequence: 0)
+            try self.insert(db, events)
             return .created(created)
         }
     }
@@ -576,6 +578,12 @@ public final class SQLitePaymentStore: PaymentStore {
         guard recordsEvents else { return }
         let events = try EventRules.events(before: before, after: after, lastSequence: lastSequence, now: Date(storedMillis: Date().storedMillis))
         guard let last = events.last else { return }
+        try insert(db, events)
+        try db.cachedStatement(sql: "UPDATE till_payments SET last_event_sequence = ? WHERE id = ?").execute(arguments: [last.sequence, after.id])
+    }
+
+    /// Inserts events, pending and due at once.
+    private func insert(_ db: Database, _ events: [StoredEvent]) throws {
         for event in events {
             try db.cachedStatement(sql: """
                 INSERT INTO till_events (id, merchant_id, payment_id, sequence, type, body, created_at, state, next_attempt_at)
@@ -583,7 +591,6 @@ public final class SQLitePaymentStore: PaymentStore {
                 """).execute(arguments: [event.id, event.merchantID, event.paymentID, event.sequence, event.type.rawValue,
                                  String(decoding: event.body, as: UTF8.self), event.createdAt.storedMillis, event.createdAt.storedMillis])
         }
-        try db.cachedStatement(sql: "UPDATE till_payments SET last_event_sequence = ? WHERE id = ?").execute(arguments: [last.sequence, after.id])
     }
 
     // MARK: Rows

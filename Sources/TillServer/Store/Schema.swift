@@ -196,7 +196,6 @@ enum Schema {
             )
             """,
             "CREATE INDEX till_events_due ON till_events (next_attempt_at) WHERE state = 'pending'",
-            "CREATE INDEX till_events_merchant ON till_events (merchant_id, position)",
             """
             CREATE TABLE till_event_attempts (
                 id \(serial),

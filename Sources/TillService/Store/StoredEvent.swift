@@ -157,16 +157,53 @@ package enum EventRules {
     package static func events(before: StoredPayment?, after: StoredPayment, lastSequence: Int, now: Date) throws -> [StoredEvent] {
         let changes = changes(before: before, after: after)
         guard !changes.isEmpty else { return [] }
-        let view = PaymentView(after, forMerchant: true)
         let encoder = encoder
+        // The payment is encoded once for all the change's events (most changes write two or three).
+        let data = try encoder.encode(PaymentView(after, forMerchant: true))
         return try changes.enumerated().map { index, change in
-            let id = "evt_" + UUID().uuidString.lowercased()
+            let id = newID(at: now)
             let sequence = lastSequence + index + 1
-            let event = WebhookEvent(id: id, type: change.type, merchant: after.merchantID, paymentId: after.id, sequence: sequence,
-                                     createdAt: now, attempt: change.attempt, operation: change.operation?.rawValue, data: view)
+            let head = Head(id: id, type: change.type, version: 1, merchant: after.merchantID, paymentId: after.id, sequence: sequence,
+                            createdAt: now, attempt: change.attempt, operation: change.operation?.rawValue)
             return StoredEvent(id: id, merchantID: after.merchantID, paymentID: after.id, sequence: sequence, type: change.type,
-                               body: try encoder.encode(event), createdAt: now, nextAttemptAt: now)
+                               body: try body(head: encoder.encode(head), data: data), createdAt: now, nextAttemptAt: now)
         }
+    }
+
+    /// `evt_` and a version-7 UUID: its first 48 bits are the time in milliseconds, so ids made later sort later and the
+    /// stores' index of ids grows at its end (one page per commit, not one random page per event).
+    package static func newID(at now: Date) -> String {
+        var bytes = (UUID().uuid)
+        let millis = UInt64(max(0, now.timeIntervalSince1970 * 1_000))
+        withUnsafeMutableBytes(of: &bytes) { raw in
+            for index in 0..<6 { raw[index] = UInt8(truncatingIfNeeded: millis >> (8 * (5 - index))) }
+            raw[6] = 0x70 | (raw[6] & 0x0F)   // version 7
+            raw[8] = 0x80 | (raw[8] & 0x3F)   // RFC 9562 variant
+        }
+        return "evt_" + UUID(uuid: bytes).uuidString.lowercased()
+    }
+
+    /// A ``WebhookEvent`` without its `data`: encoded with sorted keys, its `createdAt` (an ISO 8601 date, no quote in it)
+    /// is the last key before `data`, so `data` goes right after that value.
+    struct Head: Encodable {
+        var id: String, type: EventType, version: Int, merchant: String, paymentId: String, sequence: Int, createdAt: Date
+        var attempt: AttemptReference?, operation: String?
+    }
+
+    /// The bytes a ``JSONEncoder`` with ``encoder``'s settings gives for the whole ``WebhookEvent`` (a test holds it to
+    /// that): `head` with `"data":` and the payment's JSON spliced in after `createdAt`'s value.
+    static func body(head: Data, data: Data) throws -> Data {
+        let key = Array(#""createdAt":""#.utf8)
+        let bytes = Array(head)
+        guard let start = bytes.indices.first(where: { bytes[$0...].starts(with: key) }),
+              let close = bytes[(start + key.count)...].firstIndex(of: UInt8(ascii: "\"")) else {
+            throw EncodingError.invalidValue(head, .init(codingPath: [], debugDescription: "an event head without createdAt"))
+        }
+        var body = Data(bytes[...close])
+        body.append(contentsOf: Array(#","data":"#.utf8))
+        body.append(data)
+        body.append(contentsOf: bytes[(close + 1)...])
+        return body
     }
 }
 
