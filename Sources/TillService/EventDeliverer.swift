@@ -30,6 +30,8 @@ public struct EventDeliverer: Service, CustomStringConvertible {
     public let store: any PaymentStore
     public let settings: EventDeliverySettings
     let endpoints: @Sendable (String) -> [ResolvedWebhook]
+    /// The merchants whose events this instance delivers (`nil`: every merchant's).
+    let merchants: [String]?
     let transport: any HTTPTransport
     let logger: Logger
     let metrics: any MetricsFactory
@@ -37,14 +39,18 @@ public struct EventDeliverer: Service, CustomStringConvertible {
 
     /// - Parameters:
     ///   - endpoints: a merchant's webhooks (by merchant id).
+    ///   - merchants: the merchants whose events to deliver; `nil` for all (a merchant without endpoints has its events
+    ///     marked `skipped`, so a server passes the merchants it knows, never `nil`).
     ///   - transport: how posts are sent (URLSession by default).
     ///   - jitter: a number from 0.5 to 1 scaling each retry delay (random by default).
     public init(store: any PaymentStore, settings: EventDeliverySettings, endpoints: @escaping @Sendable (String) -> [ResolvedWebhook],
+                merchants: [String]? = nil,
                 transport: any HTTPTransport = EventDeliverer.defaultTransport(), logger: Logger = Logger(label: "till.events"),
                 metrics: any MetricsFactory = MetricsSystem.factory, jitter: @escaping @Sendable () -> Double = { Double.random(in: 0.5...1) }) {
         self.store = store
         self.settings = settings
         self.endpoints = endpoints
+        self.merchants = merchants
         self.transport = transport
         self.logger = logger
         self.metrics = metrics
@@ -55,8 +61,8 @@ public struct EventDeliverer: Service, CustomStringConvertible {
     public init(state: ServerState, store: any PaymentStore, transport: any HTTPTransport = EventDeliverer.defaultTransport(),
                 logger: Logger = Logger(label: "till.events"), metrics: any MetricsFactory = MetricsSystem.factory) {
         let webhooks = Dictionary(state.merchants.map { ($0.configuration.id, $0.webhooks) }, uniquingKeysWith: { first, _ in first })
-        self.init(store: store, settings: state.settings.events, endpoints: { webhooks[$0] ?? [] }, transport: transport, logger: logger,
-                  metrics: metrics)
+        self.init(store: store, settings: state.settings.events, endpoints: { webhooks[$0] ?? [] },
+                  merchants: state.merchants.map(\.configuration.id), transport: transport, logger: logger, metrics: metrics)
     }
 
     /// URLSession without cookies, caches or redirects: a 3xx is the receiver's answer (a failed try), never followed
@@ -104,7 +110,7 @@ public struct EventDeliverer: Service, CustomStringConvertible {
     @discardableResult
     public func runOnce(now: Date = Date()) async throws -> Pass {
         let claimedUntil = now.addingTimeInterval(settings.leaseSeconds)
-        let due = try await store.claimDueEvents(now: now, claimedUntil: claimedUntil, limit: settings.batch)
+        let due = try await store.claimDueEvents(now: now, claimedUntil: claimedUntil, limit: settings.batch, merchants: merchants)
         var pass = Pass(claimed: due.count)
         guard !due.isEmpty else { return pass }
         await withTaskGroup(of: DeliveryResult?.self) { group in

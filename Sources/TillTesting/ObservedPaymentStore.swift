@@ -121,8 +121,8 @@ public final class ObservedPaymentStore: PaymentStore {
     public func events(merchant: String, query: EventQuery) async throws -> [StoredEvent] { try await inner.events(merchant: merchant, query: query) }
     public func event(id: String, merchant: String) async throws -> StoredEvent? { try await inner.event(id: id, merchant: merchant) }
     public func deliveryAttempts(event id: String) async throws -> [StoredDeliveryAttempt] { try await inner.deliveryAttempts(event: id) }
-    public func claimDueEvents(now: Date, claimedUntil: Date, limit: Int, merchant: String?) async throws -> [StoredEvent] {
-        try await inner.claimDueEvents(now: now, claimedUntil: claimedUntil, limit: limit, merchant: merchant)
+    public func claimDueEvents(now: Date, claimedUntil: Date, limit: Int, merchants: [String]?) async throws -> [StoredEvent] {
+        try await inner.claimDueEvents(now: now, claimedUntil: claimedUntil, limit: limit, merchants: merchants)
     }
     @discardableResult
     public func recordDelivery(event id: String, claimedUntil: Date, attempts: [StoredDeliveryAttempt], result: DeliveryResult) async throws -> Bool {

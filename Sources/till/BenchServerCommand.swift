@@ -412,7 +412,7 @@ struct ServerBench: AsyncParsableCommand {
         let merchant = server.merchant
         let deliverer = EventDeliverer(store: server.store, settings: EventDeliverySettings(pollIntervalSeconds: 0.05),
                                        endpoints: { $0 == merchant ? [ResolvedWebhook(url: hook, secrets: ["bench-webhook-secret-0123456789"])] : [] },
-                                       logger: logger)
+                                       merchants: [merchant], logger: logger)
         let started = ContinuousClock.now
         let delivering = Task { try await deliverer.run() }
         let during = await server.create(self, tag: "\(run)-during")

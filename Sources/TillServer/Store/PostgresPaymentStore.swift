@@ -739,7 +739,7 @@ public final class PostgresPaymentStore: PaymentStore {
         }
     }
 
-    public func claimDueEvents(now: Date, claimedUntil: Date, limit: Int, merchant: String?) async throws -> [StoredEvent] {
+    public func claimDueEvents(now: Date, claimedUntil: Date, limit: Int, merchants: [String]?) async throws -> [StoredEvent] {
         try await transaction { connection in
             // Rows another instance is claiming are skipped, not waited for; an event whose payment has an earlier event
             // still pending waits for it (that earlier row is pending whether or not another instance holds it).
@@ -747,7 +747,7 @@ public final class PostgresPaymentStore: PaymentStore {
                 SELECT position, id, merchant_id, payment_id, sequence, type, body, created_at, state, attempt_count, next_attempt_at, delivered_at
                 FROM till_events e
                 WHERE e.state = 'pending' AND e.next_attempt_at <= \(now.storedMillis)
-                  AND (\(merchant)::TEXT IS NULL OR e.merchant_id = \(merchant))
+                  AND (\(merchants == nil)::BOOLEAN OR e.merchant_id = ANY(\(merchants ?? [])::TEXT[]))
                   AND NOT EXISTS (SELECT 1 FROM till_events b WHERE b.payment_id = e.payment_id AND b.sequence < e.sequence AND b.state = 'pending')
                 ORDER BY e.next_attempt_at, e.position LIMIT \(limit) FOR UPDATE SKIP LOCKED
                 """)

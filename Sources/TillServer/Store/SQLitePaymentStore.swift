@@ -269,6 +269,7 @@ public final class SQLitePaymentStore: PaymentStore {
     public func ingest(_ notification: RawNotification, report: StatusReport, operation: OperationReport?, merchant: String,
                        source: AttemptPolicy.ReportSource) async throws -> ApplyOutcome {
         let headers = try Self.encode(notification.headers)
+        let speculation = operation == nil ? try await speculate(report, source: source) : nil
         return try await writer.write { db -> ApplyOutcome in
             guard report.gateway == notification.gateway,
                   let attemptRow = try Row.fetchOne(db.cachedStatement(sql: """
@@ -293,7 +294,7 @@ public final class SQLitePaymentStore: PaymentStore {
                let match = StoreRules.match(operation, among: try Self.operations(db, payment: paymentID), attempt: report.attempt) {
                 outcome = .operation(try self.recordingEvents(db, payment: paymentID) { try self.settle(db, match, report: operation) })
             } else {
-                outcome = try self.apply(db, report: report, paymentID: paymentID, source: source, recordingEvents: true)
+                outcome = try self.apply(db, report: report, paymentID: paymentID, source: source, recordingEvents: true, speculation: speculation)
             }
             try db.cachedStatement(sql: """
                 INSERT INTO till_notifications (gateway, event_id, attempt_reference, reported_status, outcome, headers_json, body, received_at)
@@ -305,11 +306,50 @@ public final class SQLitePaymentStore: PaymentStore {
     }
 
     public func apply(_ report: StatusReport, source: AttemptPolicy.ReportSource) async throws -> ApplyOutcome {
-        try await writer.write { db -> ApplyOutcome in
+        let speculation = try await speculate(report, source: source)
+        return try await writer.write { db -> ApplyOutcome in
             guard let paymentID = try String.fetchOne(db.cachedStatement(sql: "SELECT payment_id FROM till_attempts WHERE reference = ?"),
                                                       arguments: [report.attempt.rawValue]) else { return .unknownAttempt }
-            return try self.apply(db, report: report, paymentID: paymentID, source: source, recordingEvents: true)
+            return try self.apply(db, report: report, paymentID: paymentID, source: source, recordingEvents: true, speculation: speculation)
         }
+    }
+
+    /// A report's change worked out before the write, from a read of the payment beside the single writer: its events
+    /// (the JSON of the payment, the costly part) are made here, in parallel with other requests, and the writer only
+    /// checks that the payment is still exactly as read (``Speculation/holds(_:)``) before inserting them.
+    struct Speculation: Sendable {
+        var before: StoredPayment
+        var intentJSON: String
+        var lastSequence: Int
+        var effect: StoreRules.Effect
+        var events: [StoredEvent]
+        var now: Int64
+
+        /// Whether `current` (read in the writer's transaction) is the payment this was worked out on.
+        func holds(_ current: (facts: PaymentFacts, intentJSON: String, updatedAt: Int64, lastSequence: Int)) -> Bool {
+            current.lastSequence == lastSequence && current.facts.status == before.status && current.facts.attempts == before.attempts
+                && current.facts.operations == before.operations && current.intentJSON == intentJSON
+                && current.updatedAt == before.updatedAt.storedMillis && current.facts.merchantID == before.merchantID
+        }
+    }
+
+    private func speculate(_ report: StatusReport, source: AttemptPolicy.ReportSource) async throws -> Speculation? {
+        guard recordsEvents else { return nil }
+        let read = try await pool.read { db -> (StoredPayment, String, Int)? in
+            guard let id = try String.fetchOne(db.cachedStatement(sql: "SELECT payment_id FROM till_attempts WHERE reference = ?"),
+                                               arguments: [report.attempt.rawValue]),
+                  let json = try String.fetchOne(db.cachedStatement(sql: "SELECT intent_json FROM till_payments WHERE id = ?"), arguments: [id]),
+                  let (payment, last) = try self.paymentForChange(db, id: id, operations: report.status.isRefund) else { return nil }
+            return (payment, json, last)
+        }
+        guard let (before, json, last) = read, let attempt = before.attempts.first(where: { $0.reference == report.attempt }) else { return nil }
+        let facts = PaymentFacts(id: before.id, merchantID: before.merchantID, status: before.status, amount: before.intent.amount,
+                                 attempts: before.attempts, operations: before.operations)
+        let effect = StoreRules.apply(report, attempt: attempt, payment: facts, source: source)
+        let now = Date().storedMillis
+        let after = effect.applied(to: before, report: report, now: Date(storedMillis: now))
+        let events = try EventRules.events(before: before, after: after, lastSequence: last, now: Date(storedMillis: now))
+        return Speculation(before: before, intentJSON: json, lastSequence: last, effect: effect, events: events, now: now)
     }
 
     public func close() async throws {
@@ -502,15 +542,16 @@ public final class SQLitePaymentStore: PaymentStore {
         }
     }
 
-    public func claimDueEvents(now: Date, claimedUntil: Date, limit: Int, merchant: String?) async throws -> [StoredEvent] {
-        try await writer.write { db in
+    public func claimDueEvents(now: Date, claimedUntil: Date, limit: Int, merchants: [String]?) async throws -> [StoredEvent] {
+        let scope = try merchants.map { try Self.encode($0) }
+        return try await writer.write { db in
             // One writer: nothing changes between this read and the claim below.
             let due = try Row.fetchAll(db.cachedStatement(sql: """
                 SELECT \(Self.eventColumns) FROM till_events e
-                WHERE e.state = 'pending' AND e.next_attempt_at <= ? AND (? IS NULL OR e.merchant_id = ?)
+                WHERE e.state = 'pending' AND e.next_attempt_at <= ? AND (? IS NULL OR e.merchant_id IN (SELECT value FROM json_each(?)))
                   AND NOT EXISTS (SELECT 1 FROM till_events b WHERE b.payment_id = e.payment_id AND b.sequence < e.sequence AND b.state = 'pending')
                 ORDER BY e.next_attempt_at, e.position LIMIT ?
-                """), arguments: [now.storedMillis, merchant, merchant, limit]).map(Self.event(_:))
+                """), arguments: [now.storedMillis, scope, scope, limit]).map(Self.event(_:))
             let until = claimedUntil.storedMillis
             for event in due {
                 try db.cachedStatement(sql: "UPDATE till_events SET next_attempt_at = ? WHERE id = ?").execute(arguments: [until, event.id])
@@ -598,7 +639,20 @@ public final class SQLitePaymentStore: PaymentStore {
     /// With `recordingEvents` (a report applied on its own, not an operation's money), the payment is read whole once,
     /// and the change's events come from the payment as the effect leaves it (``StoreRules/Effect/applied(to:report:now:)``).
     private func apply(_ db: Database, report: StatusReport, paymentID: String,
-                       source: AttemptPolicy.ReportSource, recordingEvents: Bool = false) throws -> ApplyOutcome {
+                       source: AttemptPolicy.ReportSource, recordingEvents: Bool = false, speculation: Speculation? = nil) throws -> ApplyOutcome {
+        if recordingEvents, recordsEvents, let speculation, speculation.before.id == paymentID,
+           let current = try factsForCheck(db, id: paymentID, operations: report.status.isRefund || !speculation.before.operations.isEmpty),
+           speculation.holds(current),
+           let attempt = current.facts.attempts.first(where: { $0.reference == report.attempt }),
+           StoreRules.apply(report, attempt: attempt, payment: current.facts, source: source) == speculation.effect {
+            // The payment is as the speculation read it: the same rule gives the same effect, and its events stand.
+            try write(db, speculation.effect, report: report, paymentID: paymentID, now: speculation.now)
+            try insert(db, speculation.events)
+            if let last = speculation.events.last {
+                try db.cachedStatement(sql: "UPDATE till_payments SET last_event_sequence = ? WHERE id = ?").execute(arguments: [last.sequence, paymentID])
+            }
+            return speculation.effect.outcome
+        }
         var whole: (payment: StoredPayment, lastSequence: Int)?
         let payment: PaymentFacts
         if recordingEvents && recordsEvents {
@@ -618,6 +672,12 @@ public final class SQLitePaymentStore: PaymentStore {
             try writeEvents(db, before: whole.payment, after: effect.applied(to: whole.payment, report: report, now: Date(storedMillis: now)),
                             lastSequence: whole.lastSequence)
         }
+        try write(db, effect, report: report, paymentID: paymentID, now: now)
+        return effect.outcome
+    }
+
+    /// Writes what ``StoreRules/apply(_:attempt:payment:source:)`` decided to the rows, stamped `now`.
+    private func write(_ db: Database, _ effect: StoreRules.Effect, report: StatusReport, paymentID: String, now: Int64) throws {
         if let status = effect.attemptStatus {
             try db.cachedStatement(sql: """
                 UPDATE till_attempts SET status = ?, gateway_code = COALESCE(?, gateway_code),
@@ -635,7 +695,19 @@ public final class SQLitePaymentStore: PaymentStore {
         if let status = effect.paymentStatus {
             try db.cachedStatement(sql: "UPDATE till_payments SET status = ?, updated_at = ? WHERE id = ?").execute(arguments: [status.rawValue, now, paymentID])
         }
-        return effect.outcome
+    }
+
+    /// What a speculation is checked against: the facts, the intent's text, the payment's last change and last event
+    /// number, in one read of its row.
+    private func factsForCheck(_ db: Database, id: String, operations: Bool) throws
+        -> (facts: PaymentFacts, intentJSON: String, updatedAt: Int64, lastSequence: Int)? {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT merchant_id, status, amount_minor, currency, intent_json, updated_at, last_event_sequence FROM till_payments WHERE id = ?
+            """), arguments: [id]) else { return nil }
+        let facts = PaymentFacts(id: id, merchantID: row[0], status: PaymentStatus(rawValue: row[1]),
+                                 amount: try PaymentFacts.amount(minorUnits: row[2], currency: row[3]), attempts: try Self.attempts(db, payment: id),
+                                 operations: operations ? try Self.operations(db, payment: id) : [])
+        return (facts, row[4], row[5], row[6])
     }
 
     private static func refreshPaymentStatus(_ db: Database, payment id: String) throws {

@@ -330,11 +330,11 @@ public actor InMemoryPaymentStore: PaymentStore {
         deliveryLog.filter { $0.eventID == id }
     }
 
-    public func claimDueEvents(now: Date, claimedUntil: Date, limit: Int, merchant: String?) async throws -> [StoredEvent] {
+    public func claimDueEvents(now: Date, claimedUntil: Date, limit: Int, merchants: [String]?) async throws -> [StoredEvent] {
         let (now, until) = (Self.millis(now), Self.millis(claimedUntil))
         var blocked: Set<String> = []
         var claimed: [StoredEvent] = []
-        for index in outbox.indices where outbox[index].state == .pending && merchant.map({ $0 == outbox[index].merchantID }) ?? true {
+        for index in outbox.indices where outbox[index].state == .pending && merchants.map({ $0.contains(outbox[index].merchantID) }) ?? true {
             let event = outbox[index]
             // The payment's earliest pending event is the only one that may go; it blocks the rest.
             guard blocked.insert(event.paymentID).inserted else { continue }

@@ -247,9 +247,10 @@ public protocol PaymentStore: Sendable {
     /// payment's events are delivered in order, so at most one of each payment is claimed). Each claimed event's next
     /// attempt becomes `claimedUntil`, so no other instance claims it while this one delivers; a claim that is never
     /// recorded (the instance died) falls due again then. Oldest first, at most `limit`. Several instances never claim
-    /// the same event at once (PostgreSQL skips rows another transaction holds; SQLite has one writer). With `merchant`,
-    /// only that merchant's events (a delivery worker of one merchant; tests sharing a database).
-    func claimDueEvents(now: Date, claimedUntil: Date, limit: Int, merchant: String?) async throws -> [StoredEvent]
+    /// the same event at once (PostgreSQL skips rows another transaction holds; SQLite has one writer). With `merchants`,
+    /// only those merchants' events: an instance delivers for the merchants its configuration knows, never another's
+    /// (an instance started with an older configuration must not take a newer merchant's events).
+    func claimDueEvents(now: Date, claimedUntil: Date, limit: Int, merchants: [String]?) async throws -> [StoredEvent]
 
     /// Records the tries of a claimed delivery and its result, if the claim still holds (the event is pending with the
     /// next attempt `claimedUntil`). False when it no longer does (a redelivery was asked for meanwhile): the tries
@@ -305,7 +306,12 @@ extension PaymentStore {
 
     /// Claims due events of every merchant.
     public func claimDueEvents(now: Date, claimedUntil: Date, limit: Int) async throws -> [StoredEvent] {
-        try await claimDueEvents(now: now, claimedUntil: claimedUntil, limit: limit, merchant: nil)
+        try await claimDueEvents(now: now, claimedUntil: claimedUntil, limit: limit, merchants: nil)
+    }
+
+    /// Claims due events of one merchant.
+    public func claimDueEvents(now: Date, claimedUntil: Date, limit: Int, merchant: String?) async throws -> [StoredEvent] {
+        try await claimDueEvents(now: now, claimedUntil: claimedUntil, limit: limit, merchants: merchant.map { [$0] })
     }
 
     /// Adds an attempt the server started by itself (not at the customer's request).
