@@ -352,8 +352,30 @@ struct ServerBench: AsyncParsableCommand {
         return BenchServer(port: port, store: store, merchant: merchant, apiKey: apiKey, secret: secret, task: task)
     }
 
+    /// What making a change's events costs on its own (the payment's JSON and each event's head), in microseconds: a paid
+    /// notification's change (two events) on a payment with one attempt.
+    func eventCost() throws -> Double {
+        let now = Date(storedMillis: Date().storedMillis)
+        let attempt = AttemptReference.generate()
+        let intent = PaymentIntent(merchantReference: "bench-order-1", amount: Money(minorUnits: 1000, currency: Currency.lookup("USD")!), method: .card,
+                                   customer: Customer(email: "buyer@example.com"), description: "Bench order")
+        let before = StoredPayment(id: "pay_bench", merchantID: "bench", intent: intent, status: .pending,
+                                   attempts: [StoredAttempt(reference: attempt, paymentID: "pay_bench", sequence: 1, gateway: "fake", status: .pending,
+                                                            gatewayReference: "gw-1", createdAt: now, updatedAt: now)], createdAt: now, updatedAt: now)
+        var after = before
+        after.attempts[0].status = .paid
+        after.status = .paid
+        let rounds = 2_000
+        let started = ContinuousClock.now
+        for _ in 0..<rounds { _ = try EventRules.events(before: before, after: after, lastSequence: 3, now: now) }
+        let elapsed = ContinuousClock.now - started
+        return (Double(elapsed.components.seconds) * 1e6 + Double(elapsed.components.attoseconds) / 1e12) / Double(rounds)
+    }
+
     /// createPayment and notification on a store with the outbox and on one without, alternately, twice each.
     func benchOutbox(name: String, url: String, pool: Int?, trivial: Double, logger: Logger) async throws {
+        struct Encoding: Encodable { let endpoint = "eventEncoding"; let microsecondsPerChange: Double }
+        try printJSONLine(Encoding(microsecondsPerChange: (try eventCost() * 10).rounded() / 10))
         let on = try await startServer(url: url.hasPrefix("sqlite:") ? url + "-on.sqlite" : url, pool: pool, recordsEvents: true, logger: logger)
         let off = try await startServer(url: url.hasPrefix("sqlite:") ? url + "-off.sqlite" : url, pool: pool, recordsEvents: false, logger: logger)
         var rates: [String: [Bool: [Double]]] = [:]

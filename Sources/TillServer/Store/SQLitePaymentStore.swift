@@ -24,6 +24,9 @@ public final class SQLitePaymentStore: PaymentStore {
         var configuration = Configuration()
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = FULL")
+            // 16 MiB of page cache per connection (SQLite's default is 2 MiB): the indexes a write walks stay in memory
+            // as the tables grow, instead of being read back from the file on every write.
+            try db.execute(sql: "PRAGMA cache_size = -16384")
             try db.execute(sql: "PRAGMA foreign_keys = ON")
         }
         configuration.busyMode = .timeout(10)
