@@ -31,14 +31,19 @@ public struct EventDeliverer: Service, CustomStringConvertible {
     let logger: Logger
     let metrics: any MetricsFactory
     let jitter: @Sendable () -> Double
+    /// Only this merchant's events are claimed; every merchant's when `nil`.
+    public let merchant: String?
 
     /// - Parameters:
     ///   - endpoints: a merchant's webhooks (by merchant id).
     ///   - transport: how posts are sent (URLSession by default).
     ///   - jitter: a number from 0.5 to 1 scaling each retry delay (random by default).
+    ///   - merchant: only this merchant's events (a delivery worker of one merchant; tests sharing a database); every
+    ///     merchant's by default.
     public init(store: any PaymentStore, settings: EventDeliverySettings, endpoints: @escaping @Sendable (String) -> [ResolvedWebhook],
                 transport: any HTTPTransport = URLSessionTransport(), logger: Logger = Logger(label: "till.events"),
-                metrics: any MetricsFactory = MetricsSystem.factory, jitter: @escaping @Sendable () -> Double = { Double.random(in: 0.5...1) }) {
+                metrics: any MetricsFactory = MetricsSystem.factory, jitter: @escaping @Sendable () -> Double = { Double.random(in: 0.5...1) },
+                merchant: String? = nil) {
         self.store = store
         self.settings = settings
         self.endpoints = endpoints
@@ -46,6 +51,7 @@ public struct EventDeliverer: Service, CustomStringConvertible {
         self.logger = logger
         self.metrics = metrics
         self.jitter = jitter
+        self.merchant = merchant
     }
 
     /// Delivers to the webhooks of `state`'s merchants.
@@ -95,7 +101,7 @@ public struct EventDeliverer: Service, CustomStringConvertible {
     @discardableResult
     public func runOnce(now: Date = Date()) async throws -> Pass {
         let claimedUntil = now.addingTimeInterval(settings.leaseSeconds)
-        let due = try await store.claimDueEvents(now: now, claimedUntil: claimedUntil, limit: settings.batch)
+        let due = try await store.claimDueEvents(now: now, claimedUntil: claimedUntil, limit: settings.batch, merchant: merchant)
         var pass = Pass(claimed: due.count)
         guard !due.isEmpty else { return pass }
         await withTaskGroup(of: DeliveryResult?.self) { group in
