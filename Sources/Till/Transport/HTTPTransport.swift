@@ -104,6 +104,11 @@ public struct URLSessionTransport: HTTPTransport {
         urlRequest.httpBody = request.body
         let components = request.timeout.components
         urlRequest.timeoutInterval = TimeInterval(components.seconds) + TimeInterval(components.attoseconds) / 1e18
+        #if canImport(FoundationNetworking)
+        // FoundationNetworking's URLSession keeps whole seconds of the interval: under a second it times out at once,
+        // 1.5 s after 1 s. Rounded up, the limit is never shorter than asked.
+        urlRequest.timeoutInterval = max(1, urlRequest.timeoutInterval.rounded(.up))
+        #endif
         for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
         do {
             let (data, response) = try await session.data(for: urlRequest)
