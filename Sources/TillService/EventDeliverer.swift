@@ -36,12 +36,12 @@ public struct EventDeliverer: Service, CustomStringConvertible {
 
     /// - Parameters:
     ///   - endpoints: a merchant's webhooks (by merchant id).
-    ///   - transport: how posts are sent (URLSession by default).
+    ///   - transport: how posts are sent (URLSession by default, not following redirects: a `3xx` is not an acceptance).
     ///   - jitter: a number from 0.5 to 1 scaling each retry delay (random by default).
     ///   - merchant: only this merchant's events (a delivery worker of one merchant; tests sharing a database); every
     ///     merchant's by default.
     public init(store: any PaymentStore, settings: EventDeliverySettings, endpoints: @escaping @Sendable (String) -> [ResolvedWebhook],
-                transport: any HTTPTransport = URLSessionTransport(), logger: Logger = Logger(label: "till.events"),
+                transport: any HTTPTransport = URLSessionTransport(followingRedirects: false), logger: Logger = Logger(label: "till.events"),
                 metrics: any MetricsFactory = MetricsSystem.factory, jitter: @escaping @Sendable () -> Double = { Double.random(in: 0.5...1) },
                 merchant: String? = nil) {
         self.store = store
@@ -55,7 +55,7 @@ public struct EventDeliverer: Service, CustomStringConvertible {
     }
 
     /// Delivers to the webhooks of `state`'s merchants.
-    public init(state: ServerState, store: any PaymentStore, transport: any HTTPTransport = URLSessionTransport(),
+    public init(state: ServerState, store: any PaymentStore, transport: any HTTPTransport = URLSessionTransport(followingRedirects: false),
                 logger: Logger = Logger(label: "till.events"), metrics: any MetricsFactory = MetricsSystem.factory) {
         let webhooks = Dictionary(state.merchants.map { ($0.configuration.id, $0.webhooks) }, uniquingKeysWith: { first, _ in first })
         self.init(store: store, settings: state.settings.events, endpoints: { webhooks[$0] ?? [] }, transport: transport, logger: logger,
