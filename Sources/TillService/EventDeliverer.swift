@@ -136,9 +136,11 @@ public struct EventDeliverer: Service, CustomStringConvertible {
         if webhooks.isEmpty {
             result = .skipped
         } else {
-            // An endpoint that accepted this event on an earlier try is not posted to again.
-            let accepted = event.attemptCount == 0 ? [] : Set(((try? await store.deliveryAttempts(event: event.id)) ?? [])
+            // An endpoint that accepted this event on an earlier try is not posted to again, unless every endpoint
+            // has: then the event is pending again because it was redelivered, and goes to all of them.
+            let earlier = event.attemptCount == 0 ? [] : Set(((try? await store.deliveryAttempts(event: event.id)) ?? [])
                 .filter(\.delivered).map(\.endpoint))
+            let accepted = webhooks.allSatisfy { earlier.contains($0.url.absoluteString) } ? [] : earlier
             for webhook in webhooks where !accepted.contains(webhook.url.absoluteString) {
                 attempts.append(await post(event, to: webhook))
             }
