@@ -141,6 +141,8 @@ let package = Package(
             name: "TillSandbox",
             dependencies: [
                 "Till",
+                // The webhook receiver checks each event's Till-Signature.
+                "TillWebhooks",
                 .product(name: "Crypto", package: "swift-crypto"),
                 // The Worldline emulator decrypts the app's JWE with its own RSA private key.
                 .product(name: "_CryptoExtras", package: "swift-crypto"),

@@ -41,16 +41,19 @@ public struct EventDeliverer: Service, CustomStringConvertible {
     ///   - endpoints: a merchant's webhooks (by merchant id).
     ///   - merchants: the merchants whose events to deliver; `nil` for all (a merchant without endpoints has its events
     ///     marked `skipped`, so a server passes the merchants it knows, never `nil`).
-    ///   - transport: how posts are sent (URLSession by default).
+    ///   - transport: how posts are sent (URLSession by default, not following redirects: a `3xx` is not an acceptance).
     ///   - jitter: a number from 0.5 to 1 scaling each retry delay (random by default).
+    ///   - merchant: only this merchant's events (a delivery worker of one merchant; tests sharing a database); every
+    ///     merchant's by default.
     public init(store: any PaymentStore, settings: EventDeliverySettings, endpoints: @escaping @Sendable (String) -> [ResolvedWebhook],
                 merchants: [String]? = nil,
                 transport: any HTTPTransport = EventDeliverer.defaultTransport(), logger: Logger = Logger(label: "till.events"),
-                metrics: any MetricsFactory = MetricsSystem.factory, jitter: @escaping @Sendable () -> Double = { Double.random(in: 0.5...1) }) {
+                metrics: any MetricsFactory = MetricsSystem.factory, jitter: @escaping @Sendable () -> Double = { Double.random(in: 0.5...1) },
+                merchant: String? = nil) {
         self.store = store
         self.settings = settings
         self.endpoints = endpoints
-        self.merchants = merchants
+        self.merchants = merchant.map { [$0] } ?? merchants
         self.transport = transport
         self.logger = logger
         self.metrics = metrics
@@ -68,7 +71,7 @@ public struct EventDeliverer: Service, CustomStringConvertible {
     /// URLSession without cookies, caches or redirects: a 3xx is the receiver's answer (a failed try), never followed
     /// to wherever its `Location` points.
     public static func defaultTransport() -> any HTTPTransport {
-        URLSessionTransport(session: URLSession(configuration: .ephemeral, delegate: RedirectRefusal(), delegateQueue: nil))
+        URLSessionTransport(followingRedirects: false)
     }
 
     /// What one pass did.
@@ -145,9 +148,11 @@ public struct EventDeliverer: Service, CustomStringConvertible {
         if webhooks.isEmpty {
             result = .skipped
         } else {
-            // An endpoint that accepted this event on an earlier try is not posted to again.
-            let accepted = event.attemptCount == 0 ? [] : Set(((try? await store.deliveryAttempts(event: event.id)) ?? [])
+            // An endpoint that accepted this event on an earlier try is not posted to again, unless every endpoint
+            // has: then the event is pending again because it was redelivered, and goes to all of them.
+            let earlier = event.attemptCount == 0 ? [] : Set(((try? await store.deliveryAttempts(event: event.id)) ?? [])
                 .filter(\.delivered).map(\.endpoint))
+            let accepted = webhooks.allSatisfy { earlier.contains($0.url.absoluteString) } ? [] : earlier
             // The endpoints at once: one event takes at most one timeout, however many endpoints its merchant has.
             attempts = await withTaskGroup(of: (Int, StoredDeliveryAttempt).self) { group in
                 for (index, webhook) in webhooks.enumerated() where !accepted.contains(webhook.url.absoluteString) {
@@ -239,13 +244,5 @@ public struct EventDeliverer: Service, CustomStringConvertible {
         Gauge(label: "till_events_pending", factory: metrics).record(Double(backlog.pending))
         Gauge(label: "till_events_oldest_pending_seconds", factory: metrics)
             .record(backlog.oldestCreatedAt.map { max(0, now.timeIntervalSince($0)) } ?? 0)
-    }
-}
-
-/// Refuses every redirect: the task completes with the 3xx itself.
-final class RedirectRefusal: NSObject, URLSessionTaskDelegate, Sendable {
-    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
-                    newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
-        completionHandler(nil)
     }
 }

@@ -78,7 +78,9 @@ struct DemoCommand: AsyncParsableCommand {
 
         // 2. The merchant server, configured like a real one from the sandbox's accounts: one gateway per
         //    account, secrets from its environment, each module built by its own plugin.
-        var environment = ["DEMO_API_KEY": "demo-app-key-\(UUID().uuidString)"]
+        var environment = ["DEMO_API_KEY": "demo-app-key-\(UUID().uuidString)", "DEMO_WEBHOOK_SECRET": "demo-webhook-secret-\(UUID().uuidString)"]
+        // The merchant's own backend, receiving the server's signed events (it knows the secret they are signed with).
+        let receiver = try await WebhookReceiver.start(secrets: [environment["DEMO_WEBHOOK_SECRET"]!])
         var gateways: [GatewayConfiguration] = []
         var appGateways: [any GatewayAppHalf] = []   // the app: built from non-secret settings only
         let accounts = await sandbox.accounts()
@@ -122,7 +124,8 @@ struct DemoCommand: AsyncParsableCommand {
                                               routing: RoutingConfiguration(fallback: gateways.map(\.id)),
                                               retry: RetryPolicy(maxAttempts: 3),
                                               // The app below returns on tilldemo:// or its https universal link.
-                                              returnURLSchemes: ["tilldemo"])],
+                                              returnURLSchemes: ["tilldemo"],
+                                              webhooks: [WebhookEndpoint(url: receiver.url.absoluteString, secret: .init(env: "DEMO_WEBHOOK_SECRET"))])],
             server: ServerSettings(listen: "127.0.0.1:\(port)", storage: "sqlite:\(folder.appendingPathComponent("till.sqlite").path)",
                                    publicURL: "http://127.0.0.1:\(port)"))
         let state = try ServerState(configuration: configuration, plugins: Gateways.plugins, environment: environment)
@@ -131,6 +134,12 @@ struct DemoCommand: AsyncParsableCommand {
         let (ports, portSink) = AsyncStream<Int>.makeStream()
         let app = try buildApplication(state: state, store: store, logger: logger) { portSink.yield($0) }
         let server = Task { try await app.runService() }
+        // The delivery service, as `till server` runs it beside the HTTP server.
+        var eventSettings = state.settings.events
+        eventSettings.pollIntervalSeconds = 0.1
+        let deliverer = EventDeliverer(store: store, settings: eventSettings, endpoints: { _ in state.merchants.first?.webhooks ?? [] },
+                                       merchants: state.merchants.map(\.configuration.id), logger: logger)
+        let delivering = Task { try await deliverer.run() }
         var portIterator = ports.makeAsyncIterator()
         let serverURL = URL(string: "http://127.0.0.1:\(await portIterator.next() ?? 0)")!
         for (id, account) in zip(payFortIDs, accountsOfPayFort) {
@@ -151,7 +160,7 @@ struct DemoCommand: AsyncParsableCommand {
         let merchantBackend = MerchantAPIClient(baseURL: serverURL, apiKey: environment["DEMO_API_KEY"]!, transport: URLSessionTransport())
         let backend = ClientSecretBackend(merchant: merchantBackend, transport: URLSessionTransport())
         say("▶ app          holds one client secret per payment (the merchant's backend creates the payment); no API key")
-        let total = 25
+        let total = 26
         let sar = try Currency(code: "SAR")
 
         func checkout(_ title: String, index: Int, card: String, amount: String, action: PaymentAction = .sale,
@@ -401,8 +410,10 @@ struct DemoCommand: AsyncParsableCommand {
             say("  server  \(money(view)); the payment is \(view.status)")
             return view.amountCaptured == payment.amount ? view.status : .failed
         }))
+        let refundedPayment = Locked<String?>(nil)
         rows.append(try await checkout("PayFort: a partial refund, then the rest", index: 22, card: "4005550000000001", amount: "60.00",
                                        expect: .refunded, after: { _, payment in
+            refundedPayment.withLock { $0 = payment.id }
             _ = try await operate(.refund, payment, "20.00")
             say("  server  the payment is \(try await merchantBackend.payment(id: payment.id).status)")
             _ = try await operate(.refund, payment)
@@ -449,7 +460,28 @@ struct DemoCommand: AsyncParsableCommand {
             return view.status
         }))
 
-        say("\n[25/\(total)] A forged return URL is ignored")
+        say("\n[25/\(total)] The merchant's backend receives the events of one payment, signed and in order")
+        var eventsRow = Row(scenario: "The backend receives one payment's events", expected: .refunded)
+        if let paymentID = refundedPayment.withLock({ $0 }) {
+            let written = try await store.events(merchant: "demo-shop", query: EventQuery(paymentID: paymentID, limit: 200))
+            say("  server  \(written.count) events written for \(paymentID), each in its change's transaction")
+            let arrived = await receiver.wait(atMost: .seconds(30)) { deliveries in
+                Set(deliveries.filter { $0.accepted && $0.event?.paymentId == paymentID }.compactMap(\.eventID)).count >= written.count
+            }
+            say(await receiver.transcript(payment: paymentID))
+            let received = await receiver.events(payment: paymentID)
+            var firstArrivals: [Int] = []
+            for event in received where !firstArrivals.contains(event.sequence) { firstArrivals.append(event.sequence) }
+            let verified = await receiver.deliveries().filter { $0.event?.paymentId == paymentID }.allSatisfy(\.verified)
+            let inOrder = firstArrivals == Array(1...max(written.count, 1))
+            say("  backend \(firstArrivals.count) of \(written.count) events, " + (verified ? "every signature verified" : "a signature did not verify")
+                + (inOrder ? ", in order" : ", out of order") + "; the last says \(received.last?.data.status.rawValue ?? "-")")
+            eventsRow.status = arrived && verified && inOrder ? (received.last?.data.status ?? .failed) : .failed
+            eventsRow.client = "\(firstArrivals.count) events"
+        }
+        rows.append(eventsRow)
+
+        say("\n[26/\(total)] A forged return URL is ignored")
         let expected = try returns.expectReturn()
         let forged = URL(string: "tilldemo://till/return?till_state=forged&status=14&response_code=14000")!
         let forgedAccepted = returns.handle(forged)
@@ -484,6 +516,9 @@ struct DemoCommand: AsyncParsableCommand {
         let ipaynowLedger = await ipaynow.ledger
         say("  iPayNow ledger: \(ipaynowLedger.count) charge(s) — \(ipaynowLedger.map { "\($0.mhtOrderAmt) \($0.mhtCurrencyType)" }.joined(separator: ", "))")
         say("  Citcon ledger:  \(citconLedger.count) charge(s) — \(citconLedger.map { "\($0.method) \($0.amountMinor) \($0.currency)" }.joined(separator: ", "))")
+        delivering.cancel()
+        _ = await delivering.result
+        await receiver.stop()
         server.cancel()
         _ = await server.result
         await sandbox.stop()

@@ -98,12 +98,24 @@ public struct URLSessionTransport: HTTPTransport {
         self.session = session
     }
 
+    /// An ephemeral session that follows redirects or not. Not following, a `3xx` is the response as the server
+    /// sent it (a webhook receiver that redirects a post has not accepted it; the post is not re-sent elsewhere).
+    public init(followingRedirects: Bool) {
+        self.init(session: followingRedirects ? URLSession(configuration: .ephemeral)
+                  : URLSession(configuration: .ephemeral, delegate: RedirectRefusal(), delegateQueue: nil))
+    }
+
     public func send(_ request: TransportRequest) async throws(TransportError) -> TransportResponse {
         var urlRequest = URLRequest(url: request.url)
         urlRequest.httpMethod = request.method.rawValue
         urlRequest.httpBody = request.body
         let components = request.timeout.components
         urlRequest.timeoutInterval = TimeInterval(components.seconds) + TimeInterval(components.attoseconds) / 1e18
+        #if canImport(FoundationNetworking)
+        // FoundationNetworking's URLSession keeps whole seconds of the interval: under a second it times out at once,
+        // 1.5 s after 1 s. Rounded up, the limit is never shorter than asked.
+        urlRequest.timeoutInterval = max(1, urlRequest.timeoutInterval.rounded(.up))
+        #endif
         for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
         do {
             let (data, response) = try await session.data(for: urlRequest)
@@ -123,6 +135,14 @@ public struct URLSessionTransport: HTTPTransport {
             throw TransportError(.cancelled, "cancelled")
         } catch {
             throw TransportError(.other, String(describing: type(of: error)))
+        }
+    }
+
+    /// Answers every redirect with "do not follow": the task completes with the `3xx` itself.
+    private final class RedirectRefusal: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
+        func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+                        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
+            completionHandler(nil)
         }
     }
 
