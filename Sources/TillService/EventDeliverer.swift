@@ -34,10 +34,11 @@ public struct EventDeliverer: Service, CustomStringConvertible {
 
     /// - Parameters:
     ///   - endpoints: a merchant's webhooks (by merchant id).
-    ///   - transport: how posts are sent (URLSession by default).
+    ///   - transport: how posts are sent (URLSession by default, never following a redirect: a `3xx` is a failed try,
+    ///     as the receiver at the configured URL did not take the event).
     ///   - jitter: a number from 0.5 to 1 scaling each retry delay (random by default).
     public init(store: any PaymentStore, settings: EventDeliverySettings, endpoints: @escaping @Sendable (String) -> [ResolvedWebhook],
-                transport: any HTTPTransport = URLSessionTransport(), logger: Logger = Logger(label: "till.events"),
+                transport: any HTTPTransport = URLSessionTransport.notFollowingRedirects(), logger: Logger = Logger(label: "till.events"),
                 metrics: any MetricsFactory = MetricsSystem.factory, jitter: @escaping @Sendable () -> Double = { Double.random(in: 0.5...1) }) {
         self.store = store
         self.settings = settings
@@ -49,7 +50,7 @@ public struct EventDeliverer: Service, CustomStringConvertible {
     }
 
     /// Delivers to the webhooks of `state`'s merchants.
-    public init(state: ServerState, store: any PaymentStore, transport: any HTTPTransport = URLSessionTransport(),
+    public init(state: ServerState, store: any PaymentStore, transport: any HTTPTransport = URLSessionTransport.notFollowingRedirects(),
                 logger: Logger = Logger(label: "till.events"), metrics: any MetricsFactory = MetricsSystem.factory) {
         let webhooks = Dictionary(state.merchants.map { ($0.configuration.id, $0.webhooks) }, uniquingKeysWith: { first, _ in first })
         self.init(store: store, settings: state.settings.events, endpoints: { webhooks[$0] ?? [] }, transport: transport, logger: logger,

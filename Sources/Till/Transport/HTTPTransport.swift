@@ -98,6 +98,14 @@ public struct URLSessionTransport: HTTPTransport {
         self.session = session
     }
 
+    /// An ephemeral session that answers a redirect (`3xx` with a `Location`) as it came, never following it: for a
+    /// post whose receiver must be the URL itself, such as a webhook delivery. URLSession would otherwise follow a
+    /// `302` with a `GET` of the other page, whose `200` says nothing about the post, or post the body again to
+    /// wherever a `307` points.
+    public static func notFollowingRedirects() -> URLSessionTransport {
+        URLSessionTransport(session: URLSession(configuration: .ephemeral, delegate: RedirectRefusal(), delegateQueue: nil))
+    }
+
     public func send(_ request: TransportRequest) async throws(TransportError) -> TransportResponse {
         var urlRequest = URLRequest(url: request.url)
         urlRequest.httpMethod = request.method.rawValue
@@ -141,5 +149,13 @@ public struct URLSessionTransport: HTTPTransport {
         default:
             TransportError(.other, "URLError \(error.code.rawValue)")
         }
+    }
+}
+
+/// Declines every redirect, so the `3xx` itself is the answer (``URLSessionTransport/notFollowingRedirects()``).
+private final class RedirectRefusal: NSObject, URLSessionTaskDelegate, Sendable {
+    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+                    newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
+        completionHandler(nil)
     }
 }
