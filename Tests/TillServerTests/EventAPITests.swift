@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import Testing
 import Till
+import TillChildProcess
 import TillOrchestration
 import TillService
 @testable import TillServer
@@ -302,5 +303,87 @@ struct EventAPITests {
         #expect(missing?.code.rawValue == "not_found")
         let noRedelivery = await #expect(throws: CheckoutError.self) { try await api.redeliver("evt_nobody") }
         #expect(noRedelivery?.code.rawValue == "not_found")
+    }
+}
+
+/// `till events list / show / redeliver` as a merchant's back office runs them against a running server.
+@Suite("till events, the command")
+struct EventsCommandTests {
+    /// Runs `till events <arguments>` against `h` with the merchant's key in `TILL_TEST_EVENTS_KEY`; its exit, standard
+    /// output and standard error.
+    func till(_ h: ServerHarness, _ arguments: [String], key: String? = nil) async throws -> (ChildProcess.Termination, String, String) {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("till-events-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let out = folder.appendingPathComponent("out"), err = folder.appendingPathComponent("err")
+        let process = try ChildProcess(ServerProcess.executable,
+                                       arguments: ["events"] + arguments + ["--server", h.baseURL.absoluteString, "--api-key-env", "TILL_TEST_EVENTS_KEY"],
+                                       environment: ChildProcess.inheritedEnvironment(["TILL_TEST_EVENTS_KEY": key ?? h.apiKey]),
+                                       stdout: .file(out), stderr: .file(err))
+        let ended = await process.exit()
+        return (ended, (try? String(contentsOf: out, encoding: .utf8)) ?? "", (try? String(contentsOf: err, encoding: .utf8)) ?? "")
+    }
+
+    @Test("list prints one line per event, pages with --cursor, filters; show prints the tries; redeliver makes it pending; refusals exit 1 naming the parameter")
+    func listShowRedeliver() async throws {
+        let h = try await ServerHarness(.sqlite)
+        defer { Task { await h.stop() } }
+        let (id, _) = try await h.paidPayment()
+        let events = try await h.eventPage("payment=\(id)").events
+
+        let (listed, out, _) = try await till(h, ["list", "--payment", id])
+        #expect(listed == .exited(0))
+        let lines = out.split(separator: "\n").map(String.init)
+        #expect(lines.count == EventAPITests.paidLife.count, "\(out)")
+        #expect(lines.first == "\(events[0].event.id)  #1  payment.created  \(id)  pending  0 tries", "\(out)")
+        #expect(lines.last?.hasPrefix("\(events.last!.event.id)  #\(events.count)  payment.paid  \(id)  pending") == true, "\(out)")
+        #expect(lines.allSatisfy { $0.components(separatedBy: "  ").count == 6 }, "id, sequence, type, payment, state, tries: \(out)")
+
+        // Two at a time: standard error says how to ask for the next page; following it walks every event.
+        var seen: [String] = []
+        var cursor: String?
+        repeat {
+            let (ended, page, err) = try await till(h, ["list", "--limit", "2"] + (cursor.map { ["--cursor", $0] } ?? []))
+            #expect(ended == .exited(0), "\(err)")
+            seen += page.split(separator: "\n").map { String($0.split(separator: " ").first!) }
+            cursor = err.split(separator: "\n").first { $0.hasPrefix("more: till events list --cursor ") }
+                .map { String($0.dropFirst("more: till events list --cursor ".count)) }
+        } while cursor != nil && seen.count < 100
+        #expect(seen == events.map(\.event.id))
+
+        let (_, paidOnly, _) = try await till(h, ["list", "--type", "payment.paid", "--state", "pending"])
+        #expect(paidOnly.split(separator: "\n").count == 1 && paidOnly.contains("  payment.paid  "), "\(paidOnly)")
+        let (_, json, _) = try await till(h, ["list", "--payment", id, "--json"])
+        #expect(try EventRules.decoder.decode(EventPage.self, from: Data(json.utf8)).events.map(\.event.id) == events.map(\.event.id))
+
+        // A try recorded by the delivery service, then shown.
+        let now = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + 5).rounded(.down))
+        let claimed = try #require(try await h.store.claimDueEvents(now: now, claimedUntil: now.addingTimeInterval(60), limit: 1, merchant: h.merchant).first)
+        try await h.store.recordDelivery(event: claimed.id, claimedUntil: now.addingTimeInterval(60),
+                                         attempts: [StoredDeliveryAttempt(eventID: claimed.id, endpoint: "https://shop.example/hook", at: now,
+                                                                          statusCode: 500, latencyMillis: 23, error: "status 500", excerpt: "oops")],
+                                         result: .failed)
+        let (shown, details, _) = try await till(h, ["show", claimed.id])
+        #expect(shown == .exited(0))
+        #expect(details.contains("event     \(claimed.id)") && details.contains("type      payment.created") && details.contains("state     failed"), "\(details)")
+        #expect(details.contains("tries     1:"), "\(details)")
+        #expect(details.contains("  \(ISO8601DateFormatter().string(from: now))  https://shop.example/hook  status 500  23 ms  \"oops\""), "\(details)")
+        let (_, shownJSON, _) = try await till(h, ["show", claimed.id, "--json"])
+        #expect(try EventRules.decoder.decode(EventView.self, from: Data(shownJSON.utf8)).attempts?.first?.excerpt == "oops")
+
+        let (redelivered, line, _) = try await till(h, ["redeliver", claimed.id])
+        #expect(redelivered == .exited(0))
+        #expect(line == "\(claimed.id)  #1  payment.created  \(id)  pending  1 try\n", "\(line)")
+        #expect(try await h.store.event(id: claimed.id, merchant: h.merchant)?.state == .pending)
+
+        // Refusals: the server's code and parameter on standard error, exit 1.
+        let (refused, _, why) = try await till(h, ["list", "--limit", "0"])
+        #expect(refused == .exited(1) && why.contains("refused: invalid_field (limit)"), "\(refused) \(why)")
+        let (missing, _, notFound) = try await till(h, ["show", "evt_nobody"])
+        #expect(missing == .exited(1) && notFound.contains("refused: not_found"), "\(notFound)")
+        let (badKey, _, unauthorized) = try await till(h, ["redeliver", claimed.id], key: "wrong-key")
+        #expect(badKey == .exited(1) && unauthorized.contains("refused: unauthorized"), "\(unauthorized)")
+        let (badState, _, usage) = try await till(h, ["list", "--state", "nope"])
+        #expect(badState != .exited(0) && usage.contains("--state"), "\(usage)")
     }
 }
