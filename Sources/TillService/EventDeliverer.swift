@@ -27,6 +27,8 @@ public struct EventDeliverer: Service, CustomStringConvertible {
     public let store: any PaymentStore
     public let settings: EventDeliverySettings
     let endpoints: @Sendable (String) -> [ResolvedWebhook]
+    /// The merchants whose events this instance delivers; `nil`: every merchant's in the store.
+    let merchants: [String]?
     let transport: any HTTPTransport
     let logger: Logger
     let metrics: any MetricsFactory
@@ -34,15 +36,20 @@ public struct EventDeliverer: Service, CustomStringConvertible {
 
     /// - Parameters:
     ///   - endpoints: a merchant's webhooks (by merchant id).
+    ///   - merchants: claim only these merchants' events (`nil`: every merchant's). A server passes its own: another
+    ///     instance sharing the store may serve merchants this one does not know (a rolling deploy that adds one), and
+    ///     this one, finding no webhook for them, would mark their events skipped.
     ///   - transport: how posts are sent (URLSession by default, never following a redirect: a `3xx` is a failed try,
     ///     as the receiver at the configured URL did not take the event).
     ///   - jitter: a number from 0.5 to 1 scaling each retry delay (random by default).
     public init(store: any PaymentStore, settings: EventDeliverySettings, endpoints: @escaping @Sendable (String) -> [ResolvedWebhook],
+                merchants: [String]? = nil,
                 transport: any HTTPTransport = URLSessionTransport.notFollowingRedirects(), logger: Logger = Logger(label: "till.events"),
                 metrics: any MetricsFactory = MetricsSystem.factory, jitter: @escaping @Sendable () -> Double = { Double.random(in: 0.5...1) }) {
         self.store = store
         self.settings = settings
         self.endpoints = endpoints
+        self.merchants = merchants
         self.transport = transport
         self.logger = logger
         self.metrics = metrics
@@ -53,8 +60,8 @@ public struct EventDeliverer: Service, CustomStringConvertible {
     public init(state: ServerState, store: any PaymentStore, transport: any HTTPTransport = URLSessionTransport.notFollowingRedirects(),
                 logger: Logger = Logger(label: "till.events"), metrics: any MetricsFactory = MetricsSystem.factory) {
         let webhooks = Dictionary(state.merchants.map { ($0.configuration.id, $0.webhooks) }, uniquingKeysWith: { first, _ in first })
-        self.init(store: store, settings: state.settings.events, endpoints: { webhooks[$0] ?? [] }, transport: transport, logger: logger,
-                  metrics: metrics)
+        self.init(store: store, settings: state.settings.events, endpoints: { webhooks[$0] ?? [] },
+                  merchants: state.merchants.map(\.configuration.id), transport: transport, logger: logger, metrics: metrics)
     }
 
     /// What one pass did.
@@ -96,7 +103,7 @@ public struct EventDeliverer: Service, CustomStringConvertible {
     @discardableResult
     public func runOnce(now: Date = Date()) async throws -> Pass {
         let claimedUntil = now.addingTimeInterval(settings.leaseSeconds)
-        let due = try await store.claimDueEvents(now: now, claimedUntil: claimedUntil, limit: settings.batch)
+        let due = try await claim(now: now, claimedUntil: claimedUntil)
         var pass = Pass(claimed: due.count)
         guard !due.isEmpty else { return pass }
         await withTaskGroup(of: DeliveryResult?.self) { group in
@@ -120,6 +127,21 @@ public struct EventDeliverer: Service, CustomStringConvertible {
             }
         }
         return pass
+    }
+
+    /// Claims due events: of every merchant, or of ``merchants`` only, each given an equal share of the batch in turn
+    /// (from a different merchant each second, so none always goes last). With one merchant, the whole batch is its.
+    func claim(now: Date, claimedUntil: Date) async throws -> [StoredEvent] {
+        guard let merchants else { return try await store.claimDueEvents(now: now, claimedUntil: claimedUntil, limit: settings.batch) }
+        guard !merchants.isEmpty else { return [] }
+        let share = max(1, (settings.batch + merchants.count - 1) / merchants.count)
+        let start = Int(now.timeIntervalSince1970.magnitude.rounded(.down).truncatingRemainder(dividingBy: Double(merchants.count)))
+        var due: [StoredEvent] = []
+        for offset in 0..<merchants.count where due.count < settings.batch {
+            due += try await store.claimDueEvents(now: now, claimedUntil: claimedUntil, limit: min(share, settings.batch - due.count),
+                                                  merchant: merchants[(start + offset) % merchants.count])
+        }
+        return due
     }
 
     /// Posts one claimed event to every endpoint of its merchant that has not accepted it yet, and records the result.
