@@ -16,7 +16,7 @@ struct EventsCommand: AsyncParsableCommand {
             till events list [--type TYPE] [--payment PAYMENT_ID] [--state STATE] [--cursor NEXT] [--limit N] [--json]; \
             till events show EVENT_ID [--json]; till events redeliver EVENT_ID. \
             The merchant API key is read from the environment variable --api-key-env names (never from the command line). \
-            Exits 1 when the server refused the request.
+            Exits 1 when the server refused the request or did not answer.
             """,
         subcommands: [List.self, Show.self, Redeliver.self])
 
@@ -36,13 +36,15 @@ struct EventsCommand: AsyncParsableCommand {
             return MerchantAPIClient(baseURL: serverURL, apiKey: key, transport: URLSessionTransport())
         }
 
-        /// Runs a call, turning the server's refusal into one line on standard error and exit status 1.
+        /// Runs a call, turning the server's refusal (or its silence) into one line on standard error and exit status 1.
         func run<T>(_ body: (MerchantAPIClient) async throws -> T) async throws -> T {
             let client = try client()
             do {
                 return try await body(client)
             } catch let error as CheckoutError {
-                FileHandle.standardError.write(Data("refused: \(error.code.rawValue)\(error.field.map { " (\($0))" } ?? ""): \(error.message)\n".utf8))
+                // The server's refusal, or no answer at all (not running, unreachable, timed out).
+                let what = error.category == .unavailable || error.category == .unknownOutcome ? "failed" : "refused"
+                FileHandle.standardError.write(Data("\(what): \(error.code.rawValue)\(error.field.map { " (\($0))" } ?? ""): \(error.message)\n".utf8))
                 throw ExitCode.failure
             }
         }
@@ -52,8 +54,8 @@ struct EventsCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "The merchant's events, oldest first: one line each (id, sequence, type, payment, state, tries).",
             discussion: """
-                Prints at most --limit events (the server's default is 50); when there are more, standard error says how to \
-                ask for the next page (--cursor). --json prints the page as the server answered it.
+                Prints at most --limit events (the server's default is 50); when the page is full, standard error says how \
+                to ask for the next one (--cursor). --json prints the page as the server answered it.
                 """)
 
         @OptionGroup var connection: Connection

@@ -309,15 +309,16 @@ struct EventAPITests {
 /// `till events list / show / redeliver` as a merchant's back office runs them against a running server.
 @Suite("till events, the command")
 struct EventsCommandTests {
-    /// Runs `till events <arguments>` against `h` with the merchant's key in `TILL_TEST_EVENTS_KEY`; its exit, standard
-    /// output and standard error.
+    /// Runs `till events <arguments>` against `h` (a `--server` among `arguments` overrides it) with the merchant's key in
+    /// `TILL_TEST_EVENTS_KEY`; its exit, standard output and standard error.
     func till(_ h: ServerHarness, _ arguments: [String], key: String? = nil) async throws -> (ChildProcess.Termination, String, String) {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("till-events-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let out = folder.appendingPathComponent("out"), err = folder.appendingPathComponent("err")
         let process = try ChildProcess(ServerProcess.executable,
-                                       arguments: ["events"] + arguments + ["--server", h.baseURL.absoluteString, "--api-key-env", "TILL_TEST_EVENTS_KEY"],
+                                       arguments: ["events", arguments[0], "--server", h.baseURL.absoluteString, "--api-key-env", "TILL_TEST_EVENTS_KEY"]
+                                           + arguments.dropFirst(),
                                        environment: ChildProcess.inheritedEnvironment(["TILL_TEST_EVENTS_KEY": key ?? h.apiKey]),
                                        stdout: .file(out), stderr: .file(err))
         let ended = await process.exit()
@@ -383,6 +384,8 @@ struct EventsCommandTests {
         #expect(missing == .exited(1) && notFound.contains("refused: not_found"), "\(notFound)")
         let (badKey, _, unauthorized) = try await till(h, ["redeliver", claimed.id], key: "wrong-key")
         #expect(badKey == .exited(1) && unauthorized.contains("refused: unauthorized"), "\(unauthorized)")
+        let (down, _, unreachable) = try await till(h, ["list", "--server", "http://127.0.0.1:\(try #require(LoopbackPort.reserve()))"])
+        #expect(down == .exited(1) && unreachable.hasPrefix("failed: "), "\(unreachable)")
         let (badState, _, usage) = try await till(h, ["list", "--state", "nope"])
         #expect(badState != .exited(0) && usage.contains("--state"), "\(usage)")
     }
