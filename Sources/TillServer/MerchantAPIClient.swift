@@ -61,6 +61,44 @@ public struct MerchantAPIClient: Sendable {
         try await server.call(.post, "v1/operations/\(id)/inquire", body: Optional<String>.none)
     }
 
+    /// `GET /v1/events`: a page of the merchant's events, oldest first (the order they were recorded in). Each filter
+    /// given must hold; pass the answer's ``EventPage/next`` as `cursor` for the following page, until it is `nil`.
+    /// - Parameters:
+    ///   - type: an event type (`payment.paid`, `refund.succeeded`; see ``EventType``).
+    ///   - payment: one payment's events only, in their `sequence` order.
+    ///   - state: only events whose delivery is in this state (`failed`: what needs the merchant's attention).
+    ///   - cursor: the previous page's ``EventPage/next``.
+    ///   - limit: at most this many (1 to 200; the server's default is 50).
+    /// - Throws: ``CheckoutError`` with the server's code: `invalid_field` naming the parameter at fault (`limit`,
+    ///   `cursor`, …).
+    public func events(type: EventType? = nil, payment: String? = nil, state: EventDeliveryState? = nil, cursor: String? = nil,
+                       limit: Int? = nil) async throws -> EventPage {
+        var query: [(name: String, value: String)] = []
+        if let type { query.append(("type", type.rawValue)) }
+        if let payment { query.append(("payment", payment)) }
+        if let state { query.append(("state", state.rawValue)) }
+        if let cursor { query.append(("cursor", cursor)) }
+        if let limit { query.append(("limit", String(limit))) }
+        return try await server.call(.get, "v1/events", body: Optional<String>.none, query: query)
+    }
+
+    /// `GET /v1/events/{id}`: one of the merchant's events, with every try at delivering it
+    /// (``EventView/attempts``: the endpoint, the time, the receiver's status or why there was none, the latency, the
+    /// start of its answer).
+    /// - Throws: ``CheckoutError`` `not_found` for an event that is not the merchant's.
+    public func event(_ id: String) async throws -> EventView {
+        try await server.call(.get, "v1/events/\(id)", body: Optional<String>.none)
+    }
+
+    /// `POST /v1/events/{id}/redeliver`: makes the event pending again and due now, whatever its state (a `failed`
+    /// event after the receiver was fixed, a `delivered` one the receiver lost). The delivery service posts it on its
+    /// next pass, after any earlier event of the same payment that is still pending; the answer is the event as it now
+    /// stands, before that post.
+    /// - Throws: ``CheckoutError`` `not_found` for an event that is not the merchant's.
+    public func redeliver(_ id: String) async throws -> EventView {
+        try await server.call(.post, "v1/events/\(id)/redeliver", body: Optional<String>.none)
+    }
+
     /// `POST /v1/payments` then the app's backend for it: what a test or a demo that plays both the
     /// merchant's backend and the app needs.
     public func appBackend(for intent: PaymentIntent, idempotencyKey: String? = nil,

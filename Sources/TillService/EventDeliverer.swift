@@ -30,7 +30,7 @@ public struct EventDeliverer: Service, CustomStringConvertible {
     public let store: any PaymentStore
     public let settings: EventDeliverySettings
     let endpoints: @Sendable (String) -> [ResolvedWebhook]
-    /// The merchants whose events this instance delivers (`nil`: every merchant's).
+    /// The merchants whose events this instance delivers; `nil`: every merchant's in the store.
     let merchants: [String]?
     let transport: any HTTPTransport
     let logger: Logger
@@ -39,12 +39,13 @@ public struct EventDeliverer: Service, CustomStringConvertible {
 
     /// - Parameters:
     ///   - endpoints: a merchant's webhooks (by merchant id).
-    ///   - merchants: the merchants whose events to deliver; `nil` for all (a merchant without endpoints has its events
-    ///     marked `skipped`, so a server passes the merchants it knows, never `nil`).
-    ///   - transport: how posts are sent (URLSession by default, not following redirects: a `3xx` is not an acceptance).
+    ///   - merchants: claim only these merchants' events (`nil`: every merchant's). A server passes its own: another
+    ///     instance sharing the store may serve merchants this one does not know (a rolling deploy that adds one), and
+    ///     this one, finding no webhook for them, would mark their events skipped.
+    ///   - transport: how posts are sent (URLSession by default, never following a redirect: a `3xx` is a failed try,
+    ///     as the receiver at the configured URL did not take the event).
+    ///   - merchant: only this merchant's events (a delivery worker of one merchant; tests sharing a database).
     ///   - jitter: a number from 0.5 to 1 scaling each retry delay (random by default).
-    ///   - merchant: only this merchant's events (a delivery worker of one merchant; tests sharing a database); every
-    ///     merchant's by default.
     public init(store: any PaymentStore, settings: EventDeliverySettings, endpoints: @escaping @Sendable (String) -> [ResolvedWebhook],
                 merchants: [String]? = nil,
                 transport: any HTTPTransport = EventDeliverer.defaultTransport(), logger: Logger = Logger(label: "till.events"),
@@ -113,7 +114,7 @@ public struct EventDeliverer: Service, CustomStringConvertible {
     @discardableResult
     public func runOnce(now: Date = Date()) async throws -> Pass {
         let claimedUntil = now.addingTimeInterval(settings.leaseSeconds)
-        let due = try await store.claimDueEvents(now: now, claimedUntil: claimedUntil, limit: settings.batch, merchants: merchants)
+        let due = try await claim(now: now, claimedUntil: claimedUntil)
         var pass = Pass(claimed: due.count)
         guard !due.isEmpty else { return pass }
         await withTaskGroup(of: DeliveryResult?.self) { group in
@@ -137,6 +138,21 @@ public struct EventDeliverer: Service, CustomStringConvertible {
             }
         }
         return pass
+    }
+
+    /// Claims due events: of every merchant, or of ``merchants`` only, each given an equal share of the batch in turn
+    /// (from a different merchant each second, so none always goes last). With one merchant, the whole batch is its.
+    func claim(now: Date, claimedUntil: Date) async throws -> [StoredEvent] {
+        guard let merchants else { return try await store.claimDueEvents(now: now, claimedUntil: claimedUntil, limit: settings.batch) }
+        guard !merchants.isEmpty else { return [] }
+        let share = max(1, (settings.batch + merchants.count - 1) / merchants.count)
+        let start = Int(now.timeIntervalSince1970.magnitude.rounded(.down).truncatingRemainder(dividingBy: Double(merchants.count)))
+        var due: [StoredEvent] = []
+        for offset in 0..<merchants.count where due.count < settings.batch {
+            due += try await store.claimDueEvents(now: now, claimedUntil: claimedUntil, limit: min(share, settings.batch - due.count),
+                                                  merchant: merchants[(start + offset) % merchants.count])
+        }
+        return due
     }
 
     /// Posts one claimed event to every endpoint of its merchant that has not accepted it yet, and records the result.

@@ -4,6 +4,7 @@ import Till
 import TillOrchestration
 import TillService
 import TillServer
+import TillTesting
 
 private let fakeModules: [String: GatewayCapabilities] = [
     "fake": GatewayCapabilities(methods: [.card, .wechatPay, .alipay], actions: [.sale, .authorize]),
@@ -171,5 +172,145 @@ struct ConfigurationTests {
         defer { try? FileManager.default.removeItem(at: path) }
         #expect(try CredentialReference(file: path.path).resolve(field: "g.secret") == "from-file")
         #expect(throws: CheckoutError.self) { try CredentialReference(file: "/nonexistent/till").resolve(field: "x") }
+    }
+
+    // MARK: Webhooks and event delivery
+
+    /// A one-merchant file with `webhooks` (a JSON array's text) and, when given, a `server` block.
+    static func withWebhooks(_ webhooks: String, server: String? = nil) -> Data {
+        let merchant: String = #"{"id": "m", "apiKey": {"env": "M_KEY"}, "gateways": [{"id": "g", "module": "fake", "credentials": {"notification_secret": {"env": "G_SECRET"}}}], "webhooks": "#
+        let serverBlock: String = server.map { #", "server": "# + $0 } ?? ""
+        let text: String = #"{"merchants": ["# + merchant + webhooks + "}]" + serverBlock + "}"
+        return Data(text.utf8)
+    }
+
+    @Test("webhooks load: https anywhere, http only to 127.0.0.1, localhost or ::1, each secret a reference; none by default")
+    func webhooksLoad() throws {
+        let json = #"""
+            [{"url": "https://shop.example.com/till/events", "secret": {"env": "HOOK_SECRET"}, "previousSecret": {"file": "/run/secrets/old"}},
+             {"url": "http://127.0.0.1:9000/events", "secret": {"env": "LOCAL_SECRET"}},
+             {"url": "http://localhost/events", "secret": {"env": "LOCAL_SECRET"}},
+             {"url": "http://[::1]:9000/events", "secret": {"env": "LOCAL_SECRET"}}]
+            """#
+        let merchant = try #require(try ConfigurationLoader.load(Self.withWebhooks(json), modules: fakeModules).get().merchants.first)
+        #expect(merchant.webhooks.map(\.url) == ["https://shop.example.com/till/events", "http://127.0.0.1:9000/events", "http://localhost/events",
+                                                 "http://[::1]:9000/events"])
+        #expect(merchant.webhooks[0].previousSecret == CredentialReference(file: "/run/secrets/old"))
+        #expect(merchant.webhooks[1].previousSecret == nil)
+        let bare = #"{"merchants":[{"id":"m","gateways":[{"id":"g","module":"fake"}]}]}"#
+        #expect(try ConfigurationLoader.load(Data(bare.utf8), modules: fakeModules).get().merchants[0].webhooks.isEmpty)
+    }
+
+    @Test("a webhook URL that is not https (http off loopback), has no host, carries a user or password, or is given twice is refused naming it",
+          arguments: [
+              (#"[{"url": "http://shop.example.com/events", "secret": {"env": "S"}}]"#, "merchants[0].webhooks[0].url"),
+              (#"[{"url": "http://10.0.0.7/events", "secret": {"env": "S"}}]"#, "merchants[0].webhooks[0].url"),
+              (#"[{"url": "http://127.0.0.1.example.com/events", "secret": {"env": "S"}}]"#, "merchants[0].webhooks[0].url"),
+              (#"[{"url": "https://user:password@shop.example.com/events", "secret": {"env": "S"}}]"#, "merchants[0].webhooks[0].url"),
+              (#"[{"url": "https://user@shop.example.com/events", "secret": {"env": "S"}}]"#, "merchants[0].webhooks[0].url"),
+              (#"[{"url": "ftp://shop.example.com/events", "secret": {"env": "S"}}]"#, "merchants[0].webhooks[0].url"),
+              (#"[{"url": "/events", "secret": {"env": "S"}}]"#, "merchants[0].webhooks[0].url"),
+              (#"[{"url": "https:///events", "secret": {"env": "S"}}]"#, "merchants[0].webhooks[0].url"),
+              (#"[{"url": "", "secret": {"env": "S"}}]"#, "merchants[0].webhooks[0].url"),
+              (#"[{"url": "https://a.example/e", "secret": {"env": "S"}}, {"url": "https://a.example/e", "secret": {"env": "T"}}]"#,
+               "merchants[0].webhooks[1].url"),
+              (#"[{"url": "https://a.example/e", "secret": {"env": "S", "file": "/f"}}]"#, "merchants[0].webhooks[0].secret"),
+              (#"[{"url": "https://a.example/e", "secret": {}}]"#, "merchants[0].webhooks[0].secret"),
+              (#"[{"url": "https://a.example/e", "secret": {"env": "S"}, "previousSecret": {"env": ""}}]"#, "merchants[0].webhooks[0].previousSecret"),
+              (#"[{"url": "https://a.example/e"}]"#, "merchants[0].webhooks[0].secret"),
+              (#"[{"secret": {"env": "S"}}]"#, "merchants[0].webhooks[0].url"),
+              (#"[{"url": "https://a.example/e", "secret": {"env": "S"}, "secrets": {"env": "T"}}]"#, "merchants[0].webhooks[0].secrets"),
+              (#"{"url": "https://a.example/e", "secret": {"env": "S"}}"#, "merchants[0].webhooks"),
+          ])
+    func badWebhooks(json: String, field: String) {
+        guard case .failure(let error) = ConfigurationLoader.load(Self.withWebhooks(json), modules: fakeModules) else {
+            Issue.record("loaded \(json)"); return
+        }
+        #expect(error.issues.contains { $0.field == field }, "\(json): \(error.issues)")
+    }
+
+    @Test("a webhook secret pasted into the file is refused by its path and never echoed")
+    func pastedWebhookSecret() {
+        let json = #"[{"url": "https://a.example/e", "secret": "whsec_pasted_by_mistake_0123456789", "previousSecret": "old_pasted_secret_0123456789"}]"#
+        guard case .failure(let error) = ConfigurationLoader.load(Self.withWebhooks(json), modules: fakeModules) else {
+            Issue.record("accepted a secret value"); return
+        }
+        #expect(Set(error.issues.map(\.field)) == ["merchants[0].webhooks[0].secret", "merchants[0].webhooks[0].previousSecret"], "\(error.issues)")
+        #expect(!error.description.contains("pasted_by_mistake") && !error.description.contains("old_pasted_secret"))
+    }
+
+    @Test("the server refuses to start with a webhook secret shorter than 16 characters, or missing, naming the field and never the value")
+    func shortWebhookSecret() throws {
+        let json = #"[{"url": "https://a.example/e", "secret": {"env": "HOOK"}, "previousSecret": {"env": "OLD"}}]"#
+        let configuration = try ConfigurationLoader.load(Self.withWebhooks(json), modules: ["fake": FakeGateway.plugin.capabilities]).get()
+        func problems(_ environment: [String: String]) -> [String] {
+            do {
+                _ = try ServerState(configuration: configuration, plugins: [FakeGateway.plugin],
+                                    environment: ["M_KEY": "merchant-key-0123456789", "G_SECRET": "g"].merging(environment) { _, new in new })
+                return []
+            } catch let error as StartupError {
+                return error.problems
+            } catch {
+                return ["\(error)"]
+            }
+        }
+        let short = problems(["HOOK": "fifteen-chars-x", "OLD": "an-old-secret-of-enough-length"])
+        #expect(short == ["merchants[0].webhooks[0].secret: a signing secret needs at least 16 characters"], "\(short)")
+        #expect(!short.joined().contains("fifteen-chars-x"))
+        let oldShort = problems(["HOOK": "sixteen-chars-xy", "OLD": "short"])
+        #expect(oldShort == ["merchants[0].webhooks[0].previousSecret: a signing secret needs at least 16 characters"], "\(oldShort)")
+        let missing = problems(["OLD": "an-old-secret-of-enough-length"])
+        #expect(missing.count == 1 && missing[0].contains("merchants[0].webhooks[0].secret") && missing[0].contains("HOOK"), "\(missing)")
+        #expect(problems(["HOOK": "sixteen-chars-xy", "OLD": "an-old-secret-of-enough-length"]).isEmpty)
+        // Resolved, the current secret signs first.
+        let state = try ServerState(configuration: configuration, plugins: [FakeGateway.plugin],
+                                    environment: ["M_KEY": "merchant-key-0123456789", "G_SECRET": "g", "HOOK": "sixteen-chars-xy",
+                                                  "OLD": "an-old-secret-of-enough-length"])
+        #expect(state.merchants[0].webhooks == [ResolvedWebhook(url: URL(string: "https://a.example/e")!,
+                                                                 secrets: ["sixteen-chars-xy", "an-old-secret-of-enough-length"])])
+    }
+
+    @Test("server.events: every key optional with its default; each out of its range is refused naming it", arguments: [
+        (#"{"timeoutSeconds": 0}"#, "server.events.timeoutSeconds"),
+        (#"{"timeoutSeconds": 61}"#, "server.events.timeoutSeconds"),
+        (#"{"concurrency": 0}"#, "server.events.concurrency"),
+        (#"{"concurrency": 257}"#, "server.events.concurrency"),
+        (#"{"batch": 0}"#, "server.events.batch"),
+        (#"{"batch": 10001}"#, "server.events.batch"),
+        (#"{"pollIntervalSeconds": 0}"#, "server.events.pollIntervalSeconds"),
+        (#"{"pollIntervalSeconds": 3601}"#, "server.events.pollIntervalSeconds"),
+        (#"{"retryBaseSeconds": 0}"#, "server.events.retryBaseSeconds"),
+        (#"{"retryBaseSeconds": 86401}"#, "server.events.retryBaseSeconds"),
+        (#"{"retryBaseSeconds": 120, "retryMaxSeconds": 60}"#, "server.events.retryMaxSeconds"),
+        (#"{"retryMaxSeconds": 604801}"#, "server.events.retryMaxSeconds"),
+        (#"{"retryWindowSeconds": 0}"#, "server.events.retryWindowSeconds"),
+        (#"{"retryWindowSeconds": 2592001}"#, "server.events.retryWindowSeconds"),
+        (#"{"enabled": "yes"}"#, "server.events.enabled"),
+        (#"{"concurrency": "16"}"#, "server.events.concurrency"),
+        (#"{"retries": 5}"#, "server.events.retries"),
+        (#"{"timeout": 5}"#, "server.events.timeout"),
+        (#"[]"#, "server.events"),
+    ])
+    func badEventSettings(events: String, field: String) {
+        let data = Self.withWebhooks("[]", server: #"{"events": "# + events + "}")
+        guard case .failure(let error) = ConfigurationLoader.load(data, modules: fakeModules) else {
+            Issue.record("loaded \(events)"); return
+        }
+        #expect(error.issues.contains { $0.field == field }, "\(events): \(error.issues)")
+    }
+
+    @Test("server.events loads with its defaults where keys are omitted, and the edges of each range")
+    func eventSettings() throws {
+        let defaults = try #require(try ConfigurationLoader.load(Self.withWebhooks("[]", server: #"{"events": {}}"#), modules: fakeModules).get().server)
+        #expect(defaults.events == EventDeliverySettings())
+        let d = EventDeliverySettings()
+        #expect(d.enabled && d.timeoutSeconds == 10 && d.concurrency == 16 && d.batch == 100 && d.pollIntervalSeconds == 1
+                && d.retryBaseSeconds == 10 && d.retryMaxSeconds == 3_600 && d.retryWindowSeconds == 259_200)
+        let edges = #"{"events": {"enabled": false, "timeoutSeconds": 60, "concurrency": 256, "batch": 10000, "pollIntervalSeconds": 0.01, "retryBaseSeconds": 86400, "retryMaxSeconds": 604800, "retryWindowSeconds": 2592000}}"#
+        let server = try #require(try ConfigurationLoader.load(Self.withWebhooks("[]", server: edges), modules: fakeModules).get().server)
+        #expect(server.events == EventDeliverySettings(enabled: false, timeoutSeconds: 60, concurrency: 256, batch: 10_000, pollIntervalSeconds: 0.01,
+                                                       retryBaseSeconds: 86_400, retryMaxSeconds: 604_800, retryWindowSeconds: 2_592_000))
+        let lows = #"{"events": {"timeoutSeconds": 0.1, "concurrency": 1, "batch": 1, "retryBaseSeconds": 0.01, "retryMaxSeconds": 0.01, "retryWindowSeconds": 1}}"#
+        #expect((try? ConfigurationLoader.load(Self.withWebhooks("[]", server: lows), modules: fakeModules).get()) != nil)
     }
 }

@@ -37,6 +37,7 @@ struct OpenAPITests {
                                      body: Data(error.utf8)).isEmpty)
         #expect(contract.template(for: "/v1/quarantine") == "/v1/quarantine")
         #expect(contract.template(for: "/v1/payments/pay_1/attempts") == "/v1/payments/{id}/attempts")
+        #expect(contract.template(for: "/v1/events/evt_1/redeliver") == "/v1/events/{id}/redeliver")
     }
 
     @Test("every documented operation, answered as documented, with both credentials and the first mistakes", arguments: StoreKind.available)
@@ -150,6 +151,16 @@ struct OpenAPITests {
         #expect((withOperations.json["amountRefunded"] as? [String: Any])?["value"] as? Int == 1000)
 
         #expect(try await call("GET", "v1/quarantine", template: "/v1/quarantine").status == 200)
+        // The payment's events: the list, one with its tries, a redelivery; a bad parameter, an unknown event, the app's secret.
+        let events = try await call("GET", "v1/events", template: "/v1/events")
+        let event = try #require(((events.json["events"] as? [[String: Any]])?.last?["event"] as? [String: Any])?["id"] as? String)
+        #expect(events.status == 200)
+        #expect(try await h.query("GET", "v1/events?payment=\(id)&limit=2").status == 200)
+        #expect(try await h.query("GET", "v1/events?limit=0").errorField == "limit")
+        #expect(try await call("GET", "v1/events/\(event)", template: "/v1/events/{id}").status == 200)
+        #expect(try await call("GET", "v1/events/evt_nope", template: "/v1/events/{id}").status == 404)
+        #expect(try await call("POST", "v1/events/\(event)/redeliver", template: "/v1/events/{id}/redeliver").status == 202)
+        #expect(try await call("GET", "v1/events", key: .some(secret), template: "/v1/events").status == 403)
         #expect(try await call("GET", "v1/nothing-here", template: "-").status == 404)
 
         let missing = contract.operations.subtracting(walked)

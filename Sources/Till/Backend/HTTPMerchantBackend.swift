@@ -89,7 +89,10 @@ package struct MerchantServerCall: Sendable {
         self.timeout = timeout
     }
 
+    /// - Parameter query: the query string's parameters, in order, each name and value percent-encoded but for
+    ///   letters, digits and `-._~` (so a value holding `&`, `=`, `+` or `#` arrives as given).
     package func call<Body: Encodable, Answer: Decodable>(_ method: TransportRequest.Method, _ path: String, body: Body?,
+                                                          query: [(name: String, value: String)] = [],
                                                           headers extra: [String: String] = [:]) async throws -> Answer {
         var headers = ["Authorization": "Bearer \(bearer)", "Accept": "application/json"]
         headers.merge(extra) { _, new in new }
@@ -98,9 +101,16 @@ package struct MerchantServerCall: Sendable {
             headers["Content-Type"] = "application/json"
             data = try JSONEncoder().encode(body)
         }
+        var url = baseURL.appendingPathComponent(path)
+        if !query.isEmpty, var components = URLComponents(url: url, resolvingAgainstBaseURL: false) {
+            let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+            func encoded(_ text: String) -> String { text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? "" }
+            components.percentEncodedQuery = query.map { "\(encoded($0.name))=\(encoded($0.value))" }.joined(separator: "&")
+            url = components.url ?? url
+        }
         let response: TransportResponse
         do {
-            response = try await transport.send(TransportRequest(method: method, url: baseURL.appendingPathComponent(path),
+            response = try await transport.send(TransportRequest(method: method, url: url,
                                                             headers: headers, body: data, timeout: timeout))
         } catch {
             throw error.checkoutError(gateway: "merchant-server")

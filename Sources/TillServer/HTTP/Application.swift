@@ -99,6 +99,9 @@ func makeRouter(_ api: API) -> Router<TillRequestContext> {
         await api.respond(context) { try await api.challenge(request, context) }
     }
     v1.get("quarantine") { request, context in await api.respond(context) { try await api.quarantine(request, context) } }
+    v1.get("events") { request, context in await api.respond(context) { try await api.listEvents(request, context) } }
+    v1.get("events/:id") { request, context in await api.respond(context) { try await api.getEvent(request, context) } }
+    v1.post("events/:id/redeliver") { request, context in await api.respond(context) { try await api.redeliverEvent(request, context) } }
     return router
 }
 
@@ -259,6 +262,51 @@ struct API: Sendable {
         let merchant = try service.merchantOnly(try await authenticate(request))
         let limit = request.uri.queryParameters.get("limit").flatMap(Int.init) ?? 100
         return try Self.json(try await service.quarantine(merchant: merchant, limit: limit), status: .ok)
+    }
+
+    /// `GET /v1/events`: a page of the merchant's events. The query may name only the list's parameters, each once: a
+    /// misspelt one (`?stat=failed`) would otherwise be ignored and list every event as if it had been obeyed.
+    func listEvents(_ request: Request, _ context: TillRequestContext) async throws -> Response {
+        let merchant = try service.merchantOnly(try await authenticate(request))
+        var list = EventListRequest()
+        var seen: Set<Substring> = []
+        for (name, value) in request.uri.queryParameters {
+            if name.isEmpty && value.isEmpty { continue }   // `?` alone, or `&&`
+            guard Self.eventListParameters.contains(name) else {
+                throw ServiceError(status: .badRequest, code: "invalid_field",
+                                   message: "not a parameter of this list (\(Self.eventListParameters.joined(separator: ", ")))",
+                                   field: CheckoutError.printable(String(name)))
+            }
+            guard seen.insert(name).inserted else {
+                throw ServiceError(status: .badRequest, code: "duplicate_field", message: "given twice", field: String(name))
+            }
+            let value = String(value)
+            switch name {
+            case "type": list.type = value
+            case "payment": list.paymentID = value
+            case "state": list.state = value
+            case "cursor": list.cursor = value
+            default: list.limit = value
+            }
+        }
+        return try Self.json(try await service.events(merchant: merchant, request: list), status: .ok)
+    }
+
+    /// The query parameters `GET /v1/events` takes.
+    static let eventListParameters: [Substring] = ["type", "payment", "state", "cursor", "limit"]
+
+    /// `GET /v1/events/{id}`: one of the merchant's events with every try at delivering it.
+    func getEvent(_ request: Request, _ context: TillRequestContext) async throws -> Response {
+        let id = try context.parameters.require("id")
+        let merchant = try service.merchantOnly(try await authenticate(request))
+        return try Self.json(try await service.event(id, merchant: merchant), status: .ok)
+    }
+
+    /// `POST /v1/events/{id}/redeliver`: the event is pending again and due now; 202, as the delivery happens later.
+    func redeliverEvent(_ request: Request, _ context: TillRequestContext) async throws -> Response {
+        let id = try context.parameters.require("id")
+        let merchant = try service.merchantOnly(try await authenticate(request))
+        return try Self.json(try await service.redeliver(id, merchant: merchant), status: .accepted)
     }
 
     func notification(_ request: Request, _ context: TillRequestContext) async throws -> Response {
