@@ -176,7 +176,8 @@ let package = Package(
         // The chaos run: production's PaymentService on a real store, fake gateways injecting faults.
         .target(
             name: "TillChaos",
-            dependencies: ["Till", "TillOrchestration", "TillService", "TillGatewayKit", "TillTesting", "TillServer", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["Till", "TillOrchestration", "TillService", "TillGatewayKit", "TillTesting", "TillServer", "TillWebhooks",
+                           .product(name: "Logging", package: "swift-log")]
         ),
         .executableTarget(
             name: "till",

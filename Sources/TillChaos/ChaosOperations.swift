@@ -47,6 +47,7 @@ extension ChaosDriver {
             }
             await courier.flushWire()
             if roll(10) == 0 { await courier.drain(includingAfterSettle: false) }
+            await deliverEvents()
         }
         // The gateways do what they accepted as pending, and everything held back is delivered.
         for id in ChaosWorld.gatewayIDs {

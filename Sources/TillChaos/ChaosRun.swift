@@ -21,6 +21,16 @@ import TillTesting
 /// - a **double charge**: a payment charged by more than one attempt;
 /// - a **lost payment**: a charged payment the store does not hold as paid (or authorized);
 /// - a **stuck payment**: a payment still created or pending after the reconciliation horizon.
+///
+/// Its events go to the merchant's one webhook: the production ``EventDeliverer`` posts them, in a pass after every
+/// checkout and every payment operated on and then pass after pass until none is pending, to an in-process
+/// ``WebhookReceiver`` that fails a share of the posts as real receivers fail. Then every event the store wrote is
+/// counted against what the receiver accepted:
+///
+/// - a **lost event**: one the receiver never accepted;
+/// - an **out-of-order event**: one the receiver accepted before an earlier event of its payment;
+/// - a **stale final view**: a payment whose final view (status, captured, refunded) is not what the last event the
+///   receiver accepted for it says (a committed change without its event).
 public enum ChaosRun {
     /// What to run.
     public struct Options: Sendable, Hashable {
@@ -33,17 +43,22 @@ public enum ChaosRun {
         /// `sqlite` (a temporary file, removed after the run), `sqlite:PATH` (that file, kept), or a
         /// `postgres://` URL (a merchant id of its own, so a shared database is fine).
         public var store: String
+        /// The probability (0...1) that the merchant's webhook receiver fails a post; `nil`: `faultRate`.
+        public var webhookFaultRate: Double?
 
         /// Options for a run; on a temporary SQLite file unless `store` says otherwise.
-        public init(checkouts: Int, seed: UInt64, faultRate: Double, store: String = "sqlite") {
+        public init(checkouts: Int, seed: UInt64, faultRate: Double, store: String = "sqlite", webhookFaultRate: Double? = nil) {
             self.checkouts = checkouts
             self.seed = seed
             self.faultRate = faultRate
             self.store = store
+            self.webhookFaultRate = webhookFaultRate
         }
     }
 
-    /// The figures of a run. `doubleCharges`, `lostPayments`, `stuckPayments` and `unchargedPaid` must be 0.
+    /// The figures of a run. `doubleCharges`, `lostPayments`, `stuckPayments`, `unchargedPaid`, `doubleCaptures`,
+    /// `overRefunds`, `lostOperations`, `stuckOperations`, `lostEvents`, `outOfOrderEvents`, `staleFinalViews` and
+    /// `undeliveredEvents` must be 0.
     public struct Report: Sendable, Hashable, Codable {
         /// Checkouts run.
         public var checkouts = 0
@@ -62,6 +77,23 @@ public enum ChaosRun {
         public var lostOperations = 0
         /// Operations still pending or unknown after the reconciliation.
         public var stuckOperations = 0
+        /// Events the store holds for the run's merchant that the webhook receiver never accepted.
+        public var lostEvents = 0
+        /// Events the receiver accepted while an earlier event of their payment had not been accepted yet.
+        public var outOfOrderEvents = 0
+        /// Payments whose final view (status, amount captured, amount refunded) differs from the data of the last event
+        /// the receiver accepted for them: a committed change without its event.
+        public var staleFinalViews = 0
+        /// Events the store does not hold as delivered after the last delivery pass.
+        public var undeliveredEvents = 0
+        /// Events the store wrote for the run's merchant.
+        public var events = 0
+        /// Posts the receiver got (every try of every event).
+        public var eventPosts = 0
+        /// Events the receiver accepted again (it had processed an earlier try whose answer was lost).
+        public var duplicateDeliveries = 0
+        /// Delivery passes run (between the checkouts, between the operations, and at the end until nothing was pending).
+        public var deliveryPasses = 0
         /// Operations the store holds.
         public var operations = 0
         /// What the operation requests were answered, by status or error code.
@@ -117,6 +149,8 @@ public enum ChaosRun {
         public var seed: UInt64 = 0
         /// The run's fault rate.
         public var faultRate = 0.0
+        /// The webhook receiver's fault rate.
+        public var webhookFaultRate = 0.0
         /// One line per violation, with the story: each attempt's scripted behaviour, what the gateway says
         /// and what the store says.
         public var violations: [String] = []
@@ -128,6 +162,7 @@ public enum ChaosRun {
         public var isClean: Bool {
             doubleCharges == 0 && lostPayments == 0 && stuckPayments == 0 && unchargedPaid == 0
                 && doubleCaptures == 0 && overRefunds == 0 && lostOperations == 0 && stuckOperations == 0
+                && lostEvents == 0 && outOfOrderEvents == 0 && staleFinalViews == 0 && undeliveredEvents == 0
         }
 
         /// The report without its timing, for comparing two runs.
@@ -137,8 +172,10 @@ public enum ChaosRun {
             return copy
         }
 
-        /// One JSON object: `checkouts`, `doubleCharges`, `lostPayments`, `stuckPayments`, `store`,
-        /// `seconds` first, then the other figures (violations are counted, not listed).
+        /// One JSON object: `checkouts`, then the figures that must be 0 (`doubleCharges`, `lostPayments`,
+        /// `stuckPayments`, `doubleCaptures`, `overRefunds`, `lostOperations`, `stuckOperations`, `lostEvents`,
+        /// `outOfOrderEvents`, `staleFinalViews`), `store`, `seconds`, then the other figures (violations are counted,
+        /// not listed).
         public var jsonLine: String {
             func int(_ value: Int) -> OrderedJSON { .number(String(value)) }
             func counts(_ table: [String: Int]) -> OrderedJSON {
@@ -147,8 +184,11 @@ public enum ChaosRun {
             let members: [(String, OrderedJSON)] = [
                 ("checkouts", int(checkouts)), ("doubleCharges", int(doubleCharges)), ("lostPayments", int(lostPayments)),
                 ("stuckPayments", int(stuckPayments)), ("doubleCaptures", int(doubleCaptures)), ("overRefunds", int(overRefunds)),
-                ("lostOperations", int(lostOperations)), ("stuckOperations", int(stuckOperations)), ("store", .string(store)),
-                ("seconds", .number(String(format: "%.2f", seconds))),
+                ("lostOperations", int(lostOperations)), ("stuckOperations", int(stuckOperations)),
+                ("lostEvents", int(lostEvents)), ("outOfOrderEvents", int(outOfOrderEvents)), ("staleFinalViews", int(staleFinalViews)),
+                ("store", .string(store)), ("seconds", .number(String(format: "%.2f", seconds))),
+                ("undeliveredEvents", int(undeliveredEvents)), ("events", int(events)), ("duplicateDeliveries", int(duplicateDeliveries)),
+                ("eventPosts", int(eventPosts)), ("deliveryPasses", int(deliveryPasses)),
                 ("unchargedPaid", int(unchargedPaid)), ("paid", int(paid)), ("failed", int(failed)), ("voided", int(voided)), ("attempts", int(attempts)),
                 ("charges", int(charges)), ("withoutPayment", int(withoutPayment)),
                 ("notificationsApplied", int(notificationsApplied)), ("notificationsDuplicate", int(notificationsDuplicate)),
@@ -158,7 +198,7 @@ public enum ChaosRun {
                 ("reconciliationPasses", int(reconciliationPasses)), ("internalErrors", int(internalErrors.count)),
                 ("violations", int(violations.count)), ("operations", int(operations)), ("operationAnswers", counts(operationAnswers)),
                 ("seed", .number(String(seed))),
-                ("faultRate", .number(String(faultRate))), ("faults", counts(faults)),
+                ("faultRate", .number(String(faultRate))), ("webhookFaultRate", .number(String(webhookFaultRate))), ("faults", counts(faults)),
             ]
             return String(decoding: OrderedJSON.object(members.map { .init(key: $0.0, value: $0.1) }).serialized(), as: UTF8.self)
         }
@@ -168,7 +208,8 @@ public enum ChaosRun {
     public static let gatewayIDs = ChaosWorld.gatewayIDs
 
     /// The merchant the chaos run routes for: cards split 60/40 between alpha and beta, wallets on gamma,
-    /// everything falling back through all four; three attempts; a soft decline may cascade.
+    /// everything falling back through all four; three attempts; a soft decline may cascade. Its events go to one
+    /// webhook, the run's faulty receiver.
     public static func merchant(id: String = "chaos") -> MerchantConfiguration {
         MerchantConfiguration(
             id: id, apiKey: CredentialReference(env: apiKeyVariable),
@@ -180,8 +221,21 @@ public enum ChaosRun {
             ], fallback: gatewayIDs),
             retry: RetryPolicy(maxAttempts: 3, timeBudgetMillis: 60_000, inquiryAttempts: 3, inquiryIntervalMillis: 2_000),
             health: HealthSettings(window: 50, minSamples: 20, minSuccessRate: 0.3, failureThreshold: 8, openMillis: 20_000),
-            returnURLSchemes: ["chaosshop"])   // the scheme of the chaos app's return handler
+            returnURLSchemes: ["chaosshop"],   // the scheme of the chaos app's return handler
+            webhooks: [WebhookEndpoint(url: webhookURL, secret: CredentialReference(env: webhookSecretVariable))])
     }
+
+    /// The merchant's webhook: the run's in-process receiver (nothing is sent over a network).
+    public static let webhookURL = "https://receiver.chaos.invalid/till/events"
+
+    /// How the run delivers events: the production deliverer with short retries (1 s, doubling, at most a minute) and
+    /// every due event claimed in one pass; 8 posts at once.
+    public static let eventDelivery = EventDeliverySettings(enabled: true, timeoutSeconds: 10, concurrency: 8, batch: 10_000,
+                                                            pollIntervalSeconds: 1, retryBaseSeconds: 1, retryMaxSeconds: 60)
+
+    /// How far ahead of the wall clock a delivery pass runs: past any retry's backoff, so every pending event is due
+    /// at every pass and what a pass claims never depends on how fast the run goes.
+    static let deliveryLookahead: TimeInterval = 3_600
 
     /// The reconciler's settings for the end of a run: every open attempt in one batch, no per-gateway
     /// budget in the way, production's backoff.
@@ -189,6 +243,7 @@ public enum ChaosRun {
                                                               backoffBaseSeconds: 60, backoffMaxSeconds: 3_600)
 
     static let apiKeyVariable = "TILL_CHAOS_API_KEY"
+    static let webhookSecretVariable = "TILL_CHAOS_WEBHOOK_SECRET"
 
     /// Runs `options.checkouts` checkouts and counts what went wrong.
     /// - Throws: when the store cannot be opened or read (a run that could not count is not a report).
@@ -308,6 +363,10 @@ final class ChaosDriver {
     let returns: ReturnURLHandler
     let clock = VirtualClock()
     let usd = Currency.lookup("USD")!
+    /// The merchant's webhook receiver, and the production deliverer posting to it.
+    let receiver: WebhookReceiver
+    let deliverer: EventDeliverer
+    var deliveryPasses = 0
     /// Draws per checkout (flow, amount, drains); faults come from the world's own dice.
     var generator: SeededGenerator
     var appErrors: [String: Int] = [:]
@@ -326,10 +385,19 @@ final class ChaosDriver {
             server: ServerSettings(listen: "127.0.0.1:0", storage: "sqlite:chaos", publicURL: "https://merchant.chaos.invalid",
                                    reconciliation: ChaosRun.reconciliation))
         state = try ServerState(configuration: configuration, plugins: [world.plugin],
-                                environment: [ChaosRun.apiKeyVariable: "chaos-api-key-not-a-secret"], clock: clock)
-        guard let merchant = state.merchant(id: merchantID) else {
-            throw CheckoutError(.misconfigured, message: "the chaos merchant is missing from the server state")
+                                environment: [ChaosRun.apiKeyVariable: "chaos-api-key-not-a-secret",
+                                              ChaosRun.webhookSecretVariable: "chaos-webhook-secret-not-a-secret"], clock: clock)
+        guard let merchant = state.merchant(id: merchantID), let webhook = merchant.webhooks.first else {
+            throw CheckoutError(.misconfigured, message: "the chaos merchant or its webhook is missing from the server state")
         }
+        receiver = WebhookReceiver(url: webhook.url, secrets: webhook.secrets, seed: options.seed ^ 0xBB67_AE85_84CA_A73B,
+                                   rate: options.webhookFaultRate ?? options.faultRate, world: world)
+        // The jitter only scales when a retry falls due on the wall clock; every pass runs past it (deliveryLookahead).
+        let jitter = Locked(SeededGenerator(seed: options.seed ^ 0x3C6E_F372_FE94_F82B))
+        let (ownMerchant, webhooks) = (merchantID, merchant.webhooks)
+        deliverer = EventDeliverer(store: MerchantOutbox(store, merchant: ownMerchant), settings: ChaosRun.eventDelivery,
+                                   endpoints: { $0 == ownMerchant ? webhooks : [] }, transport: receiver, logger: Self.quiet("till.events"),
+                                   jitter: { jitter.withLock { 0.5 + 0.5 * Double($0.next() >> 11) / Double(UInt64(1) << 53) } })
         service = PaymentService(state: state, store: store, logger: Self.quiet("till.server"), inquiriesInline: true)
         let shared = world
         let courier = Courier(service: service, world: shared)
@@ -350,13 +418,19 @@ final class ChaosDriver {
     }
 
     func run() async throws -> ChaosRun.Report {
-        for index in 0..<options.checkouts { await checkout(index) }
+        for index in 0..<options.checkouts {
+            await checkout(index)
+            await deliverEvents()
+        }
         try await settleAndDeliverEverything()
+        await deliverEvents()
         await operateOnPayments()
         var report = ChaosRun.Report()
         try await reconcile(into: &report)
+        try await deliverEveryEvent()
         try await count(into: &report)
         try await countOperations(into: &report)
+        try await countEvents(into: &report)
         return report
     }
 
@@ -537,6 +611,7 @@ final class ChaosDriver {
         report.store = kind
         report.seed = options.seed
         report.faultRate = options.faultRate
+        report.webhookFaultRate = receiver.rate
         var attributed: Set<AttemptReference> = []
         for index in 0..<options.checkouts {
             guard let id = world.paymentID(reference: "chaos-\(index)"),

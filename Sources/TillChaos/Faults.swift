@@ -93,6 +93,16 @@ public enum ChaosFault: String, CaseIterable, Sendable, Codable {
     case operationRetried
     /// Two refunds at once that together exceed what was captured.
     case concurrentRefunds
+
+    // The merchant's webhook receiver (the server's events).
+    /// The receiver answers 500 before processing the event.
+    case webhookServerError
+    /// The receiver answers 503 before processing the event.
+    case webhookUnavailable
+    /// The post never reached the receiver.
+    case webhookNotSent
+    /// The receiver processed the event, then the answer was lost (a timeout): the event comes again, a duplicate.
+    case webhookTimeoutAfterProcessing
 }
 
 /// How a checkout's app presents the payment.

@@ -1,7 +1,10 @@
 import Foundation
 import Testing
-import TillChaos
+import Till
+@testable import TillChaos
 @testable import TillServer
+import TillService
+import TillWebhooks
 
 @Suite("Chaos run over the production path")
 struct ChaosRunTests {
@@ -17,6 +20,13 @@ struct ChaosRunTests {
         #expect(report.overRefunds == 0, "\(violations)", sourceLocation: sourceLocation)
         #expect(report.lostOperations == 0, "\(violations)", sourceLocation: sourceLocation)
         #expect(report.stuckOperations == 0, "\(violations)", sourceLocation: sourceLocation)
+        // Every event reached the receiver, each payment's in order, and the last one it took says what the payment became.
+        #expect(report.events > report.checkouts, sourceLocation: sourceLocation)
+        #expect(report.lostEvents == 0, "\(violations)", sourceLocation: sourceLocation)
+        #expect(report.outOfOrderEvents == 0, "\(violations)", sourceLocation: sourceLocation)
+        #expect(report.staleFinalViews == 0, "\(violations)", sourceLocation: sourceLocation)
+        #expect(report.undeliveredEvents == 0, "\(violations)", sourceLocation: sourceLocation)
+        #expect(report.eventPosts >= report.events, sourceLocation: sourceLocation)
         #expect(report.internalErrors.isEmpty, "\(report.internalErrors.prefix(5))", sourceLocation: sourceLocation)
         #expect(report.withoutPayment == 0, sourceLocation: sourceLocation)
         #expect(report.paid + report.failed + report.voided == report.checkouts, sourceLocation: sourceLocation)
@@ -48,9 +58,13 @@ struct ChaosRunTests {
         #expect((report.reconciliationActions["settled"] ?? 0) > 0)
         #expect((report.reconciliationActions["expired"] ?? 0) > 0)
         #expect((report.reconciliationActions["inquiry_failed"] ?? 0) > 0)
+        // The receiver failed posts every way (the fault loop above), so events were retried and some came twice.
+        #expect(report.eventPosts > report.events)
+        #expect(report.duplicateDeliveries > 0)
+        #expect(report.webhookFaultRate == 0.3)
         let line = report.jsonLine
         #expect(line.hasPrefix(#"{"checkouts":400,"doubleCharges":0,"lostPayments":0,"stuckPayments":0,"doubleCaptures":0,"overRefunds":0,"#
-            + #""lostOperations":0,"stuckOperations":0,"store":"sqlite","seconds":"#))
+            + #""lostOperations":0,"stuckOperations":0,"lostEvents":0,"outOfOrderEvents":0,"staleFinalViews":0,"store":"sqlite","seconds":"#))
         #expect((try? JSONSerialization.jsonObject(with: Data(line.utf8))) is [String: Any])
     }
 
@@ -70,6 +84,10 @@ struct ChaosRunTests {
         let report = try await ChaosRun.run(.init(checkouts: 150, seed: seed, faultRate: faultRate))
         Self.expectClean(report)
         #expect(report.attempts >= 150)
+        if faultRate == 1 {
+            // The receiver fails every event as often as it may, then takes it.
+            #expect(report.eventPosts == report.events * (WebhookReceiver.maxFailuresPerEvent + 1))
+        }
     }
 
     @Test("no faults: every checkout is paid once")
@@ -81,6 +99,25 @@ struct ChaosRunTests {
         #expect(report.operations > 0 && report.operationAnswers.keys.sorted() == ["succeeded"], "\(report.operationAnswers)")
         #expect(report.attempts == 60)
         #expect(report.faults.values.allSatisfy { $0 == 0 })
+        #expect(report.eventPosts == report.events && report.duplicateDeliveries == 0)
+    }
+
+    @Test("a receiver that never fails while the gateways do: each event posted once, none lost, none out of order")
+    func reliableReceiver() async throws {
+        let report = try await ChaosRun.run(.init(checkouts: 100, seed: 4, faultRate: 0.3, webhookFaultRate: 0))
+        Self.expectClean(report)
+        #expect(report.webhookFaultRate == 0)
+        #expect(report.eventPosts == report.events && report.duplicateDeliveries == 0)
+    }
+
+    @Test("the in-memory store: no double charge, no lost or stuck payment, no lost or out-of-order event, and SQLite's figures")
+    func memory() async throws {
+        let report = try await ChaosRun.run(.init(checkouts: 200, seed: 2, faultRate: 0.3, store: "memory"))
+        Self.expectClean(report)
+        #expect(report.store == "memory")
+        var onSQLite = try await ChaosRun.run(.init(checkouts: 200, seed: 2, faultRate: 0.3)).untimed
+        onSQLite.store = "memory"
+        #expect(onSQLite == report.untimed)
     }
 
     @Test("the run goes through the real store: its payments, attempts, notifications and reconciliation log are there")
@@ -101,6 +138,11 @@ struct ChaosRunTests {
         #expect(try await store.count("till_quarantine") > 0)
         #expect(try await store.count("till_reconciliation_log") >= report.reconciled)
         #expect(try await store.count("till_attempts", where: "status IN ('created', 'pending')") == 0)
+        // The outbox: every event delivered, every post recorded.
+        #expect(try await store.count("till_events") == report.events)
+        #expect(try await store.count("till_events", where: "state <> 'delivered'") == 0)
+        #expect(try await store.count("till_event_attempts") == report.eventPosts)
+        #expect(try await store.count("till_event_attempts", where: "status_code BETWEEN 200 AND 299") == report.events)
         try await store.close()
     }
 
@@ -118,5 +160,72 @@ struct ChaosRunTests {
         var onSQLite = try await ChaosRun.run(.init(checkouts: 200, seed: 2, faultRate: 0.3)).untimed
         onSQLite.store = "postgres"
         #expect(onSQLite == report.untimed)
+    }
+}
+
+@Suite("The chaos run's webhook receiver")
+struct WebhookReceiverTests {
+    static let url = URL(string: ChaosRun.webhookURL)!
+    static let secret = "a-receiver-test-secret"
+
+    static func post(_ receiver: WebhookReceiver, sequence: Int, id: String? = nil, status: PaymentStatus = .pending,
+                     secret: String = secret) async -> Result<Int, TransportError> {
+        let usd = Currency.lookup("USD")!
+        let view = PaymentView(id: "pay_1", merchantReference: "chaos-0", amount: Money(minorUnits: 100, currency: usd), method: .card,
+                               status: status, attempts: [], createdAt: Date(), updatedAt: Date())
+        let eventID = id ?? "evt_\(sequence)"
+        let event = WebhookEvent(id: eventID, type: .paymentCreated, merchant: "chaos", paymentId: "pay_1", sequence: sequence,
+                                 createdAt: Date(), data: view)
+        let body = try! EventRules.encoder.encode(event)
+        let header = WebhookSignature.header(timestamp: Int64(Date().timeIntervalSince1970), body: body, secrets: [secret])
+        let request = TransportRequest(method: .post, url: url, headers: ["Till-Signature": header, "Till-Event-Id": eventID], body: body)
+        do throws(TransportError) {
+            return .success(try await receiver.send(request).statusCode)
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    @Test("counts an event taken before an earlier one of its payment, and one taken twice; keeps the last data")
+    func outOfOrderAndDuplicates() async throws {
+        let receiver = WebhookReceiver(url: Self.url, secrets: [Self.secret], seed: 1, rate: 0, world: ChaosWorld(seed: 1, rate: 0))
+        #expect(await Self.post(receiver, sequence: 2, status: .paid) == .success(200))
+        #expect(await Self.post(receiver, sequence: 1) == .success(200))
+        #expect(await Self.post(receiver, sequence: 1) == .success(200))
+        #expect(await Self.post(receiver, sequence: 3, status: .refunded) == .success(200))
+        let counts = receiver.counts
+        #expect(counts.posts == 4 && counts.outOfOrder == 1 && counts.duplicates == 1)
+        #expect(receiver.received(payment: "pay_1")?.sequences == [2, 1, 1, 3])
+        #expect(receiver.received(payment: "pay_1")?.last?.status == .refunded)
+        #expect(receiver.accepted("evt_2") && !receiver.accepted("evt_4"))
+        #expect(receiver.outOfOrderStories.count == 1)
+    }
+
+    @Test("refuses a delivery whose signature does not verify, and records nothing of it")
+    func refusesBadSignature() async throws {
+        let receiver = WebhookReceiver(url: Self.url, secrets: [Self.secret], seed: 1, rate: 0, world: ChaosWorld(seed: 1, rate: 0))
+        #expect(await Self.post(receiver, sequence: 1, secret: "not-the-receiver-secret") == .success(400))
+        #expect(!receiver.accepted("evt_1"))
+        #expect(receiver.refusals.count == 1)
+    }
+
+    @Test("fails the same tries of the same events whatever the order they come in, and takes an event after its fifth failure")
+    func failuresAreKeyedNotOrdered() async throws {
+        let first = WebhookReceiver(url: Self.url, secrets: [Self.secret], seed: 9, rate: 0.5, world: ChaosWorld(seed: 1, rate: 0))
+        let second = WebhookReceiver(url: Self.url, secrets: [Self.secret], seed: 9, rate: 0.5, world: ChaosWorld(seed: 1, rate: 0))
+        var a: [Int: [String]] = [:]
+        var b: [Int: [String]] = [:]
+        for sequence in 1...20 {
+            for _ in 1...3 { a[sequence, default: []].append("\(await Self.post(first, sequence: sequence))") }
+        }
+        for sequence in (1...20).reversed() {
+            for _ in 1...3 { b[sequence, default: []].append("\(await Self.post(second, sequence: sequence))") }
+        }
+        #expect(a == b)
+        let always = WebhookReceiver(url: Self.url, secrets: [Self.secret], seed: 9, rate: 1, world: ChaosWorld(seed: 1, rate: 0))
+        for _ in 0..<WebhookReceiver.maxFailuresPerEvent {
+            if case .success(let code) = await Self.post(always, sequence: 1) { #expect(code >= 500) }
+        }
+        #expect(await Self.post(always, sequence: 1) == .success(200))
     }
 }
