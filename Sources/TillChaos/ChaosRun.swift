@@ -395,8 +395,10 @@ final class ChaosDriver {
         // The jitter only scales when a retry falls due on the wall clock; every pass runs past it (deliveryLookahead).
         let jitter = Locked(SeededGenerator(seed: options.seed ^ 0x3C6E_F372_FE94_F82B))
         let (ownMerchant, webhooks) = (merchantID, merchant.webhooks)
-        deliverer = EventDeliverer(store: MerchantOutbox(store, merchant: ownMerchant), settings: ChaosRun.eventDelivery,
-                                   endpoints: { $0 == ownMerchant ? webhooks : [] }, transport: receiver, logger: Self.quiet("till.events"),
+        // Only this run's merchant's events: on a shared PostgreSQL database, never another test's or an earlier run's.
+        deliverer = EventDeliverer(store: store, settings: ChaosRun.eventDelivery,
+                                   endpoints: { $0 == ownMerchant ? webhooks : [] }, merchants: [ownMerchant], transport: receiver,
+                                   logger: Self.quiet("till.events"),
                                    jitter: { jitter.withLock { 0.5 + 0.5 * Double($0.next() >> 11) / Double(UInt64(1) << 53) } })
         service = PaymentService(state: state, store: store, logger: Self.quiet("till.server"), inquiriesInline: true)
         let shared = world
