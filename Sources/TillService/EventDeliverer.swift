@@ -121,7 +121,8 @@ public struct EventDeliverer: Service, CustomStringConvertible {
             var next = due.makeIterator()
             var running = 0
             func addNext() -> Bool {
-                guard let event = next.next() else { return false }
+                // Shutting down: the rest of the batch is left to fall due again when its claim runs out.
+                guard !Task.isCancelled, let event = next.next() else { return false }
                 group.addTask { await self.deliver(event, claimedUntil: claimedUntil) }
                 return true
             }
@@ -184,6 +185,9 @@ public struct EventDeliverer: Service, CustomStringConvertible {
                 result = retryAt.timeIntervalSince(event.createdAt) > settings.retryWindowSeconds ? .failed : .retry(at: retryAt)
             }
         }
+        // A post cut short by shutdown says nothing about the receiver: nothing is recorded, and the event falls due again
+        // when its claim runs out (a rolling deploy must not count as failed tries).
+        if Task.isCancelled && !attempts.allSatisfy(\.delivered) { return nil }
         do {
             try await store.recordDelivery(event: event.id, claimedUntil: claimedUntil, attempts: attempts, result: result)
         } catch {

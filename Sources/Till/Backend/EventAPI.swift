@@ -47,7 +47,7 @@ public struct WebhookEvent: Codable, Sendable, Hashable {
 ///   does (`payment.partially_refunded` again for a second partial refund);
 /// - `attempt.<status>` each time an attempt's status or refunded total changes;
 /// - `capture.<status>`, `void.<status>`, `refund.<status>` for Till's operations: `created` when it is stored
-///   (before it is sent), then `pending`, `succeeded`, `failed` or `unknown`.
+///   (before it is sent, while its outcome is unknown), then `pending`, `succeeded` or `failed`.
 ///
 /// `<status>` is a ``PaymentStatus`` or ``OperationStatus`` raw value. A receiver should ignore a type it does
 /// not know: a later version may add types, never change what one means.
