@@ -1,5 +1,6 @@
 import Foundation
 import Till
+import TillService
 
 /// Stored intents, decoded once. A payment's intent is written at its creation and changes only through
 /// `PATCH /v1/payments/{id}` before any money moved; it is read back with every read of the payment (the app's polling, each attempt), and
@@ -30,8 +31,19 @@ final class IntentCache: Sendable {
     func intent(_ json: String) throws -> PaymentIntent {
         let key = Array(json.utf8)
         if let cached = state.withLock({ $0.entries[key] }) { return cached }
-        let intent = try SQLitePaymentStore.decode(PaymentIntent.self, json)
-        guard key.count <= byteBudget else { return intent }
+        let intent = try Self.decode(json)
+        remember(key, intent)
+        return intent
+    }
+
+    /// Holds `intent` as what `json` decodes to: the store calls it with the text it just encoded from `intent` (a
+    /// payment's first notification then finds its intent here).
+    func remember(_ json: String, _ intent: PaymentIntent) {
+        remember(Array(json.utf8), intent)
+    }
+
+    private func remember(_ key: [UInt8], _ intent: PaymentIntent) {
+        guard key.count <= byteBudget else { return }
         state.withLock { state in
             guard state.entries[key] == nil else { return }
             state.entries[key] = intent
@@ -48,7 +60,13 @@ final class IntentCache: Sendable {
                 state.head = 0
             }
         }
-        return intent
+    }
+
+    /// An intent from its stored text: by ``CompactJSON`` (this runs inside the store's write, where Foundation's decoder
+    /// would cost several times as much), or by Foundation's decoder when CompactJSON cannot read it.
+    static func decode(_ json: String) throws -> PaymentIntent {
+        if let intent = try? CompactJSON.decode(PaymentIntent.self, from: json.utf8) { return intent }
+        return try SQLitePaymentStore.decode(PaymentIntent.self, json)
     }
 
     /// How many intents are held, and the bytes of their texts (tests).

@@ -73,6 +73,7 @@ public final class PostgresPaymentStore: PaymentStore {
     public func create(_ intent: PaymentIntent, merchant: String, id: String, idempotencyKey: String?,
                        requestHash: String, clientSecretHash: String?) async throws -> CreateOutcome {
         let intentJSON = try SQLitePaymentStore.encode(intent)
+        intents.remember(intentJSON, intent)
         // The common case in one round trip and one commit: a new reference with a new key. Anything else
         // (the reference or the key already there) falls to the transaction below, which tells a replay from
         // a conflict.

@@ -60,6 +60,7 @@ public final class SQLitePaymentStore: PaymentStore {
     public func create(_ intent: PaymentIntent, merchant: String, id: String, idempotencyKey: String?,
                        requestHash: String, clientSecretHash: String?) async throws -> CreateOutcome {
         let intentJSON = try Self.encode(intent)
+        intents.remember(intentJSON, intent)
         // The payment and its event are made before the write: the single writer's transaction only inserts them.
         let now = Date().storedMillis
         let stamp = Date(storedMillis: now)
@@ -272,7 +273,6 @@ public final class SQLitePaymentStore: PaymentStore {
     public func ingest(_ notification: RawNotification, report: StatusReport, operation: OperationReport?, merchant: String,
                        source: AttemptPolicy.ReportSource) async throws -> ApplyOutcome {
         let headers = try Self.encode(notification.headers)
-        let speculation = operation == nil ? try await speculate(report, source: source) : nil
         return try await writer.write { db -> ApplyOutcome in
             guard report.gateway == notification.gateway,
                   let attemptRow = try Row.fetchOne(db.cachedStatement(sql: """
@@ -297,7 +297,7 @@ public final class SQLitePaymentStore: PaymentStore {
                let match = StoreRules.match(operation, among: try Self.operations(db, payment: paymentID), attempt: report.attempt) {
                 outcome = .operation(try self.recordingEvents(db, payment: paymentID) { try self.settle(db, match, report: operation) })
             } else {
-                outcome = try self.apply(db, report: report, paymentID: paymentID, source: source, recordingEvents: true, speculation: speculation)
+                outcome = try self.apply(db, report: report, paymentID: paymentID, source: source, recordingEvents: true)
             }
             try db.cachedStatement(sql: """
                 INSERT INTO till_notifications (gateway, event_id, attempt_reference, reported_status, outcome, headers_json, body, received_at)
@@ -309,50 +309,11 @@ public final class SQLitePaymentStore: PaymentStore {
     }
 
     public func apply(_ report: StatusReport, source: AttemptPolicy.ReportSource) async throws -> ApplyOutcome {
-        let speculation = try await speculate(report, source: source)
-        return try await writer.write { db -> ApplyOutcome in
+        try await writer.write { db -> ApplyOutcome in
             guard let paymentID = try String.fetchOne(db.cachedStatement(sql: "SELECT payment_id FROM till_attempts WHERE reference = ?"),
                                                       arguments: [report.attempt.rawValue]) else { return .unknownAttempt }
-            return try self.apply(db, report: report, paymentID: paymentID, source: source, recordingEvents: true, speculation: speculation)
+            return try self.apply(db, report: report, paymentID: paymentID, source: source, recordingEvents: true)
         }
-    }
-
-    /// A report's change worked out before the write, from a read of the payment beside the single writer: its events
-    /// (the JSON of the payment, the costly part) are made here, in parallel with other requests, and the writer only
-    /// checks that the payment is still exactly as read (``Speculation/holds(_:)``) before inserting them.
-    struct Speculation: Sendable {
-        var before: StoredPayment
-        var intentJSON: String
-        var lastSequence: Int
-        var effect: StoreRules.Effect
-        var events: [StoredEvent]
-        var now: Int64
-
-        /// Whether `current` (read in the writer's transaction) is the payment this was worked out on.
-        func holds(_ current: (facts: PaymentFacts, intentJSON: String, updatedAt: Int64, lastSequence: Int)) -> Bool {
-            current.lastSequence == lastSequence && current.facts.status == before.status && current.facts.attempts == before.attempts
-                && current.facts.operations == before.operations && current.intentJSON == intentJSON
-                && current.updatedAt == before.updatedAt.storedMillis && current.facts.merchantID == before.merchantID
-        }
-    }
-
-    private func speculate(_ report: StatusReport, source: AttemptPolicy.ReportSource) async throws -> Speculation? {
-        guard recordsEvents else { return nil }
-        let read = try await pool.read { db -> (StoredPayment, String, Int)? in
-            guard let id = try String.fetchOne(db.cachedStatement(sql: "SELECT payment_id FROM till_attempts WHERE reference = ?"),
-                                               arguments: [report.attempt.rawValue]),
-                  let json = try String.fetchOne(db.cachedStatement(sql: "SELECT intent_json FROM till_payments WHERE id = ?"), arguments: [id]),
-                  let (payment, last) = try self.paymentForChange(db, id: id, operations: report.status.isRefund) else { return nil }
-            return (payment, json, last)
-        }
-        guard let (before, json, last) = read, let attempt = before.attempts.first(where: { $0.reference == report.attempt }) else { return nil }
-        let facts = PaymentFacts(id: before.id, merchantID: before.merchantID, status: before.status, amount: before.intent.amount,
-                                 attempts: before.attempts, operations: before.operations)
-        let effect = StoreRules.apply(report, attempt: attempt, payment: facts, source: source)
-        let now = Date().storedMillis
-        let after = effect.applied(to: before, report: report, now: Date(storedMillis: now))
-        let events = try EventRules.events(before: before, after: after, lastSequence: last, now: Date(storedMillis: now))
-        return Speculation(before: before, intentJSON: json, lastSequence: last, effect: effect, events: events, now: now)
     }
 
     public func close() async throws {
@@ -619,22 +580,31 @@ public final class SQLitePaymentStore: PaymentStore {
 
     /// Inserts the events of a change (none when nothing changed) and the payment's last event sequence.
     private func writeEvents(_ db: Database, before: StoredPayment?, after: StoredPayment, lastSequence: Int) throws {
-        guard recordsEvents else { return }
-        let events = try EventRules.events(before: before, after: after, lastSequence: lastSequence, now: Date(storedMillis: Date().storedMillis))
-        guard let last = events.last else { return }
-        try insert(db, events)
-        try db.cachedStatement(sql: "UPDATE till_payments SET last_event_sequence = ? WHERE id = ?").execute(arguments: [last.sequence, after.id])
+        guard let last = try insertEvents(db, before: before, after: after, lastSequence: lastSequence) else { return }
+        try db.cachedStatement(sql: "UPDATE till_payments SET last_event_sequence = ? WHERE id = ?").execute(arguments: [last, after.id])
     }
 
-    /// Inserts events, pending and due at once.
+    /// Inserts the events of a change and returns the last one's sequence (nil: the change made none); the caller
+    /// writes that number on the payment.
+    private func insertEvents(_ db: Database, before: StoredPayment?, after: StoredPayment, lastSequence: Int) throws -> Int? {
+        guard recordsEvents else { return nil }
+        let events = try EventRules.events(before: before, after: after, lastSequence: lastSequence, now: Date(storedMillis: Date().storedMillis))
+        try insert(db, events)
+        return events.last?.sequence
+    }
+
+    /// Inserts events, pending and due at once: one statement for all of a change's events.
     private func insert(_ db: Database, _ events: [StoredEvent]) throws {
+        guard !events.isEmpty else { return }
+        var arguments = StatementArguments()
         for event in events {
-            try db.cachedStatement(sql: """
-                INSERT INTO till_events (id, merchant_id, payment_id, sequence, type, body, created_at, state, next_attempt_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?)
-                """).execute(arguments: [event.id, event.merchantID, event.paymentID, event.sequence, event.type.rawValue,
-                                 String(decoding: event.body, as: UTF8.self), event.createdAt.storedMillis, event.createdAt.storedMillis])
+            arguments += [event.id, event.merchantID, event.paymentID, event.sequence, event.type.rawValue,
+                          String(decoding: event.body, as: UTF8.self), event.createdAt.storedMillis, event.createdAt.storedMillis]
         }
+        try db.cachedStatement(sql: """
+            INSERT INTO till_events (id, merchant_id, payment_id, sequence, type, body, created_at, state, next_attempt_at)
+            VALUES \(Array(repeating: "(?, ?, ?, ?, ?, ?, ?, 'pending', ?)", count: events.count).joined(separator: ", "))
+            """).execute(arguments: arguments)
     }
 
     // MARK: Rows
@@ -642,20 +612,7 @@ public final class SQLitePaymentStore: PaymentStore {
     /// With `recordingEvents` (a report applied on its own, not an operation's money), the payment is read whole once,
     /// and the change's events come from the payment as the effect leaves it (``StoreRules/Effect/applied(to:report:now:)``).
     private func apply(_ db: Database, report: StatusReport, paymentID: String,
-                       source: AttemptPolicy.ReportSource, recordingEvents: Bool = false, speculation: Speculation? = nil) throws -> ApplyOutcome {
-        if recordingEvents, recordsEvents, let speculation, speculation.before.id == paymentID,
-           let current = try factsForCheck(db, id: paymentID, operations: report.status.isRefund || !speculation.before.operations.isEmpty),
-           speculation.holds(current),
-           let attempt = current.facts.attempts.first(where: { $0.reference == report.attempt }),
-           StoreRules.apply(report, attempt: attempt, payment: current.facts, source: source) == speculation.effect {
-            // The payment is as the speculation read it: the same rule gives the same effect, and its events stand.
-            try write(db, speculation.effect, report: report, paymentID: paymentID, now: speculation.now)
-            try insert(db, speculation.events)
-            if let last = speculation.events.last {
-                try db.cachedStatement(sql: "UPDATE till_payments SET last_event_sequence = ? WHERE id = ?").execute(arguments: [last.sequence, paymentID])
-            }
-            return speculation.effect.outcome
-        }
+                       source: AttemptPolicy.ReportSource, recordingEvents: Bool = false) throws -> ApplyOutcome {
         var whole: (payment: StoredPayment, lastSequence: Int)?
         let payment: PaymentFacts
         if recordingEvents && recordsEvents {
@@ -671,16 +628,20 @@ public final class SQLitePaymentStore: PaymentStore {
         guard let attempt = payment.attempts.first(where: { $0.reference == report.attempt }) else { return .unknownAttempt }
         let effect = StoreRules.apply(report, attempt: attempt, payment: payment, source: source)
         let now = Date().storedMillis
+        var lastEventSequence: Int?
         if let whole {
-            try writeEvents(db, before: whole.payment, after: effect.applied(to: whole.payment, report: report, now: Date(storedMillis: now)),
-                            lastSequence: whole.lastSequence)
+            lastEventSequence = try insertEvents(db, before: whole.payment,
+                                                 after: effect.applied(to: whole.payment, report: report, now: Date(storedMillis: now)),
+                                                 lastSequence: whole.lastSequence)
         }
-        try write(db, effect, report: report, paymentID: paymentID, now: now)
+        try write(db, effect, report: report, paymentID: paymentID, now: now, lastEventSequence: lastEventSequence)
         return effect.outcome
     }
 
     /// Writes what ``StoreRules/apply(_:attempt:payment:source:)`` decided to the rows, stamped `now`.
-    private func write(_ db: Database, _ effect: StoreRules.Effect, report: StatusReport, paymentID: String, now: Int64) throws {
+    /// With `lastEventSequence`, the payment's last event number too (in the same statement as its status when that changes).
+    private func write(_ db: Database, _ effect: StoreRules.Effect, report: StatusReport, paymentID: String, now: Int64,
+                       lastEventSequence: Int? = nil) throws {
         if let status = effect.attemptStatus {
             try db.cachedStatement(sql: """
                 UPDATE till_attempts SET status = ?, gateway_code = COALESCE(?, gateway_code),
@@ -696,21 +657,12 @@ public final class SQLitePaymentStore: PaymentStore {
                 """).execute(arguments: [now, reference.rawValue])
         }
         if let status = effect.paymentStatus {
-            try db.cachedStatement(sql: "UPDATE till_payments SET status = ?, updated_at = ? WHERE id = ?").execute(arguments: [status.rawValue, now, paymentID])
+            try db.cachedStatement(sql: """
+                UPDATE till_payments SET status = ?, updated_at = ?, last_event_sequence = COALESCE(?, last_event_sequence) WHERE id = ?
+                """).execute(arguments: [status.rawValue, now, lastEventSequence, paymentID])
+        } else if let lastEventSequence {
+            try db.cachedStatement(sql: "UPDATE till_payments SET last_event_sequence = ? WHERE id = ?").execute(arguments: [lastEventSequence, paymentID])
         }
-    }
-
-    /// What a speculation is checked against: the facts, the intent's text, the payment's last change and last event
-    /// number, in one read of its row.
-    private func factsForCheck(_ db: Database, id: String, operations: Bool) throws
-        -> (facts: PaymentFacts, intentJSON: String, updatedAt: Int64, lastSequence: Int)? {
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT merchant_id, status, amount_minor, currency, intent_json, updated_at, last_event_sequence FROM till_payments WHERE id = ?
-            """), arguments: [id]) else { return nil }
-        let facts = PaymentFacts(id: id, merchantID: row[0], status: PaymentStatus(rawValue: row[1]),
-                                 amount: try PaymentFacts.amount(minorUnits: row[2], currency: row[3]), attempts: try Self.attempts(db, payment: id),
-                                 operations: operations ? try Self.operations(db, payment: id) : [])
-        return (facts, row[4], row[5], row[6])
     }
 
     private static func refreshPaymentStatus(_ db: Database, payment id: String) throws {

@@ -157,53 +157,58 @@ package enum EventRules {
     package static func events(before: StoredPayment?, after: StoredPayment, lastSequence: Int, now: Date) throws -> [StoredEvent] {
         let changes = changes(before: before, after: after)
         guard !changes.isEmpty else { return [] }
-        let encoder = encoder
-        // The payment is encoded once for all the change's events (most changes write two or three).
-        let data = try encoder.encode(PaymentView(after, forMerchant: true))
+        // The payment is encoded once for all the change's events (most changes write two or three), and each event's
+        // body is written around it in one pass.
+        let data = CompactJSON.Raw(Array(try encode(PaymentView(after, forMerchant: true))))
         return try changes.enumerated().map { index, change in
             let id = newID(at: now)
             let sequence = lastSequence + index + 1
             let head = Head(id: id, type: change.type, version: 1, merchant: after.merchantID, paymentId: after.id, sequence: sequence,
-                            createdAt: now, attempt: change.attempt, operation: change.operation?.rawValue)
+                            createdAt: now, attempt: change.attempt, operation: change.operation?.rawValue, data: data)
             return StoredEvent(id: id, merchantID: after.merchantID, paymentID: after.id, sequence: sequence, type: change.type,
-                               body: try body(head: encoder.encode(head), data: data), createdAt: now, nextAttemptAt: now)
+                               body: Data(try CompactJSON.encode(head)), createdAt: now, nextAttemptAt: now)
+        }
+    }
+
+    /// `value` as ``encoder`` encodes it: by ``CompactJSON`` (the same bytes, in a fraction of the time; this runs inside
+    /// the store's write), or by ``encoder`` itself for a value CompactJSON does not write.
+    package static func encode(_ value: some Encodable) throws -> Data {
+        do {
+            return Data(try CompactJSON.encode(value))
+        } catch is CompactJSON.Unsupported {
+            return try encoder.encode(value)
         }
     }
 
     /// `evt_` and a version-7 UUID: its first 48 bits are the time in milliseconds, so ids made later sort later and the
     /// stores' index of ids grows at its end (one page per commit, not one random page per event).
     package static func newID(at now: Date) -> String {
-        var bytes = (UUID().uuid)
+        var generator = SystemRandomNumberGenerator()
+        var bytes = [UInt8](repeating: 0, count: 16)
         let millis = UInt64(max(0, now.timeIntervalSince1970 * 1_000))
-        withUnsafeMutableBytes(of: &bytes) { raw in
-            for index in 0..<6 { raw[index] = UInt8(truncatingIfNeeded: millis >> (8 * (5 - index))) }
-            raw[6] = 0x70 | (raw[6] & 0x0F)   // version 7
-            raw[8] = 0x80 | (raw[8] & 0x3F)   // RFC 9562 variant
+        for index in 0..<6 { bytes[index] = UInt8(truncatingIfNeeded: millis >> (8 * (5 - index))) }
+        let random = (generator.next() as UInt64, generator.next() as UInt64)
+        for index in 6..<8 { bytes[index] = UInt8(truncatingIfNeeded: random.0 >> (8 * index)) }
+        for index in 8..<16 { bytes[index] = UInt8(truncatingIfNeeded: random.1 >> (8 * (index - 8))) }
+        bytes[6] = 0x70 | (bytes[6] & 0x0F)   // version 7
+        bytes[8] = 0x80 | (bytes[8] & 0x3F)   // RFC 9562 variant
+        let hex = Array("0123456789abcdef".utf8)
+        var text = Array("evt_".utf8)
+        text.reserveCapacity(40)
+        for (index, byte) in bytes.enumerated() {
+            if index == 4 || index == 6 || index == 8 || index == 10 { text.append(UInt8(ascii: "-")) }
+            text.append(hex[Int(byte >> 4)])
+            text.append(hex[Int(byte & 0x0F)])
         }
-        return "evt_" + UUID(uuid: bytes).uuidString.lowercased()
+        return String(decoding: text, as: UTF8.self)
     }
 
-    /// A ``WebhookEvent`` without its `data`: encoded with sorted keys, its `createdAt` (an ISO 8601 date, no quote in it)
-    /// is the last key before `data`, so `data` goes right after that value.
+    /// A ``WebhookEvent`` with its `data` already encoded (the change's payment, shared by its events): encoded by
+    /// ``CompactJSON``, the same bytes as ``encoder`` gives for the whole event (a test holds it to that).
     struct Head: Encodable {
         var id: String, type: EventType, version: Int, merchant: String, paymentId: String, sequence: Int, createdAt: Date
         var attempt: AttemptReference?, operation: String?
-    }
-
-    /// The bytes a ``JSONEncoder`` with ``encoder``'s settings gives for the whole ``WebhookEvent`` (a test holds it to
-    /// that): `head` with `"data":` and the payment's JSON spliced in after `createdAt`'s value.
-    static func body(head: Data, data: Data) throws -> Data {
-        let key = Array(#""createdAt":""#.utf8)
-        let bytes = Array(head)
-        guard let start = bytes.indices.first(where: { bytes[$0...].starts(with: key) }),
-              let close = bytes[(start + key.count)...].firstIndex(of: UInt8(ascii: "\"")) else {
-            throw EncodingError.invalidValue(head, .init(codingPath: [], debugDescription: "an event head without createdAt"))
-        }
-        var body = Data(bytes[...close])
-        body.append(contentsOf: Array(#","data":"#.utf8))
-        body.append(data)
-        body.append(contentsOf: bytes[(close + 1)...])
-        return body
+        var data: CompactJSON.Raw
     }
 }
 

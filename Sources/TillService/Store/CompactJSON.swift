@@ -1,0 +1,648 @@
+import Foundation
+import Till
+
+/// A small, fast JSON coder for what the stores write and read on every change: event bodies and stored intents.
+///
+/// Foundation's `JSONEncoder` and `JSONDecoder` cost tens of microseconds for a payment, and on SQLite that time is
+/// spent inside the single writer, so it bounds how many notifications a second the store takes. These coders do the
+/// same work through the same `Codable` conformances (no type is described twice) in a fraction of the time.
+///
+/// - ``encode(_:)`` gives exactly the bytes of a `JSONEncoder` with `[.sortedKeys, .withoutEscapingSlashes]` and ISO
+///   8601 dates on Linux (a test holds it to that): keys in UTF-8 byte order, `"`, `\` and control characters escaped
+///   as Foundation escapes them, nothing else. It refuses what it does not write the same way (floating-point numbers,
+///   `Data`, `URL`, `Decimal`) with ``Unsupported``; its callers then use Foundation's encoder.
+/// - ``decode(_:from:)`` reads any JSON document into a `Decodable`, dates as `JSONDecoder`'s default (seconds since
+///   2001 as a number). A document it cannot read throws; its callers then use Foundation's decoder.
+package enum CompactJSON {
+    /// A value this encoder does not write byte for byte as Foundation does.
+    package struct Unsupported: Error, CustomStringConvertible {
+        package var type: String
+        package var description: String { "CompactJSON does not encode \(type)" }
+    }
+
+    /// JSON text written as it is, in place of a value: a part encoded once and used in several documents (a change's
+    /// payment, in each of its events). Only this encoder writes it; any other encoder gets ``Unsupported``.
+    package struct Raw: Encodable, Sendable {
+        package var bytes: [UInt8]
+        package init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+        package func encode(to encoder: any Encoder) throws {
+            guard let encoder = encoder as? NodeEncoder else { throw Unsupported(type: "CompactJSON.Raw") }
+            encoder.node.kind = .raw
+            encoder.node.raw = bytes
+        }
+    }
+
+    package static func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
+        let root = Node()
+        try root.set(value, path: [])
+        var out: [UInt8] = []
+        out.reserveCapacity(1_024)
+        root.write(to: &out)
+        return out
+    }
+
+    package static func decode<T: Decodable>(_ type: T.Type, from bytes: some Collection<UInt8>) throws -> T {
+        var parser = Parser(bytes: Array(bytes))
+        let value = try parser.document()
+        return try ValueDecoder(value: value, codingPath: []).decode(T.self)
+    }
+}
+
+// MARK: Encoding
+
+extension CompactJSON {
+    /// One value of the document being built: containers are filled in place by their `Encoder` containers.
+    final class Node {
+        enum Kind { case unset, object, array, string, literal, raw }
+        var kind = Kind.unset
+        var text = ""
+        var raw: [UInt8] = []
+        var keys: [String] = []
+        var values: [Node] = []
+
+        func set<T: Encodable>(_ value: T, path: [any CodingKey]) throws {
+            if T.self == Date.self {
+                kind = .string
+                text = Self.iso8601(value as! Date)
+                return
+            }
+            if T.self == Data.self || T.self == URL.self || T.self == Decimal.self || T.self == Double.self || T.self == Float.self {
+                throw Unsupported(type: String(describing: T.self))
+            }
+            try value.encode(to: NodeEncoder(node: self, codingPath: path))
+            // A value that asked for no container is an empty object to Foundation.
+            if kind == .unset { kind = .object }
+        }
+
+        func literal(_ text: String) {
+            kind = .literal
+            self.text = text
+        }
+
+        func string(_ text: String) {
+            kind = .string
+            self.text = text
+        }
+
+        /// The child under `key` (a key written twice keeps its last value, as Foundation does).
+        func child(_ key: String) -> Node {
+            kind = .object
+            let node = Node()
+            if let index = keys.firstIndex(of: key) {
+                values[index] = node
+            } else {
+                keys.append(key)
+                values.append(node)
+            }
+            return node
+        }
+
+        func element() -> Node {
+            kind = .array
+            let node = Node()
+            values.append(node)
+            return node
+        }
+
+        func write(to out: inout [UInt8]) {
+            switch kind {
+            case .unset, .object:
+                out.append(UInt8(ascii: "{"))
+                var order = Array(keys.indices)
+                // Insertion sort: objects are small, and a type's keys often come nearly in order.
+                for i in order.indices.dropFirst() {
+                    var j = i
+                    while j > 0, Self.precedes(keys[order[j]], keys[order[j - 1]]) {
+                        order.swapAt(j, j - 1)
+                        j -= 1
+                    }
+                }
+                for (n, index) in order.enumerated() {
+                    if n > 0 { out.append(UInt8(ascii: ",")) }
+                    Self.quote(keys[index], to: &out)
+                    out.append(UInt8(ascii: ":"))
+                    values[index].write(to: &out)
+                }
+                out.append(UInt8(ascii: "}"))
+            case .array:
+                out.append(UInt8(ascii: "["))
+                for (n, value) in values.enumerated() {
+                    if n > 0 { out.append(UInt8(ascii: ",")) }
+                    value.write(to: &out)
+                }
+                out.append(UInt8(ascii: "]"))
+            case .string:
+                Self.quote(text, to: &out)
+            case .literal:
+                out.append(contentsOf: text.utf8)
+            case .raw:
+                out.append(contentsOf: raw)
+            }
+        }
+
+        /// Whether `a` sorts before `b` in UTF-8 byte order (Foundation's `sortedKeys` on Linux).
+        static func precedes(_ a: String, _ b: String) -> Bool {
+            var a = a, b = b
+            return a.withUTF8 { x in
+                b.withUTF8 { y in
+                    let common = min(x.count, y.count)
+                    if common > 0, let xs = x.baseAddress, let ys = y.baseAddress {
+                        let order = memcmp(xs, ys, common)
+                        if order != 0 { return order < 0 }
+                    }
+                    return x.count < y.count
+                }
+            }
+        }
+
+        private static let hex = Array("0123456789abcdef".utf8)
+
+        /// A JSON string as Foundation writes it: `"` and `\` escaped, the control characters as `\b \t \n \f \r` or
+        /// `\u00XX`, everything else (slashes and non-ASCII included) as it is.
+        static func quote(_ text: String, to out: inout [UInt8]) {
+            out.append(UInt8(ascii: "\""))
+            var text = text
+            let plain = text.withUTF8 { bytes in
+                guard !bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else { return false }
+                out.append(contentsOf: bytes)
+                return true
+            }
+            if plain {
+                out.append(UInt8(ascii: "\""))
+                return
+            }
+            for byte in text.utf8 {
+                switch byte {
+                case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+                case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+                case 0x08: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "b")])
+                case 0x09: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+                case 0x0A: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+                case 0x0C: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "f")])
+                case 0x0D: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+                case 0x00..<0x20:
+                    out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                                            hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]])
+                default: out.append(byte)
+                }
+            }
+            out.append(UInt8(ascii: "\""))
+        }
+
+        /// `JSONEncoder.DateEncodingStrategy.iso8601`'s text: UTC, whole seconds (the fraction dropped, towards the past).
+        static func iso8601(_ date: Date) -> String {
+            let seconds = Int64((date.timeIntervalSince1970).rounded(.down))
+            let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+            let secondOfDay = seconds - days * 86_400
+            // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+            let z = days + 719_468
+            let era = (z >= 0 ? z : z - 146_096) / 146_097
+            let dayOfEra = z - era * 146_097
+            let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+            let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+            let mp = (5 * dayOfYear + 2) / 153
+            let day = dayOfYear - (153 * mp + 2) / 5 + 1
+            let month = mp < 10 ? mp + 3 : mp - 9
+            let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+            func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
+            let yearText = year < 0 ? "-" + String(repeating: "0", count: max(0, 4 - String(-year).count)) + String(-year)
+                : String(repeating: "0", count: max(0, 4 - String(year).count)) + String(year)
+            return "\(yearText)-\(two(month))-\(two(day))T\(two(secondOfDay / 3_600))"
+                + ":\(two(secondOfDay % 3_600 / 60)):\(two(secondOfDay % 60))Z"
+        }
+    }
+
+    struct NodeEncoder: Encoder {
+        let node: Node
+        let codingPath: [any CodingKey]
+        var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+        func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
+            if node.kind == .unset { node.kind = .object }
+            return KeyedEncodingContainer(KeyedNodeContainer(node: node, codingPath: codingPath))
+        }
+
+        func unkeyedContainer() -> any UnkeyedEncodingContainer {
+            if node.kind == .unset { node.kind = .array }
+            return UnkeyedNodeContainer(node: node, codingPath: codingPath)
+        }
+
+        func singleValueContainer() -> any SingleValueEncodingContainer {
+            SingleNodeContainer(node: node, codingPath: codingPath)
+        }
+    }
+
+    struct KeyedNodeContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
+        let node: Node
+        let codingPath: [any CodingKey]
+
+        mutating func encodeNil(forKey key: Key) throws { node.child(key.stringValue).literal("null") }
+        mutating func encode(_ value: Bool, forKey key: Key) throws { node.child(key.stringValue).literal(value ? "true" : "false") }
+        mutating func encode(_ value: String, forKey key: Key) throws { node.child(key.stringValue).string(value) }
+        mutating func encode(_ value: Int, forKey key: Key) throws { node.child(key.stringValue).literal(String(value)) }
+        mutating func encode(_ value: Int8, forKey key: Key) throws { node.child(key.stringValue).literal(String(value)) }
+        mutating func encode(_ value: Int16, forKey key: Key) throws { node.child(key.stringValue).literal(String(value)) }
+        mutating func encode(_ value: Int32, forKey key: Key) throws { node.child(key.stringValue).literal(String(value)) }
+        mutating func encode(_ value: Int64, forKey key: Key) throws { node.child(key.stringValue).literal(String(value)) }
+        mutating func encode(_ value: UInt, forKey key: Key) throws { node.child(key.stringValue).literal(String(value)) }
+        mutating func encode(_ value: UInt8, forKey key: Key) throws { node.child(key.stringValue).literal(String(value)) }
+        mutating func encode(_ value: UInt16, forKey key: Key) throws { node.child(key.stringValue).literal(String(value)) }
+        mutating func encode(_ value: UInt32, forKey key: Key) throws { node.child(key.stringValue).literal(String(value)) }
+        mutating func encode(_ value: UInt64, forKey key: Key) throws { node.child(key.stringValue).literal(String(value)) }
+        mutating func encode(_ value: Double, forKey key: Key) throws { throw Unsupported(type: "Double") }
+        mutating func encode(_ value: Float, forKey key: Key) throws { throw Unsupported(type: "Float") }
+        mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
+            try node.child(key.stringValue).set(value, path: codingPath + [key])
+        }
+
+        mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
+            let child = node.child(key.stringValue)
+            child.kind = .object
+            return KeyedEncodingContainer(KeyedNodeContainer<NestedKey>(node: child, codingPath: codingPath + [key]))
+        }
+
+        mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
+            let child = node.child(key.stringValue)
+            child.kind = .array
+            return UnkeyedNodeContainer(node: child, codingPath: codingPath + [key])
+        }
+
+        mutating func superEncoder() -> any Encoder { NodeEncoder(node: node.child("super"), codingPath: codingPath) }
+        mutating func superEncoder(forKey key: Key) -> any Encoder { NodeEncoder(node: node.child(key.stringValue), codingPath: codingPath + [key]) }
+    }
+
+    struct UnkeyedNodeContainer: UnkeyedEncodingContainer {
+        let node: Node
+        let codingPath: [any CodingKey]
+        var count: Int { node.values.count }
+
+        mutating func encodeNil() throws { node.element().literal("null") }
+        mutating func encode(_ value: Bool) throws { node.element().literal(value ? "true" : "false") }
+        mutating func encode(_ value: String) throws { node.element().string(value) }
+        mutating func encode(_ value: Int) throws { node.element().literal(String(value)) }
+        mutating func encode(_ value: Int64) throws { node.element().literal(String(value)) }
+        mutating func encode(_ value: Double) throws { throw Unsupported(type: "Double") }
+        mutating func encode(_ value: Float) throws { throw Unsupported(type: "Float") }
+        mutating func encode<T: Encodable>(_ value: T) throws { try node.element().set(value, path: codingPath) }
+
+        mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
+            let child = node.element()
+            child.kind = .object
+            return KeyedEncodingContainer(KeyedNodeContainer<NestedKey>(node: child, codingPath: codingPath))
+        }
+
+        mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
+            let child = node.element()
+            child.kind = .array
+            return UnkeyedNodeContainer(node: child, codingPath: codingPath)
+        }
+
+        mutating func superEncoder() -> any Encoder { NodeEncoder(node: node.element(), codingPath: codingPath) }
+    }
+
+    struct SingleNodeContainer: SingleValueEncodingContainer {
+        let node: Node
+        let codingPath: [any CodingKey]
+
+        mutating func encodeNil() throws { node.literal("null") }
+        mutating func encode(_ value: Bool) throws { node.literal(value ? "true" : "false") }
+        mutating func encode(_ value: String) throws { node.string(value) }
+        mutating func encode(_ value: Int) throws { node.literal(String(value)) }
+        mutating func encode(_ value: Int8) throws { node.literal(String(value)) }
+        mutating func encode(_ value: Int16) throws { node.literal(String(value)) }
+        mutating func encode(_ value: Int32) throws { node.literal(String(value)) }
+        mutating func encode(_ value: Int64) throws { node.literal(String(value)) }
+        mutating func encode(_ value: UInt) throws { node.literal(String(value)) }
+        mutating func encode(_ value: UInt8) throws { node.literal(String(value)) }
+        mutating func encode(_ value: UInt16) throws { node.literal(String(value)) }
+        mutating func encode(_ value: UInt32) throws { node.literal(String(value)) }
+        mutating func encode(_ value: UInt64) throws { node.literal(String(value)) }
+        mutating func encode(_ value: Double) throws { throw Unsupported(type: "Double") }
+        mutating func encode(_ value: Float) throws { throw Unsupported(type: "Float") }
+        mutating func encode<T: Encodable>(_ value: T) throws { try node.set(value, path: codingPath) }
+    }
+}
+
+// MARK: Decoding
+
+extension CompactJSON {
+    /// A parsed JSON value.
+    indirect enum Value {
+        case object([String: Value])
+        case array([Value])
+        case string(String)
+        case number(String)
+        case bool(Bool)
+        case null
+    }
+
+    struct Parser {
+        let bytes: [UInt8]
+        var at = 0
+
+        init(bytes: [UInt8]) { self.bytes = bytes }
+
+        mutating func document() throws -> Value {
+            let value = try self.value(depth: 0)
+            skipSpace()
+            guard at == bytes.count else { throw corrupt("text after the document") }
+            return value
+        }
+
+        func corrupt(_ message: String) -> DecodingError {
+            .dataCorrupted(.init(codingPath: [], debugDescription: "\(message) at byte \(at)"))
+        }
+
+        mutating func skipSpace() {
+            while at < bytes.count, bytes[at] == 0x20 || bytes[at] == 0x0A || bytes[at] == 0x0D || bytes[at] == 0x09 { at += 1 }
+        }
+
+        mutating func value(depth: Int) throws -> Value {
+            guard depth < 256 else { throw corrupt("nesting too deep") }
+            skipSpace()
+            guard at < bytes.count else { throw corrupt("unexpected end") }
+            switch bytes[at] {
+            case UInt8(ascii: "{"):
+                at += 1
+                var object: [String: Value] = [:]
+                skipSpace()
+                if at < bytes.count, bytes[at] == UInt8(ascii: "}") { at += 1; return .object(object) }
+                while true {
+                    skipSpace()
+                    guard at < bytes.count, bytes[at] == UInt8(ascii: "\"") else { throw corrupt("expected a key") }
+                    let key = try string()
+                    skipSpace()
+                    guard at < bytes.count, bytes[at] == UInt8(ascii: ":") else { throw corrupt("expected :") }
+                    at += 1
+                    object[key] = try value(depth: depth + 1)
+                    skipSpace()
+                    guard at < bytes.count else { throw corrupt("unexpected end") }
+                    if bytes[at] == UInt8(ascii: ",") { at += 1; continue }
+                    if bytes[at] == UInt8(ascii: "}") { at += 1; return .object(object) }
+                    throw corrupt("expected , or }")
+                }
+            case UInt8(ascii: "["):
+                at += 1
+                var array: [Value] = []
+                skipSpace()
+                if at < bytes.count, bytes[at] == UInt8(ascii: "]") { at += 1; return .array(array) }
+                while true {
+                    array.append(try value(depth: depth + 1))
+                    skipSpace()
+                    guard at < bytes.count else { throw corrupt("unexpected end") }
+                    if bytes[at] == UInt8(ascii: ",") { at += 1; continue }
+                    if bytes[at] == UInt8(ascii: "]") { at += 1; return .array(array) }
+                    throw corrupt("expected , or ]")
+                }
+            case UInt8(ascii: "\""):
+                return .string(try string())
+            case UInt8(ascii: "t"): try word("true"); return .bool(true)
+            case UInt8(ascii: "f"): try word("false"); return .bool(false)
+            case UInt8(ascii: "n"): try word("null"); return .null
+            default:
+                let start = at
+                while at < bytes.count, bytes[at] == UInt8(ascii: "-") || bytes[at] == UInt8(ascii: "+") || bytes[at] == UInt8(ascii: ".")
+                        || bytes[at] == UInt8(ascii: "e") || bytes[at] == UInt8(ascii: "E") || (0x30...0x39).contains(bytes[at]) {
+                    at += 1
+                }
+                guard at > start else { throw corrupt("unexpected character") }
+                return .number(String(decoding: bytes[start..<at], as: UTF8.self))
+            }
+        }
+
+        mutating func word(_ text: StaticString) throws {
+            let count = text.utf8CodeUnitCount
+            guard at + count <= bytes.count,
+                  text.withUTF8Buffer({ $0.elementsEqual(bytes[at..<(at + count)]) }) else { throw corrupt("unexpected word") }
+            at += count
+        }
+
+        /// A string from its opening quote; escapes resolved (a surrogate pair makes one scalar; a lone one is refused).
+        mutating func string() throws -> String {
+            at += 1
+            let start = at
+            // The common case: no escape, one slice.
+            while at < bytes.count, bytes[at] != UInt8(ascii: "\""), bytes[at] != UInt8(ascii: "\\") {
+                guard bytes[at] >= 0x20 else { throw corrupt("a control character in a string") }
+                at += 1
+            }
+            guard at < bytes.count else { throw corrupt("unterminated string") }
+            if bytes[at] == UInt8(ascii: "\"") {
+                defer { at += 1 }
+                return try Self.text(bytes[start..<at])
+            }
+            var out = Array(bytes[start..<at])
+            while at < bytes.count {
+                let byte = bytes[at]
+                if byte == UInt8(ascii: "\"") {
+                    at += 1
+                    return try Self.text(out[...])
+                }
+                guard byte >= 0x20 else { throw corrupt("a control character in a string") }
+                if byte != UInt8(ascii: "\\") { out.append(byte); at += 1; continue }
+                at += 1
+                guard at < bytes.count else { break }
+                let escape = bytes[at]
+                at += 1
+                switch escape {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): out.append(escape)
+                case UInt8(ascii: "b"): out.append(0x08)
+                case UInt8(ascii: "f"): out.append(0x0C)
+                case UInt8(ascii: "n"): out.append(0x0A)
+                case UInt8(ascii: "r"): out.append(0x0D)
+                case UInt8(ascii: "t"): out.append(0x09)
+                case UInt8(ascii: "u"):
+                    var scalar = try hex4()
+                    if (0xD800..<0xDC00).contains(scalar) {
+                        guard at + 1 < bytes.count, bytes[at] == UInt8(ascii: "\\"), bytes[at + 1] == UInt8(ascii: "u") else { throw corrupt("a lone surrogate") }
+                        at += 2
+                        let low = try hex4()
+                        guard (0xDC00..<0xE000).contains(low) else { throw corrupt("a lone surrogate") }
+                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                    }
+                    guard let unicode = Unicode.Scalar(scalar) else { throw corrupt("a lone surrogate") }
+                    out.append(contentsOf: String(Character(unicode)).utf8)
+                default: throw corrupt("an unknown escape")
+                }
+            }
+            throw corrupt("unterminated string")
+        }
+
+        mutating func hex4() throws -> UInt32 {
+            guard at + 4 <= bytes.count else { throw corrupt("a short \\u escape") }
+            var value: UInt32 = 0
+            for byte in bytes[at..<(at + 4)] {
+                let digit: UInt8
+                switch byte {
+                case 0x30...0x39: digit = byte - 0x30
+                case 0x41...0x46: digit = byte - 0x37
+                case 0x61...0x66: digit = byte - 0x57
+                default: throw corrupt("a bad \\u escape")
+                }
+                value = value << 4 | UInt32(digit)
+            }
+            at += 4
+            return value
+        }
+
+        static func text(_ bytes: ArraySlice<UInt8>) throws -> String {
+            guard let text = String(validating: bytes, as: UTF8.self) else {
+                throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "a string that is not UTF-8"))
+            }
+            return text
+        }
+    }
+
+    struct ValueDecoder: Decoder {
+        let value: Value
+        let codingPath: [any CodingKey]
+        var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+        func decode<T: Decodable>(_ type: T.Type) throws -> T {
+            if T.self == Date.self || T.self == Data.self || T.self == URL.self || T.self == Decimal.self {
+                // Foundation's decoder has its own readings of these; the callers fall back to it.
+                throw DecodingError.typeMismatch(T.self, .init(codingPath: codingPath, debugDescription: "left to Foundation"))
+            }
+            return try T(from: self)
+        }
+
+        func mismatch(_ type: Any.Type) -> DecodingError {
+            .typeMismatch(type, .init(codingPath: codingPath, debugDescription: "expected \(type), found \(value)"))
+        }
+
+        func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+            guard case .object(let object) = value else { throw mismatch([String: Any].self) }
+            return KeyedDecodingContainer(KeyedValueContainer<Key>(object: object, codingPath: codingPath))
+        }
+
+        func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
+            guard case .array(let array) = value else { throw mismatch([Any].self) }
+            return UnkeyedValueContainer(array: array, codingPath: codingPath)
+        }
+
+        func singleValueContainer() throws -> any SingleValueDecodingContainer { SingleValueContainer(decoder: self) }
+
+        func string() throws -> String {
+            guard case .string(let text) = value else { throw mismatch(String.self) }
+            return text
+        }
+
+        func bool() throws -> Bool {
+            guard case .bool(let flag) = value else { throw mismatch(Bool.self) }
+            return flag
+        }
+
+        func integer<T: FixedWidthInteger>(_ type: T.Type) throws -> T {
+            guard case .number(let text) = value, let number = T(text) else { throw mismatch(T.self) }
+            return number
+        }
+
+        func floating<T: LosslessStringConvertible>(_ type: T.Type) throws -> T {
+            guard case .number(let text) = value, let number = T(text) else { throw mismatch(T.self) }
+            return number
+        }
+    }
+
+    struct KeyedValueContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
+        let object: [String: Value]
+        let codingPath: [any CodingKey]
+
+        var allKeys: [Key] { object.keys.compactMap { Key(stringValue: $0) } }
+        func contains(_ key: Key) -> Bool { object[key.stringValue] != nil }
+
+        func child(_ key: Key) throws -> ValueDecoder {
+            guard let value = object[key.stringValue] else {
+                throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "no value for \(key.stringValue)"))
+            }
+            return ValueDecoder(value: value, codingPath: codingPath + [key])
+        }
+
+        func decodeNil(forKey key: Key) throws -> Bool {
+            guard let value = object[key.stringValue] else {
+                throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "no value for \(key.stringValue)"))
+            }
+            if case .null = value { return true }
+            return false
+        }
+
+        func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try child(key).bool() }
+        func decode(_ type: String.Type, forKey key: Key) throws -> String { try child(key).string() }
+        func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try child(key).integer(Int.self) }
+        func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try child(key).integer(Int64.self) }
+        func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try child(key).floating(Double.self) }
+        func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T { try child(key).decode(T.self) }
+
+        func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
+            try child(key).container(keyedBy: type)
+        }
+
+        func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer { try child(key).unkeyedContainer() }
+        func superDecoder() throws -> any Decoder { ValueDecoder(value: object["super"] ?? .null, codingPath: codingPath) }
+        func superDecoder(forKey key: Key) throws -> any Decoder { try child(key) }
+    }
+
+    struct UnkeyedValueContainer: UnkeyedDecodingContainer {
+        let array: [Value]
+        let codingPath: [any CodingKey]
+        var currentIndex = 0
+        var count: Int? { array.count }
+        var isAtEnd: Bool { currentIndex >= array.count }
+
+        init(array: [Value], codingPath: [any CodingKey]) {
+            self.array = array
+            self.codingPath = codingPath
+        }
+
+        mutating func next() throws -> ValueDecoder {
+            guard !isAtEnd else {
+                throw DecodingError.valueNotFound(Any.self, .init(codingPath: codingPath, debugDescription: "the array has no more elements"))
+            }
+            defer { currentIndex += 1 }
+            return ValueDecoder(value: array[currentIndex], codingPath: codingPath + [AnyCodingKey(intValue: currentIndex)!])
+        }
+
+        mutating func decodeNil() throws -> Bool {
+            guard !isAtEnd else { return false }
+            if case .null = array[currentIndex] { currentIndex += 1; return true }
+            return false
+        }
+
+        mutating func decode(_ type: Bool.Type) throws -> Bool { try next().bool() }
+        mutating func decode(_ type: String.Type) throws -> String { try next().string() }
+        mutating func decode(_ type: Int.Type) throws -> Int { try next().integer(Int.self) }
+        mutating func decode(_ type: Double.Type) throws -> Double { try next().floating(Double.self) }
+        mutating func decode<T: Decodable>(_ type: T.Type) throws -> T { try next().decode(T.self) }
+        mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
+            try next().container(keyedBy: type)
+        }
+        mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer { try next().unkeyedContainer() }
+        mutating func superDecoder() throws -> any Decoder { try next() }
+    }
+
+    struct SingleValueContainer: SingleValueDecodingContainer {
+        let decoder: ValueDecoder
+        var codingPath: [any CodingKey] { decoder.codingPath }
+
+        func decodeNil() -> Bool {
+            if case .null = decoder.value { return true }
+            return false
+        }
+
+        func decode(_ type: Bool.Type) throws -> Bool { try decoder.bool() }
+        func decode(_ type: String.Type) throws -> String { try decoder.string() }
+        func decode(_ type: Double.Type) throws -> Double { try decoder.floating(Double.self) }
+        func decode(_ type: Float.Type) throws -> Float { try decoder.floating(Float.self) }
+        func decode(_ type: Int.Type) throws -> Int { try decoder.integer(Int.self) }
+        func decode(_ type: Int8.Type) throws -> Int8 { try decoder.integer(Int8.self) }
+        func decode(_ type: Int16.Type) throws -> Int16 { try decoder.integer(Int16.self) }
+        func decode(_ type: Int32.Type) throws -> Int32 { try decoder.integer(Int32.self) }
+        func decode(_ type: Int64.Type) throws -> Int64 { try decoder.integer(Int64.self) }
+        func decode(_ type: UInt.Type) throws -> UInt { try decoder.integer(UInt.self) }
+        func decode(_ type: UInt8.Type) throws -> UInt8 { try decoder.integer(UInt8.self) }
+        func decode(_ type: UInt16.Type) throws -> UInt16 { try decoder.integer(UInt16.self) }
+        func decode(_ type: UInt32.Type) throws -> UInt32 { try decoder.integer(UInt32.self) }
+        func decode(_ type: UInt64.Type) throws -> UInt64 { try decoder.integer(UInt64.self) }
+        func decode<T: Decodable>(_ type: T.Type) throws -> T { try decoder.decode(T.self) }
+    }
+}
