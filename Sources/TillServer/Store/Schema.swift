@@ -210,7 +210,14 @@ enum Schema {
             """,
             "CREATE INDEX till_event_attempts_event ON till_event_attempts (event_id)",
         ]
-        return [(1, v1), (2, v2), (3, v3), (4, v4), (5, v5)]
+        // v6: the delivery service takes due events in (due time, position) order. PostgreSQL's index on the due time
+        // alone made it sort every event due at the same millisecond (a burst, a backlog) on each claim; SQLite's index
+        // already ends with the row's position (its rowid), so it needs nothing.
+        let v6 = dialect == .sqlite ? [] : [
+            "CREATE INDEX till_events_due_order ON till_events (next_attempt_at, position) WHERE state = 'pending'",
+            "DROP INDEX till_events_due",
+        ]
+        return [(1, v1), (2, v2), (3, v3), (4, v4), (5, v5), (6, v6)]
     }
 
     static let createMigrationsTable = """
