@@ -156,38 +156,8 @@ extension CompactJSON {
             }
         }
 
-        private static let hex = Array("0123456789abcdef".utf8)
-
-        /// A JSON string as Foundation writes it: `"` and `\` escaped, the control characters as `\b \t \n \f \r` or
-        /// `\u00XX`, everything else (slashes and non-ASCII included) as it is.
         static func quote(_ text: String, to out: inout [UInt8]) {
-            out.append(UInt8(ascii: "\""))
-            var text = text
-            let plain = text.withUTF8 { bytes in
-                guard !bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else { return false }
-                out.append(contentsOf: bytes)
-                return true
-            }
-            if plain {
-                out.append(UInt8(ascii: "\""))
-                return
-            }
-            for byte in text.utf8 {
-                switch byte {
-                case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-                case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-                case 0x08: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "b")])
-                case 0x09: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-                case 0x0A: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-                case 0x0C: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "f")])
-                case 0x0D: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-                case 0x00..<0x20:
-                    out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                                            hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]])
-                default: out.append(byte)
-                }
-            }
-            out.append(UInt8(ascii: "\""))
+            JSONText.quote(text, to: &out)
         }
 
         /// `JSONEncoder.DateEncodingStrategy.iso8601`'s text: UTC, whole seconds (the fraction dropped, towards the past).
