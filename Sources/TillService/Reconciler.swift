@@ -432,14 +432,16 @@ public struct Reconciler: Service, CustomStringConvertible {
     }
 }
 
-/// Runs `application` (the HTTP server, itself a service) and, when given, the reconciler and the event delivery in
+/// Runs `application` (the HTTP server, itself a service) and, when given, the reconciler, the event delivery and
+/// `others` (the metrics listener) in
 /// one service group that shuts down gracefully on SIGTERM and SIGINT: they stop first, then the server drains. What
 /// `till server` runs.
 public func runServer(_ application: some Service, reconciler: Reconciler?, deliverer: EventDeliverer? = nil,
-                      logger: Logger = Logger(label: "till.server")) async throws {
+                      others: [any Service] = [], logger: Logger = Logger(label: "till.server")) async throws {
     var services: [any Service] = [application]
     if let reconciler { services.append(reconciler) }
     if let deliverer { services.append(deliverer) }
+    services += others
     let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
     try await group.run()
 }

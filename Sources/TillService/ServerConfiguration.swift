@@ -72,6 +72,8 @@ public struct ServerSettings: Sendable, Hashable, Codable {
     public var reconciliation: ReconciliationSettings
     /// How the server delivers events to the merchants' webhooks.
     public var events: EventDeliverySettings
+    /// `server.metrics`: the Prometheus endpoint's own listener (off by default).
+    public var metrics: MetricsSettings
     /// A connection on which nothing arrives for this long is closed (between requests, or mid-request).
     public var idleTimeoutSeconds: Double
     /// A request's head and body must arrive within this long of its first byte, however slowly they
@@ -98,6 +100,7 @@ public struct ServerSettings: Sendable, Hashable, Codable {
         self.maxBodyBytes = maxBodyBytes
         self.reconciliation = reconciliation
         self.events = EventDeliverySettings()
+        self.metrics = MetricsSettings()
         self.idleTimeoutSeconds = idleTimeoutSeconds
         self.requestReadTimeoutSeconds = requestReadTimeoutSeconds
         self.maxConnections = maxConnections
@@ -105,7 +108,8 @@ public struct ServerSettings: Sendable, Hashable, Codable {
     }
 
     private enum CodingKeys: String, CodingKey, CaseIterable {
-        case listen, storage, publicURL, maxBodyBytes, reconciliation, events, idleTimeoutSeconds, requestReadTimeoutSeconds, maxConnections, postgresConnections
+        case listen, storage, publicURL, maxBodyBytes, reconciliation, events, metrics, idleTimeoutSeconds, requestReadTimeoutSeconds, maxConnections,
+             postgresConnections
     }
 
     public init(from decoder: any Decoder) throws {
@@ -118,6 +122,7 @@ public struct ServerSettings: Sendable, Hashable, Codable {
         maxBodyBytes = try c.decodeIfPresent(Int.self, forKey: .maxBodyBytes) ?? d.maxBodyBytes
         reconciliation = try c.decodeIfPresent(ReconciliationSettings.self, forKey: .reconciliation) ?? d.reconciliation
         events = try c.decodeIfPresent(EventDeliverySettings.self, forKey: .events) ?? d.events
+        metrics = try c.decodeIfPresent(MetricsSettings.self, forKey: .metrics) ?? d.metrics
         idleTimeoutSeconds = try c.decodeIfPresent(Double.self, forKey: .idleTimeoutSeconds) ?? d.idleTimeoutSeconds
         requestReadTimeoutSeconds = try c.decodeIfPresent(Double.self, forKey: .requestReadTimeoutSeconds) ?? d.requestReadTimeoutSeconds
         maxConnections = try c.decodeIfPresent(Int.self, forKey: .maxConnections) ?? d.maxConnections
@@ -163,6 +168,7 @@ public struct ServerSettings: Sendable, Hashable, Codable {
         }
         issues += reconciliation.validate(path: "\(path).reconciliation")
         issues += events.validate(path: "\(path).events")
+        issues += metrics.validate(path: "\(path).metrics", apiListen: listen)
         return issues
     }
 }

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import Logging
+import Metrics
+import ServiceLifecycle
 import Till
 import TillService
 import TillServer
@@ -51,9 +53,15 @@ struct ServerCommand: AsyncParsableCommand {
         if let listen { settings.listen = listen }
         if let storage { settings.storage = storage }
         configuration.server = settings
+        // Metrics are kept only when something serves them (server.metrics.listen), in a registry of the server's own.
+        let serverMetrics = settings.metrics.listen != nil ? ServerMetrics() : nil
+        let metrics: any MetricsFactory = serverMetrics?.factory ?? NOOPMetricsHandler.instance
         let state: ServerState
         do {
-            state = try ServerState(configuration: configuration, plugins: Gateways.plugins)
+            state = try ServerState(configuration: configuration, plugins: Gateways.plugins, transport: { id in
+                let transport = ServerState.defaultTransport(id)
+                return serverMetrics.map { MeasuredTransport(transport, gateway: id, metrics: $0.factory) } ?? transport
+            })
         } catch let error as StartupError {
             printError(error.description)
             throw ExitCode.failure
@@ -89,17 +97,25 @@ struct ServerCommand: AsyncParsableCommand {
             #endif
         }
         let host = settings.hostAndPort?.host ?? "127.0.0.1"
-        let app = try buildApplication(state: state, store: store, crashPoint: crashPoint) { port in
+        let app = try buildApplication(state: state, store: store, metrics: metrics, crashPoint: crashPoint) { port in
             // Unbuffered, so a supervising process sees the line at once.
             FileHandle.standardOutput.write(Data("till server listening on http://\(host):\(port)\n".utf8))
         }
         // The reconciler runs beside the HTTP server, in one service group (graceful shutdown on SIGTERM/SIGINT).
         let reconciler = settings.reconciliation.enabled
-            ? Reconciler(state: state, store: store, settings: settings.reconciliation, logger: Logger(label: "till.reconciler"))
+            ? Reconciler(state: state, store: store, settings: settings.reconciliation, logger: Logger(label: "till.reconciler"), metrics: metrics)
             : nil
         // So does the delivery of events to the merchants' webhooks (recorded either way, by the store).
-        let deliverer = settings.events.enabled ? EventDeliverer(state: state, store: store, logger: Logger(label: "till.events")) : nil
-        try await runServer(app, reconciler: reconciler, deliverer: deliverer)
+        let deliverer = settings.events.enabled
+            ? EventDeliverer(state: state, store: store, logger: Logger(label: "till.events"), metrics: metrics) : nil
+        var others: [any Service] = []
+        if let serverMetrics, let (metricsHost, metricsPort) = settings.metrics.hostAndPort {
+            let logger = Logger(label: "till.metrics")
+            others.append(buildMetricsApplication(serverMetrics, state: state, host: metricsHost, port: metricsPort, logger: logger) { port in
+                logger.notice("metrics on http://\(metricsHost):\(port)/metrics")
+            })
+        }
+        try await runServer(app, reconciler: reconciler, deliverer: deliverer, others: others)
         try await store.close()
     }
 }

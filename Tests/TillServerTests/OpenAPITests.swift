@@ -53,6 +53,7 @@ struct OpenAPITests {
         }
 
         #expect(try await call("GET", "healthz", key: .some(nil), template: "/healthz").status == 200)
+        #expect(try await call("GET", "readyz", key: .some(nil), template: "/readyz").status == 200)
         // Create, replay, and the mistakes a first request makes.
         let intent = #"{"merchantReference":"oa-1","amount":{"value":2500,"currency":"USD"},"method":"card","customer":{"email":"a@example.com"},"description":"Order 1","metadata":{"cart":"7"}}"#
         let created = try await call("POST", "v1/payments", json: intent, headers: ["Idempotency-Key": "oa-1"], template: "/v1/payments")

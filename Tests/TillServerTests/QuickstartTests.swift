@@ -36,7 +36,7 @@ struct QuickstartTests {
         let page = try String(contentsOf: Self.root.appendingPathComponent("docs/quickstart.md"), encoding: .utf8)
         let blocks = Self.blocks(of: page)
         #expect(blocks.count >= 6, "the page's sh blocks: \(blocks.count)")
-        guard let server = LoopbackPort.reserve(), let sandbox = LoopbackPort.reserve() else {
+        guard let server = LoopbackPort.reserve(), let sandbox = LoopbackPort.reserve(), let metrics = LoopbackPort.reserve() else {
             Issue.record("no free loopback ports")
             return
         }
@@ -51,6 +51,7 @@ struct QuickstartTests {
                 .replacingOccurrences(of: "127.0.0.1:8080", with: "127.0.0.1:\(server)")
                 .replacingOccurrences(of: "127.0.0.1:8081", with: "127.0.0.1:\(sandbox)")
                 .replacingOccurrences(of: "--port 8081", with: "--port \(sandbox)")
+                .replacingOccurrences(of: "127.0.0.1:9464", with: "127.0.0.1:\(metrics)")
         }
         for name in ["quickstart.json", "quickstart.env"] {
             let text = try String(contentsOf: Self.root.appendingPathComponent("docs/examples/\(name)"), encoding: .utf8)
@@ -93,6 +94,10 @@ struct QuickstartTests {
         #expect(text.contains(#""status":"refunded","updatedAt""#), "the payment ends refunded:\n\(text.suffix(3_000))")
         // The payment's own status (its keys are sorted: `status` then `updatedAt`; an attempt's status comes before `submitted`).
         #expect(text.components(separatedBy: #""status":"paid","updatedAt""#).count - 1 == 2, "the backend's two reads say paid:\n\(text.suffix(3_000))")
+        // The metrics the page reads at the end: payments, notifications, and the gateways' request times.
+        #expect(text.contains(#"till_payments_created_total{merchant="quickstart-shop"}"#), "metrics:\n\(text.suffix(3_000))")
+        #expect(text.contains(#"till_notifications_total{gateway="payfort",result="verified"}"#))
+        #expect(text.contains(#"till_gateway_request_duration_count{gateway="payfort",outcome="2xx"}"#))
     }
 
     static func waitUntilAnswering(_ url: String, log: URL) async throws {

@@ -70,6 +70,7 @@ func makeRouter(_ api: API) -> Router<TillRequestContext> {
     let router = Router(context: TillRequestContext.self)
     router.add(middleware: RequestIDMiddleware())
     router.get("/healthz") { _, _ in try API.json(["status": "ok"], status: .ok) }
+    router.get("/readyz") { _, context in await api.readiness(context) }
     let v1 = router.group("v1")
     v1.post("payments") { request, context in await api.respond(context) { try await api.createPayment(request, context) } }
     v1.get("payments/:id") { request, context in await api.respond(context) { try await api.getPayment(request, context) } }
@@ -381,6 +382,25 @@ struct API: Sendable {
                                message: malformed ? "the body is not valid JSON" : issue.code == .malformedBody ? "not a valid value" : issue.message,
                                field: path)
         }
+    }
+
+    /// `GET /readyz`: 200 once the store answers a read within 2 s, else 503 (a load balancer stops sending requests
+    /// here; `/healthz` says only that the process runs).
+    func readiness(_ context: TillRequestContext) async -> Response {
+        let store = service.store
+        let ready = await withTaskGroup(of: Bool.self) { group in
+            group.addTask { (try? await store.checkReady()) != nil }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(2))
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+        if !ready { context.logger.warning("not ready: the store did not answer a read within 2 s") }
+        return (try? Self.json(ready ? ["status": "ready"] : ["status": "unavailable", "reason": "the store did not answer"],
+                               status: ready ? .ok : .serviceUnavailable)) ?? Response(status: .serviceUnavailable)
     }
 
     /// Runs a handler and turns every failure into a JSON error answer; nothing internal leaks.

@@ -284,9 +284,18 @@ public protocol PaymentStore: Sendable {
 
     /// Releases connections.
     func close() async throws
+
+    /// Throws when the store cannot answer a read now: what `GET /readyz` asks.
+    func checkReady() async throws
 }
 
 extension PaymentStore {
+    /// One indexed read (an idempotency key no merchant has): it needs the database file, or a connection and an
+    /// answer from PostgreSQL, and costs nothing more.
+    public func checkReady() async throws {
+        _ = try await hasIdempotencyKey("till-readiness", merchant: "")
+    }
+
     /// Creates a payment without a client secret (a payment only the merchant's key can reach).
     public func create(_ intent: PaymentIntent, merchant: String, id: String, idempotencyKey: String?,
                        requestHash: String) async throws -> CreateOutcome {

@@ -1,0 +1,36 @@
+import Foundation
+import Metrics
+import Till
+
+/// A gateway's transport that times every request it sends: `till_gateway_request_duration{gateway, outcome}`, the
+/// outcome being the answer's status class (`2xx`, `4xx`, `5xx`…) or, when no answer came, the transport failure
+/// (`not_sent`, `timed_out`, `connection_lost`, `cancelled`, `other`). What `till server` wraps each gateway's transport
+/// in when metrics are on.
+public struct MeasuredTransport: HTTPTransport {
+    let inner: any HTTPTransport
+    let gateway: GatewayID
+    let metrics: any MetricsFactory
+
+    public init(_ inner: any HTTPTransport, gateway: GatewayID, metrics: any MetricsFactory) {
+        self.inner = inner
+        self.gateway = gateway
+        self.metrics = metrics
+    }
+
+    public func send(_ request: TransportRequest) async throws(TransportError) -> TransportResponse {
+        let started = ContinuousClock.now
+        do {
+            let response = try await inner.send(request)
+            record(since: started, outcome: "\(response.statusCode / 100)xx")
+            return response
+        } catch {
+            record(since: started, outcome: error.kind.rawValue)
+            throw error
+        }
+    }
+
+    private func record(since started: ContinuousClock.Instant, outcome: String) {
+        Timer(label: "till_gateway_request_duration", dimensions: [("gateway", gateway.rawValue), ("outcome", outcome)], factory: metrics)
+            .recordNanoseconds((ContinuousClock.now - started).nanosecondsCount)
+    }
+}
