@@ -20,19 +20,18 @@ public struct MetricsSettings: Sendable, Hashable, Codable {
     }
 
     /// The listen address split into host and port.
-    public var hostAndPort: (host: String, port: Int)? {
-        guard let listen, let colon = listen.lastIndex(of: ":"), colon != listen.startIndex,
-              let port = Int(listen[listen.index(after: colon)...]), (0...65_535).contains(port) else { return nil }
-        return (String(listen[..<colon]), port)
-    }
+    public var hostAndPort: (host: String, port: Int)? { listen.flatMap(ServerSettings.hostAndPort) }
 
-    /// Problems with the block; `apiListen` is `server.listen`, which the metrics may not share.
+    /// Problems with the block; `apiListen` is `server.listen`, which the metrics may not share: the same port on the
+    /// same host, or on any host when either side listens on all of them.
     public func validate(path: String, apiListen: String) -> [ValidationIssue] {
-        guard let listen else { return [] }
-        guard let (_, port) = hostAndPort else {
+        guard listen != nil else { return [] }
+        guard let (host, port) = hostAndPort else {
             return [.init(field: "\(path).listen", code: .invalidField, message: "expected host:port, such as 127.0.0.1:9464")]
         }
-        if port != 0 && listen == apiListen {
+        let wildcards: Set = ["0.0.0.0", "::", "[::]", "*", ""]
+        if port != 0, let api = ServerSettings.hostAndPort(apiListen), api.port == port,
+           api.host == host || wildcards.contains(api.host) || wildcards.contains(host) {
             return [.init(field: "\(path).listen", code: .invalidField, message: "must differ from server.listen: metrics are never served on the public API")]
         }
         return []

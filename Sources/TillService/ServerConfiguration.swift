@@ -130,10 +130,13 @@ public struct ServerSettings: Sendable, Hashable, Codable {
     }
 
     /// The listen address split into host and port.
-    public var hostAndPort: (host: String, port: Int)? {
-        guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]),
-              (0...65_535).contains(port), colon != listen.startIndex else { return nil }
-        return (String(listen[..<colon]), port)
+    public var hostAndPort: (host: String, port: Int)? { Self.hostAndPort(listen) }
+
+    /// `host:port` split (the port 0 to 65535, a host before it): the one reading of every listen address.
+    public static func hostAndPort(_ address: String) -> (host: String, port: Int)? {
+        guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]),
+              (0...65_535).contains(port), colon != address.startIndex else { return nil }
+        return (String(address[..<colon]), port)
     }
 
     public func validate(path: String) -> [ValidationIssue] {

@@ -83,6 +83,28 @@ struct MetricsEndpointTests {
         await h.stop()
     }
 
+    @Test("readiness never waits past its limit for a read that hangs, and probes meanwhile share the one read in flight")
+    func hangingStore() async throws {
+        let probe = ReadinessProbe()
+        let reads = Locked(0)
+        let started = ContinuousClock.now
+        let answers = await withTaskGroup(of: Bool.self) { group in
+            for _ in 0..<5 {
+                group.addTask {
+                    await probe.check(within: .milliseconds(300)) {
+                        reads.withLock { $0 += 1 }
+                        try await Task.sleep(for: .seconds(30))   // a query on a connection the network lost
+                    }
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(answers == [false, false, false, false, false])
+        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(reads.withLock { $0 } == 1)
+        #expect(await probe.check(within: .seconds(1)) {} == false, "the hung read is still the one in flight")
+    }
+
     @Test("server.metrics.listen: off by default, host:port, never the API's own address, unknown keys named")
     func configuration() throws {
         #expect(ServerSettings().metrics.listen == nil)
@@ -94,6 +116,10 @@ struct MetricsEndpointTests {
         #expect(same.validate(path: "server").map(\.field) == ["server.metrics.listen"])
         same.metrics = MetricsSettings(listen: "9464")
         #expect(same.validate(path: "server").map(\.field) == ["server.metrics.listen"])
+        same.metrics = MetricsSettings(listen: "0.0.0.0:8080")   // all hosts, the API's port
+        #expect(same.validate(path: "server").map(\.field) == ["server.metrics.listen"])
+        same.metrics = MetricsSettings(listen: "127.0.0.1:9464")
+        #expect(same.validate(path: "server").isEmpty)
         let collector = IssueCollector()
         let decoder = JSONDecoder()
         decoder.userInfo[.tillIssueCollector] = collector

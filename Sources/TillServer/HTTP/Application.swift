@@ -152,6 +152,7 @@ extension HTTPField.Name {
 /// The HTTP adapter over ``PaymentService``: authentication, bodies, JSON answers.
 struct API: Sendable {
     let service: PaymentService
+    let readinessProbe = ReadinessProbe()
     var state: ServerState { service.state }
 
     func createPayment(_ request: Request, _ context: TillRequestContext) async throws -> Response {
@@ -388,16 +389,7 @@ struct API: Sendable {
     /// here; `/healthz` says only that the process runs).
     func readiness(_ context: TillRequestContext) async -> Response {
         let store = service.store
-        let ready = await withTaskGroup(of: Bool.self) { group in
-            group.addTask { (try? await store.checkReady()) != nil }
-            group.addTask {
-                try? await Task.sleep(for: .seconds(2))
-                return false
-            }
-            let first = await group.next() ?? false
-            group.cancelAll()
-            return first
-        }
+        let ready = await readinessProbe.check(within: .seconds(2)) { try await store.checkReady() }
         if !ready { context.logger.warning("not ready: the store did not answer a read within 2 s") }
         return (try? Self.json(ready ? ["status": "ready"] : ["status": "unavailable", "reason": "the store did not answer"],
                                status: ready ? .ok : .serviceUnavailable)) ?? Response(status: .serviceUnavailable)
@@ -427,5 +419,38 @@ struct API: Sendable {
         encoder.dateEncodingStrategy = .iso8601
         return Response(status: status, headers: [.contentType: "application/json"],
                         body: .init(byteBuffer: ByteBuffer(bytes: try encoder.encode(value))))
+    }
+}
+
+/// `GET /readyz`'s check of the store. The answer never waits past its limit, even when the read hangs (a query sent on a
+/// connection the network lost is not stopped by cancellation), and one read at a time is in flight: probes during an
+/// outage wait on it rather than piling up more reads.
+final class ReadinessProbe: Sendable {
+    private let current = Locked<Task<Bool, Never>?>(nil)
+
+    /// Whether `read` (the store's check) succeeds within `limit`; a read already in flight is waited on, not repeated.
+    func check(within limit: Duration, _ read: @escaping @Sendable () async throws -> Void) async -> Bool {
+        let inFlight = current.withLock { current -> Task<Bool, Never> in
+            if let running = current { return running }
+            let task = Task { () -> Bool in
+                let ready = (try? await read()) != nil
+                // Runs only after the assignment below (it needs the same lock).
+                self.current.withLock { $0 = nil }
+                return ready
+            }
+            current = task
+            return task
+        }
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let answered = Locked(false)
+            let answer: @Sendable (Bool) -> Void = { ready in
+                if answered.withLock({ done in defer { done = true }; return !done }) { continuation.resume(returning: ready) }
+            }
+            Task { answer(await inFlight.value) }
+            Task {
+                try? await Task.sleep(for: limit)
+                answer(false)
+            }
+        }
     }
 }

@@ -1,6 +1,8 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
+import NIOCore
 import Metrics
 import Prometheus
 import Till
@@ -48,6 +50,10 @@ public func buildMetricsApplication(_ metrics: ServerMetrics, state: ServerState
         Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                  body: .init(byteBuffer: ByteBuffer(bytes: metrics.scrape(state))))
     }
-    return Application(router: router, configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: "till"),
+    // A scraper needs a connection or two; a slow or idle one is cut off as on the API's listener.
+    return Application(router: router,
+                       server: .http1(configuration: .init(additionalChannelHandlers: [RequestDeadline(limit: .seconds(10))], idleTimeout: .seconds(30))),
+                       configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: "till",
+                                                               availableConnectionsDelegate: MaximumAvailableConnections(64)),
                        onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) }, logger: logger)
 }

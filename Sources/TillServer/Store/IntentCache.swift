@@ -6,7 +6,8 @@ import TillService
 /// `PATCH /v1/payments/{id}` before any money moved; it is read back with every read of the payment (the app's polling, each attempt), and
 /// decoding its JSON was the largest part of such a read. The cache is keyed by the stored text's
 /// bytes (not by `String` equality, which treats canonically equivalent texts as one), so a hit is
-/// exactly what decoding that text gives; nothing can be stale.
+/// exactly what decoding that text gives (an intent remembered at its creation is the one its text was encoded
+/// from, and `CompactJSONTests` holds decoding that text to give it back); nothing can be stale.
 ///
 /// Bounded by entries and by bytes of text held, the oldest dropped first. Each store has its own.
 final class IntentCache: Sendable {

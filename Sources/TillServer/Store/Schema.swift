@@ -214,8 +214,10 @@ enum Schema {
         // alone made it sort every event due at the same millisecond (a burst, a backlog) on each claim; SQLite's index
         // already ends with the row's position (its rowid), so it needs nothing.
         let v6 = dialect == .sqlite ? [] : [
-            "CREATE INDEX till_events_due_order ON till_events (next_attempt_at, position) WHERE state = 'pending'",
-            "DROP INDEX till_events_due",
+            // IF NOT EXISTS: on a large table an operator builds it first, CONCURRENTLY (docs/events.md), and the
+            // migration, which holds the table's write lock while it builds, then finds it done.
+            "CREATE INDEX IF NOT EXISTS till_events_due_order ON till_events (next_attempt_at, position) WHERE state = 'pending'",
+            "DROP INDEX IF EXISTS till_events_due",
         ]
         return [(1, v1), (2, v2), (3, v3), (4, v4), (5, v5), (6, v6)]
     }

@@ -11,8 +11,9 @@ import Till
 ///   8601 dates on Linux (a test holds it to that): keys in UTF-8 byte order, `"`, `\` and control characters escaped
 ///   as Foundation escapes them, nothing else. It refuses what it does not write the same way (floating-point numbers,
 ///   `Data`, `URL`, `Decimal`) with ``Unsupported``; its callers then use Foundation's encoder.
-/// - ``decode(_:from:)`` reads any JSON document into a `Decodable`, dates as `JSONDecoder`'s default (seconds since
-///   2001 as a number). A document it cannot read throws; its callers then use Foundation's decoder.
+/// - ``decode(_:from:)`` reads what Foundation's encoder wrote (the stored intents) into a `Decodable`. It is not a
+///   validator: it reads some numbers strict JSON refuses (`+1`, `01`). It leaves dates, `Data`, `URL` and `Decimal` to
+///   Foundation; anything it cannot read throws, and its callers then use Foundation's decoder.
 package enum CompactJSON {
     /// A value this encoder does not write byte for byte as Foundation does.
     package struct Unsupported: Error, CustomStringConvertible {
