@@ -1,5 +1,6 @@
 import Foundation
 import Till
+import TillGatewayKit
 
 /// A small, fast JSON coder for what the stores write and read on every change: event bodies and stored intents.
 ///
@@ -11,8 +12,8 @@ import Till
 ///   8601 dates on Linux (a test holds it to that): keys in UTF-8 byte order, `"`, `\` and control characters escaped
 ///   as Foundation escapes them, nothing else. It refuses what it does not write the same way (floating-point numbers,
 ///   `Data`, `URL`, `Decimal`) with ``Unsupported``; its callers then use Foundation's encoder.
-/// - ``decode(_:from:)`` reads what Foundation's encoder wrote (the stored intents) into a `Decodable`. It is not a
-///   validator: it reads some numbers strict JSON refuses (`+1`, `01`). It leaves dates, `Data`, `URL` and `Decimal` to
+/// - ``decode(_:from:)`` reads a document (the stored intents) into a `Decodable`: `OrderedJSON`'s strict RFC 8259
+///   parser reads the text, and this maps its tree onto the type. It leaves dates, `Data`, `URL` and `Decimal` to
 ///   Foundation; anything it cannot read throws, and its callers then use Foundation's decoder.
 package enum CompactJSON {
     /// A value this encoder does not write byte for byte as Foundation does.
@@ -44,8 +45,8 @@ package enum CompactJSON {
     }
 
     package static func decode<T: Decodable>(_ type: T.Type, from bytes: some Collection<UInt8>) throws -> T {
-        var parser = Parser(bytes: Array(bytes))
-        let value = try parser.document()
+        // The project's strict RFC 8259 parser reads the text; this decoder only maps its tree onto the types.
+        let value = try OrderedJSON.parse(Data(bytes), field: "$", maxDepth: 256)
         return try ValueDecoder(value: value, codingPath: []).decode(T.self)
     }
 }
@@ -298,175 +299,8 @@ extension CompactJSON {
 // MARK: Decoding
 
 extension CompactJSON {
-    /// A parsed JSON value.
-    indirect enum Value {
-        case object([String: Value])
-        case array([Value])
-        case string(String)
-        case number(String)
-        case bool(Bool)
-        case null
-    }
-
-    struct Parser {
-        let bytes: [UInt8]
-        var at = 0
-
-        init(bytes: [UInt8]) { self.bytes = bytes }
-
-        mutating func document() throws -> Value {
-            let value = try self.value(depth: 0)
-            skipSpace()
-            guard at == bytes.count else { throw corrupt("text after the document") }
-            return value
-        }
-
-        func corrupt(_ message: String) -> DecodingError {
-            .dataCorrupted(.init(codingPath: [], debugDescription: "\(message) at byte \(at)"))
-        }
-
-        mutating func skipSpace() {
-            while at < bytes.count, bytes[at] == 0x20 || bytes[at] == 0x0A || bytes[at] == 0x0D || bytes[at] == 0x09 { at += 1 }
-        }
-
-        mutating func value(depth: Int) throws -> Value {
-            guard depth < 256 else { throw corrupt("nesting too deep") }
-            skipSpace()
-            guard at < bytes.count else { throw corrupt("unexpected end") }
-            switch bytes[at] {
-            case UInt8(ascii: "{"):
-                at += 1
-                var object: [String: Value] = [:]
-                skipSpace()
-                if at < bytes.count, bytes[at] == UInt8(ascii: "}") { at += 1; return .object(object) }
-                while true {
-                    skipSpace()
-                    guard at < bytes.count, bytes[at] == UInt8(ascii: "\"") else { throw corrupt("expected a key") }
-                    let key = try string()
-                    skipSpace()
-                    guard at < bytes.count, bytes[at] == UInt8(ascii: ":") else { throw corrupt("expected :") }
-                    at += 1
-                    object[key] = try value(depth: depth + 1)
-                    skipSpace()
-                    guard at < bytes.count else { throw corrupt("unexpected end") }
-                    if bytes[at] == UInt8(ascii: ",") { at += 1; continue }
-                    if bytes[at] == UInt8(ascii: "}") { at += 1; return .object(object) }
-                    throw corrupt("expected , or }")
-                }
-            case UInt8(ascii: "["):
-                at += 1
-                var array: [Value] = []
-                skipSpace()
-                if at < bytes.count, bytes[at] == UInt8(ascii: "]") { at += 1; return .array(array) }
-                while true {
-                    array.append(try value(depth: depth + 1))
-                    skipSpace()
-                    guard at < bytes.count else { throw corrupt("unexpected end") }
-                    if bytes[at] == UInt8(ascii: ",") { at += 1; continue }
-                    if bytes[at] == UInt8(ascii: "]") { at += 1; return .array(array) }
-                    throw corrupt("expected , or ]")
-                }
-            case UInt8(ascii: "\""):
-                return .string(try string())
-            case UInt8(ascii: "t"): try word("true"); return .bool(true)
-            case UInt8(ascii: "f"): try word("false"); return .bool(false)
-            case UInt8(ascii: "n"): try word("null"); return .null
-            default:
-                let start = at
-                while at < bytes.count, bytes[at] == UInt8(ascii: "-") || bytes[at] == UInt8(ascii: "+") || bytes[at] == UInt8(ascii: ".")
-                        || bytes[at] == UInt8(ascii: "e") || bytes[at] == UInt8(ascii: "E") || (0x30...0x39).contains(bytes[at]) {
-                    at += 1
-                }
-                guard at > start else { throw corrupt("unexpected character") }
-                return .number(String(decoding: bytes[start..<at], as: UTF8.self))
-            }
-        }
-
-        mutating func word(_ text: StaticString) throws {
-            let count = text.utf8CodeUnitCount
-            guard at + count <= bytes.count,
-                  text.withUTF8Buffer({ $0.elementsEqual(bytes[at..<(at + count)]) }) else { throw corrupt("unexpected word") }
-            at += count
-        }
-
-        /// A string from its opening quote; escapes resolved (a surrogate pair makes one scalar; a lone one is refused).
-        mutating func string() throws -> String {
-            at += 1
-            let start = at
-            // The common case: no escape, one slice.
-            while at < bytes.count, bytes[at] != UInt8(ascii: "\""), bytes[at] != UInt8(ascii: "\\") {
-                guard bytes[at] >= 0x20 else { throw corrupt("a control character in a string") }
-                at += 1
-            }
-            guard at < bytes.count else { throw corrupt("unterminated string") }
-            if bytes[at] == UInt8(ascii: "\"") {
-                defer { at += 1 }
-                return try Self.text(bytes[start..<at])
-            }
-            var out = Array(bytes[start..<at])
-            while at < bytes.count {
-                let byte = bytes[at]
-                if byte == UInt8(ascii: "\"") {
-                    at += 1
-                    return try Self.text(out[...])
-                }
-                guard byte >= 0x20 else { throw corrupt("a control character in a string") }
-                if byte != UInt8(ascii: "\\") { out.append(byte); at += 1; continue }
-                at += 1
-                guard at < bytes.count else { break }
-                let escape = bytes[at]
-                at += 1
-                switch escape {
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): out.append(escape)
-                case UInt8(ascii: "b"): out.append(0x08)
-                case UInt8(ascii: "f"): out.append(0x0C)
-                case UInt8(ascii: "n"): out.append(0x0A)
-                case UInt8(ascii: "r"): out.append(0x0D)
-                case UInt8(ascii: "t"): out.append(0x09)
-                case UInt8(ascii: "u"):
-                    var scalar = try hex4()
-                    if (0xD800..<0xDC00).contains(scalar) {
-                        guard at + 1 < bytes.count, bytes[at] == UInt8(ascii: "\\"), bytes[at + 1] == UInt8(ascii: "u") else { throw corrupt("a lone surrogate") }
-                        at += 2
-                        let low = try hex4()
-                        guard (0xDC00..<0xE000).contains(low) else { throw corrupt("a lone surrogate") }
-                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
-                    }
-                    guard let unicode = Unicode.Scalar(scalar) else { throw corrupt("a lone surrogate") }
-                    out.append(contentsOf: String(Character(unicode)).utf8)
-                default: throw corrupt("an unknown escape")
-                }
-            }
-            throw corrupt("unterminated string")
-        }
-
-        mutating func hex4() throws -> UInt32 {
-            guard at + 4 <= bytes.count else { throw corrupt("a short \\u escape") }
-            var value: UInt32 = 0
-            for byte in bytes[at..<(at + 4)] {
-                let digit: UInt8
-                switch byte {
-                case 0x30...0x39: digit = byte - 0x30
-                case 0x41...0x46: digit = byte - 0x37
-                case 0x61...0x66: digit = byte - 0x57
-                default: throw corrupt("a bad \\u escape")
-                }
-                value = value << 4 | UInt32(digit)
-            }
-            at += 4
-            return value
-        }
-
-        static func text(_ bytes: ArraySlice<UInt8>) throws -> String {
-            guard let text = String(validating: bytes, as: UTF8.self) else {
-                throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "a string that is not UTF-8"))
-            }
-            return text
-        }
-    }
-
     struct ValueDecoder: Decoder {
-        let value: Value
+        let value: OrderedJSON
         let codingPath: [any CodingKey]
         var userInfo: [CodingUserInfoKey: Any] { [:] }
 
@@ -483,7 +317,8 @@ extension CompactJSON {
         }
 
         func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-            guard case .object(let object) = value else { throw mismatch([String: Any].self) }
+            guard case .object(let members) = value else { throw mismatch([String: Any].self) }
+            let object = Dictionary(members.map { ($0.key, $0.value) }, uniquingKeysWith: { _, last in last })
             return KeyedDecodingContainer(KeyedValueContainer<Key>(object: object, codingPath: codingPath))
         }
 
@@ -516,7 +351,7 @@ extension CompactJSON {
     }
 
     struct KeyedValueContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
-        let object: [String: Value]
+        let object: [String: OrderedJSON]
         let codingPath: [any CodingKey]
 
         var allKeys: [Key] { object.keys.compactMap { Key(stringValue: $0) } }
@@ -554,13 +389,13 @@ extension CompactJSON {
     }
 
     struct UnkeyedValueContainer: UnkeyedDecodingContainer {
-        let array: [Value]
+        let array: [OrderedJSON]
         let codingPath: [any CodingKey]
         var currentIndex = 0
         var count: Int? { array.count }
         var isAtEnd: Bool { currentIndex >= array.count }
 
-        init(array: [Value], codingPath: [any CodingKey]) {
+        init(array: [OrderedJSON], codingPath: [any CodingKey]) {
             self.array = array
             self.codingPath = codingPath
         }
