@@ -25,7 +25,7 @@ public struct ServiceError: Error, Sendable, Hashable {
     public var category: CheckoutError.Category?
 
     package static let unauthorized = ServiceError(status: .unauthorized, code: "unauthorized", message: "missing or invalid API key or client secret")
-    static func notFound(_ what: String) -> ServiceError { ServiceError(status: .notFound, code: "not_found", message: "no such \(what)") }
+    package static func notFound(_ what: String) -> ServiceError { ServiceError(status: .notFound, code: "not_found", message: "no such \(what)") }
 
     public init(status: HTTPResponse.Status, code: String, message: String, field: String? = nil, category: CheckoutError.Category? = nil) {
         self.status = status
@@ -545,7 +545,10 @@ public struct PaymentService: Sendable {
     /// - Parameter fromApp: the caller holds a client secret (the customer's app): then the gateway is
     ///   asked at most once per attempt every few seconds (``appInquiries``), and a request over that
     ///   budget answers the stored view, so an app cannot turn the server into a source of gateway traffic.
-    public func inquire(attempt reference: AttemptReference, merchant: MerchantRuntime, fromApp: Bool = false) async throws -> PaymentView {
+    ///   - requestedBy: who asked, for the reconciliation log (each inquiry made is logged there, so a payment's history
+    ///     shows it): by default the app or the merchant's API key.
+    public func inquire(attempt reference: AttemptReference, merchant: MerchantRuntime, fromApp: Bool = false,
+                        requestedBy: String? = nil) async throws -> PaymentView {
         guard let payment = try await store.payment(attempt: reference), payment.merchantID == merchant.configuration.id,
               let attempt = payment.attempts.first(where: { $0.reference == reference }),
               let gateway = merchant.gateways[attempt.gateway] else {
@@ -559,7 +562,8 @@ public struct PaymentService: Sendable {
         }
         if allowed, !attempt.status.isFinal || attempt.status.isNegative {
             do {
-                _ = try await inquireAndApply(attempt, of: payment, on: gateway)
+                _ = try await inquireAndApply(attempt, of: payment, on: gateway,
+                                              why: "on demand, asked by \(requestedBy ?? (fromApp ? "the app" : "the merchant's API key"))")
             } catch let error as CheckoutError {
                 throw ServiceError(status: .badGateway, code: error.code.rawValue, message: error.message, category: error.category)
             }
@@ -567,10 +571,24 @@ public struct PaymentService: Sendable {
         return PaymentView(try await store.payment(attempt: reference) ?? payment)
     }
 
-    /// One inquiry of `attempt` and the answer applied (source `inquiry`): the store's one settle.
-    func inquireAndApply(_ attempt: StoredAttempt, of payment: StoredPayment, on gateway: any GatewayServerHalf) async throws -> ApplyOutcome {
-        try await store.settle(attempt.reference, on: attempt.gateway, gatewayReference: attempt.gatewayReference,
-                               amount: payment.intent.amount, gateway: gateway).outcome
+    /// One inquiry of `attempt` and the answer applied (source `inquiry`): the store's one settle. Logged in the
+    /// reconciliation log beside the reconciler's own (`why`: who asked, and why), so a payment's history shows every
+    /// inquiry; a failure to log does not fail the inquiry.
+    func inquireAndApply(_ attempt: StoredAttempt, of payment: StoredPayment, on gateway: any GatewayServerHalf, why: String) async throws -> ApplyOutcome {
+        func log(_ action: ReconciliationAction, _ reason: String, after: PaymentStatus) async {
+            try? await store.logReconciliation(ReconciliationEntry(merchantID: payment.merchantID, attempt: attempt.reference, gateway: attempt.gateway,
+                                                                   action: action.rawValue, reason: reason, statusBefore: attempt.status,
+                                                                   statusAfter: after))
+        }
+        do {
+            let outcome = try await store.settle(attempt.reference, on: attempt.gateway, gatewayReference: attempt.gatewayReference,
+                                                 amount: payment.intent.amount, gateway: gateway).outcome
+            if case .applied(let after, _) = outcome { await log(.settled, why, after: after) } else { await log(.unchanged, why, after: attempt.status) }
+            return outcome
+        } catch let error as CheckoutError {
+            await log(.inquiryFailed, "\(why): \(error.code.rawValue)", after: attempt.status)
+            throw error
+        }
     }
 
     /// Records what the app saw (informational; a reported hand-off is kept for the attempt policy).
@@ -722,7 +740,7 @@ public struct PaymentService: Sendable {
                       attempt.status != .refunded,
                       let gateway = state.merchant(id: payment.merchantID)?.gateways[gatewayID],
                       gateway.capabilities.supportsInquiry else { return }
-                let outcome = try await service.inquireAndApply(attempt, of: payment, on: gateway)
+                let outcome = try await service.inquireAndApply(attempt, of: payment, on: gateway, why: "started by the server: \(why)")
                 logger.info("inquiry the server started", metadata: ["attempt": .string(claimed.rawValue), "why": .string(why),
                                                                      "outcome": .string(outcome.storedName)])
             } catch {

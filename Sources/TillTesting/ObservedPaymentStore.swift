@@ -117,6 +117,13 @@ public final class ObservedPaymentStore: PaymentStore {
     }
     public func logReconciliation(_ entry: ReconciliationEntry) async throws { try await inner.logReconciliation(entry) }
     public func reconciliationLog(limit: Int) async throws -> [ReconciliationEntry] { try await inner.reconciliationLog(limit: limit) }
+    public func reconciliationLog(payment id: String) async throws -> [ReconciliationEntry] { try await inner.reconciliationLog(payment: id) }
+    public func notifications(payment id: String) async throws -> [StoredNotification] { try await inner.notifications(payment: id) }
+    public func logAudit(_ entry: AuditEntry) async throws { try await inner.logAudit(entry) }
+    public func auditLog(payment id: String?, limit: Int) async throws -> [AuditEntry] { try await inner.auditLog(payment: id, limit: limit) }
+    public func attemptCounts(merchant: String, since: Date) async throws -> [AttemptCount] {
+        try await inner.attemptCounts(merchant: merchant, since: since)
+    }
     public func close() async throws { try await inner.close() }
     public func events(merchant: String, query: EventQuery) async throws -> [StoredEvent] { try await inner.events(merchant: merchant, query: query) }
     public func event(id: String, merchant: String) async throws -> StoredEvent? { try await inner.event(id: id, merchant: merchant) }

@@ -388,6 +388,80 @@ public final class PostgresPaymentStore: PaymentStore {
         }
     }
 
+    public func reconciliationLog(payment id: String) async throws -> [ReconciliationEntry] {
+        try await client.withConnection { connection in
+            let rows = try await connection.query("""
+                SELECT r.merchant_id, r.attempt_reference, r.gateway, r.action, r.reason, r.status_before, r.status_after, r.at
+                FROM till_attempts a JOIN till_reconciliation_log r ON r.attempt_reference = a.reference
+                WHERE a.payment_id = \(id) ORDER BY r.id LIMIT 1000
+                """, logger: self.logger)
+            var out: [ReconciliationEntry] = []
+            for try await (merchant, attempt, gateway, action, reason, before, after, at)
+                in rows.decode((String, String, String, String, String, String, String, Int64).self) {
+                out.append(ReconciliationEntry(merchantID: merchant, attempt: AttemptReference(rawValue: attempt), gateway: GatewayID(rawValue: gateway),
+                                               action: action, reason: reason, statusBefore: PaymentStatus(rawValue: before),
+                                               statusAfter: PaymentStatus(rawValue: after), at: Date(storedMillis: at)))
+            }
+            return out
+        }
+    }
+
+    public func notifications(payment id: String) async throws -> [StoredNotification] {
+        try await client.withConnection { connection in
+            let rows = try await connection.query("""
+                SELECT n.gateway, n.attempt_reference, n.event_id, n.reported_status, n.outcome, n.received_at
+                FROM till_attempts a JOIN till_notifications n ON n.attempt_reference = a.reference
+                WHERE a.payment_id = \(id) ORDER BY n.id LIMIT 1000
+                """, logger: self.logger)
+            var out: [StoredNotification] = []
+            for try await (gateway, attempt, event, reported, verdict, at) in rows.decode((String, String, String, String, String, Int64).self) {
+                out.append(StoredNotification(gateway: GatewayID(rawValue: gateway), attempt: AttemptReference(rawValue: attempt), eventID: event,
+                                              reportedStatus: PaymentStatus(rawValue: reported), verdict: verdict, receivedAt: Date(storedMillis: at)))
+            }
+            return out
+        }
+    }
+
+    public func logAudit(_ entry: AuditEntry) async throws {
+        _ = try await client.withConnection { connection in
+            try await connection.query("""
+                INSERT INTO till_audit (operator_name, merchant_id, payment_id, action, target, outcome, detail, at)
+                VALUES (\(entry.operatorName), \(entry.merchantID), \(entry.paymentID), \(entry.action), \(entry.target), \(entry.outcome),
+                        \(entry.detail), \(entry.at.storedMillis))
+                """, logger: self.logger)
+        }
+    }
+
+    public func auditLog(payment id: String?, limit: Int) async throws -> [AuditEntry] {
+        try await client.withConnection { connection in
+            let rows = try await connection.query("""
+                SELECT operator_name, merchant_id, payment_id, action, target, outcome, detail, at FROM till_audit
+                WHERE \(id)::text IS NULL OR payment_id = \(id) ORDER BY id DESC LIMIT \(limit)
+                """, logger: self.logger)
+            var out: [AuditEntry] = []
+            for try await (name, merchant, payment, action, target, outcome, detail, at)
+                in rows.decode((String, String, String?, String, String, String, String, Int64).self) {
+                out.append(AuditEntry(operatorName: name, merchantID: merchant, paymentID: payment, action: action, target: target, outcome: outcome,
+                                      detail: detail, at: Date(storedMillis: at)))
+            }
+            return out
+        }
+    }
+
+    public func attemptCounts(merchant: String, since: Date) async throws -> [AttemptCount] {
+        try await client.withConnection { connection in
+            let rows = try await connection.query("""
+                SELECT a.gateway, a.status, a.gateway_code, COUNT(*) FROM till_attempts a JOIN till_payments p ON p.id = a.payment_id
+                WHERE a.created_at >= \(since.storedMillis) AND p.merchant_id = \(merchant) GROUP BY a.gateway, a.status, a.gateway_code
+                """, logger: self.logger)
+            var out: [AttemptCount] = []
+            for try await (gateway, status, code, count) in rows.decode((String, String, String?, Int64).self) {
+                out.append(AttemptCount(gateway: GatewayID(rawValue: gateway), status: PaymentStatus(rawValue: status), gatewayCode: code, count: Int(count)))
+            }
+            return out
+        }
+    }
+
     public func ingest(_ notification: RawNotification, report: StatusReport, operation: OperationReport?, merchant: String,
                        source: AttemptPolicy.ReportSource) async throws -> ApplyOutcome {
         let headers = try SQLitePaymentStore.encode(notification.headers)

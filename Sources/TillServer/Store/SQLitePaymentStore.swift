@@ -270,6 +270,68 @@ public final class SQLitePaymentStore: PaymentStore {
         }
     }
 
+    public func reconciliationLog(payment id: String) async throws -> [ReconciliationEntry] {
+        try await pool.read { db in
+            try Row.fetchAll(db.cachedStatement(sql: """
+                SELECT r.merchant_id, r.attempt_reference, r.gateway, r.action, r.reason, r.status_before, r.status_after, r.at
+                FROM till_attempts a JOIN till_reconciliation_log r ON r.attempt_reference = a.reference
+                WHERE a.payment_id = ? ORDER BY r.id LIMIT 1000
+                """), arguments: [id]).map { row in
+                ReconciliationEntry(merchantID: row[0], attempt: AttemptReference(rawValue: row[1]), gateway: GatewayID(rawValue: row[2]),
+                                    action: row[3], reason: row[4], statusBefore: PaymentStatus(rawValue: row[5]),
+                                    statusAfter: PaymentStatus(rawValue: row[6]), at: Date(storedMillis: row[7]))
+            }
+        }
+    }
+
+    public func notifications(payment id: String) async throws -> [StoredNotification] {
+        try await pool.read { db in
+            try Row.fetchAll(db.cachedStatement(sql: """
+                SELECT n.gateway, n.attempt_reference, n.event_id, n.reported_status, n.outcome, n.received_at
+                FROM till_attempts a JOIN till_notifications n ON n.attempt_reference = a.reference
+                WHERE a.payment_id = ? ORDER BY n.id LIMIT 1000
+                """), arguments: [id]).map { row in
+                StoredNotification(gateway: GatewayID(rawValue: row[0]), attempt: AttemptReference(rawValue: row[1]), eventID: row[2],
+                                   reportedStatus: PaymentStatus(rawValue: row[3]), verdict: row[4], receivedAt: Date(storedMillis: row[5]))
+            }
+        }
+    }
+
+    public func logAudit(_ entry: AuditEntry) async throws {
+        try await writer.write { db in
+            try db.cachedStatement(sql: """
+                INSERT INTO till_audit (operator_name, merchant_id, payment_id, action, target, outcome, detail, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """).execute(arguments: [entry.operatorName, entry.merchantID, entry.paymentID, entry.action, entry.target, entry.outcome,
+                                         entry.detail, entry.at.storedMillis])
+        }
+    }
+
+    public func auditLog(payment id: String?, limit: Int) async throws -> [AuditEntry] {
+        try await pool.read { db in
+            let columns = "SELECT operator_name, merchant_id, payment_id, action, target, outcome, detail, at FROM till_audit"
+            let rows = if let id {
+                try Row.fetchAll(db.cachedStatement(sql: "\(columns) WHERE payment_id = ? ORDER BY id DESC LIMIT ?"), arguments: [id, limit])
+            } else {
+                try Row.fetchAll(db.cachedStatement(sql: "\(columns) ORDER BY id DESC LIMIT ?"), arguments: [limit])
+            }
+            return rows.map { row in
+                AuditEntry(operatorName: row[0], merchantID: row[1], paymentID: row[2], action: row[3], target: row[4], outcome: row[5],
+                           detail: row[6], at: Date(storedMillis: row[7]))
+            }
+        }
+    }
+
+    public func attemptCounts(merchant: String, since: Date) async throws -> [AttemptCount] {
+        try await pool.read { db in
+            try Row.fetchAll(db.cachedStatement(sql: """
+                SELECT a.gateway, a.status, a.gateway_code, COUNT(*) FROM till_attempts a JOIN till_payments p ON p.id = a.payment_id
+                WHERE a.created_at >= ? AND p.merchant_id = ? GROUP BY a.gateway, a.status, a.gateway_code
+                """), arguments: [since.storedMillis, merchant]).map { row in
+                AttemptCount(gateway: GatewayID(rawValue: row[0]), status: PaymentStatus(rawValue: row[1]), gatewayCode: row[2], count: row[3])
+            }
+        }
+    }
+
     public func ingest(_ notification: RawNotification, report: StatusReport, operation: OperationReport?, merchant: String,
                        source: AttemptPolicy.ReportSource) async throws -> ApplyOutcome {
         let headers = try Self.encode(notification.headers)

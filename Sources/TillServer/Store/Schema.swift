@@ -219,7 +219,27 @@ enum Schema {
             "CREATE INDEX IF NOT EXISTS till_events_due_order ON till_events (next_attempt_at, position) WHERE state = 'pending'",
             "DROP INDEX IF EXISTS till_events_due",
         ]
-        return [(1, v1), (2, v2), (3, v3), (4, v4), (5, v5), (6, v6)]
+        // v8: what the operator console reads: a payment's inquiries (the reconciliation log by attempt), recent attempts
+        // by gateway (the gateways page's windows), and the audit log of operators' actions.
+        let v8 = [
+            "CREATE INDEX till_reconciliation_log_attempt ON till_reconciliation_log (attempt_reference)",
+            "CREATE INDEX till_attempts_created ON till_attempts (created_at)",
+            """
+            CREATE TABLE till_audit (
+                id \(serial),
+                operator_name TEXT NOT NULL,
+                merchant_id TEXT NOT NULL,
+                payment_id TEXT,
+                action TEXT NOT NULL,
+                target TEXT NOT NULL,
+                outcome TEXT NOT NULL,
+                detail TEXT NOT NULL,
+                at BIGINT NOT NULL
+            )
+            """,
+            "CREATE INDEX till_audit_payment ON till_audit (payment_id)",
+        ]
+        return [(1, v1), (2, v2), (3, v3), (4, v4), (5, v5), (6, v6), (8, v8)]
     }
 
     static let createMigrationsTable = """

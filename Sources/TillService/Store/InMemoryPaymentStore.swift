@@ -11,6 +11,7 @@ public actor InMemoryPaymentStore: PaymentStore {
         var gateway: GatewayID
         var eventID: String
         var attempt: AttemptReference
+        var reported: PaymentStatus
         var outcome: String
         var raw: RawNotification
     }
@@ -24,6 +25,7 @@ public actor InMemoryPaymentStore: PaymentStore {
     private var seenEvents: Set<[String]> = []
     private var quarantine: [(merchant: String, notification: QuarantinedNotification)] = []
     private var log: [ReconciliationEntry] = []
+    private var audit: [AuditEntry] = []
     private var operationOfKey: [[String]: OperationReference] = [:]
     /// The outbox: every event in the order it was written (its position is its index plus one).
     private var outbox: [StoredEvent] = []
@@ -159,7 +161,7 @@ public actor InMemoryPaymentStore: PaymentStore {
         var raw = notification
         raw.receivedAt = Self.millis(notification.receivedAt)
         notifications.append(Notification(gateway: notification.gateway, eventID: report.eventID, attempt: report.attempt,
-                                          outcome: outcome.storedName, raw: raw))
+                                          reported: report.status, outcome: outcome.storedName, raw: raw))
         return outcome
     }
 
@@ -268,6 +270,37 @@ public actor InMemoryPaymentStore: PaymentStore {
     }
 
     public func reconciliationLog(limit: Int) async throws -> [ReconciliationEntry] { Array(log.reversed().prefix(limit)) }
+
+    public func reconciliationLog(payment id: String) async throws -> [ReconciliationEntry] {
+        log.filter { paymentOfAttempt[$0.attempt] == id }
+    }
+
+    public func notifications(payment id: String) async throws -> [StoredNotification] {
+        notifications.filter { paymentOfAttempt[$0.attempt] == id }.map {
+            StoredNotification(gateway: $0.gateway, attempt: $0.attempt, eventID: $0.eventID, reportedStatus: $0.reported,
+                               verdict: $0.outcome, receivedAt: $0.raw.receivedAt)
+        }
+    }
+
+    public func logAudit(_ entry: AuditEntry) async throws {
+        var entry = entry
+        entry.at = Self.millis(entry.at)
+        audit.append(entry)
+    }
+
+    public func auditLog(payment id: String?, limit: Int) async throws -> [AuditEntry] {
+        Array(audit.reversed().filter { id == nil || $0.paymentID == id }.prefix(limit))
+    }
+
+    public func attemptCounts(merchant: String, since: Date) async throws -> [AttemptCount] {
+        var counts: [AttemptCount: Int] = [:]
+        for payment in payments.values where payment.merchantID == merchant {
+            for attempt in payment.attempts where attempt.createdAt >= since {
+                counts[AttemptCount(gateway: attempt.gateway, status: attempt.status, gatewayCode: attempt.gatewayCode, count: 0), default: 0] += 1
+            }
+        }
+        return counts.map { key, count in var key = key; key.count = count; return key }
+    }
 
     // MARK: Rows
 

@@ -282,6 +282,21 @@ public protocol PaymentStore: Sendable {
     /// The reconciliation log, newest first.
     func reconciliationLog(limit: Int) async throws -> [ReconciliationEntry]
 
+    /// The reconciliation entries (the reconciler's and on-demand inquiries) of a payment's attempts, oldest first.
+    func reconciliationLog(payment id: String) async throws -> [ReconciliationEntry]
+
+    /// The notifications stored for a payment's attempts, oldest first, with each one's verdict.
+    func notifications(payment id: String) async throws -> [StoredNotification]
+
+    /// Appends an operator's action to the audit log.
+    func logAudit(_ entry: AuditEntry) async throws
+
+    /// The audit log, newest first: every entry, or those about one payment.
+    func auditLog(payment id: String?, limit: Int) async throws -> [AuditEntry]
+
+    /// The merchant's attempts created at or after `since`, counted by gateway, status and gateway code.
+    func attemptCounts(merchant: String, since: Date) async throws -> [AttemptCount]
+
     /// Releases connections.
     func close() async throws
 
