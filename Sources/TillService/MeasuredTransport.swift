@@ -5,16 +5,18 @@ import Till
 /// A gateway's transport that times every request it sends: `till_gateway_request_duration{gateway, outcome}`, the
 /// outcome being the answer's status class (`2xx`, `4xx`, `5xx`…) or, when no answer came, the transport failure
 /// (`not_sent`, `timed_out`, `connection_lost`, `cancelled`, `other`). What `till server` wraps each gateway's transport
-/// in when metrics are on.
+/// in when metrics or the console are on; the console's percentiles come from `latencies`.
 public struct MeasuredTransport: HTTPTransport {
     let inner: any HTTPTransport
     let gateway: GatewayID
     let metrics: any MetricsFactory
+    let latencies: GatewayLatencies?
 
-    public init(_ inner: any HTTPTransport, gateway: GatewayID, metrics: any MetricsFactory) {
+    public init(_ inner: any HTTPTransport, gateway: GatewayID, metrics: any MetricsFactory, latencies: GatewayLatencies? = nil) {
         self.inner = inner
         self.gateway = gateway
         self.metrics = metrics
+        self.latencies = latencies
     }
 
     public func send(_ request: TransportRequest) async throws(TransportError) -> TransportResponse {
@@ -30,7 +32,9 @@ public struct MeasuredTransport: HTTPTransport {
     }
 
     private func record(since started: ContinuousClock.Instant, outcome: String) {
+        let nanoseconds = (ContinuousClock.now - started).nanosecondsCount
         Timer(label: "till_gateway_request_duration", dimensions: [("gateway", gateway.rawValue), ("outcome", outcome)], factory: metrics)
-            .recordNanoseconds((ContinuousClock.now - started).nanosecondsCount)
+            .recordNanoseconds(nanoseconds)
+        latencies?.record(gateway, milliseconds: Double(nanoseconds) / 1_000_000)
     }
 }

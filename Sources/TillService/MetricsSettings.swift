@@ -25,13 +25,11 @@ public struct MetricsSettings: Sendable, Hashable, Codable {
     /// Problems with the block; `apiListen` is `server.listen`, which the metrics may not share: the same port on the
     /// same host, or on any host when either side listens on all of them.
     public func validate(path: String, apiListen: String) -> [ValidationIssue] {
-        guard listen != nil else { return [] }
-        guard let (host, port) = hostAndPort else {
+        guard let listen else { return [] }
+        guard hostAndPort != nil else {
             return [.init(field: "\(path).listen", code: .invalidField, message: "expected host:port, such as 127.0.0.1:9464")]
         }
-        let wildcards: Set = ["0.0.0.0", "::", "[::]", "*", ""]
-        if port != 0, let api = ServerSettings.hostAndPort(apiListen), api.port == port,
-           api.host == host || wildcards.contains(api.host) || wildcards.contains(host) {
+        if ServerSettings.samePort(listen, apiListen) {
             return [.init(field: "\(path).listen", code: .invalidField, message: "must differ from server.listen: metrics are never served on the public API")]
         }
         return []

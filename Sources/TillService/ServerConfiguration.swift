@@ -74,6 +74,8 @@ public struct ServerSettings: Sendable, Hashable, Codable {
     public var events: EventDeliverySettings
     /// `server.metrics`: the Prometheus endpoint's own listener (off by default).
     public var metrics: MetricsSettings
+    /// `server.console`: the operator console's own listener and operators (off by default).
+    public var console: ConsoleSettings
     /// A connection on which nothing arrives for this long is closed (between requests, or mid-request).
     public var idleTimeoutSeconds: Double
     /// A request's head and body must arrive within this long of its first byte, however slowly they
@@ -101,6 +103,7 @@ public struct ServerSettings: Sendable, Hashable, Codable {
         self.reconciliation = reconciliation
         self.events = EventDeliverySettings()
         self.metrics = MetricsSettings()
+        self.console = ConsoleSettings()
         self.idleTimeoutSeconds = idleTimeoutSeconds
         self.requestReadTimeoutSeconds = requestReadTimeoutSeconds
         self.maxConnections = maxConnections
@@ -108,7 +111,7 @@ public struct ServerSettings: Sendable, Hashable, Codable {
     }
 
     private enum CodingKeys: String, CodingKey, CaseIterable {
-        case listen, storage, publicURL, maxBodyBytes, reconciliation, events, metrics, idleTimeoutSeconds, requestReadTimeoutSeconds, maxConnections,
+        case listen, storage, publicURL, maxBodyBytes, reconciliation, events, metrics, console, idleTimeoutSeconds, requestReadTimeoutSeconds, maxConnections,
              postgresConnections
     }
 
@@ -123,6 +126,7 @@ public struct ServerSettings: Sendable, Hashable, Codable {
         reconciliation = try c.decodeIfPresent(ReconciliationSettings.self, forKey: .reconciliation) ?? d.reconciliation
         events = try c.decodeIfPresent(EventDeliverySettings.self, forKey: .events) ?? d.events
         metrics = try c.decodeIfPresent(MetricsSettings.self, forKey: .metrics) ?? d.metrics
+        console = try c.decodeIfPresent(ConsoleSettings.self, forKey: .console) ?? d.console
         idleTimeoutSeconds = try c.decodeIfPresent(Double.self, forKey: .idleTimeoutSeconds) ?? d.idleTimeoutSeconds
         requestReadTimeoutSeconds = try c.decodeIfPresent(Double.self, forKey: .requestReadTimeoutSeconds) ?? d.requestReadTimeoutSeconds
         maxConnections = try c.decodeIfPresent(Int.self, forKey: .maxConnections) ?? d.maxConnections
@@ -137,6 +141,14 @@ public struct ServerSettings: Sendable, Hashable, Codable {
         guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]),
               (0...65_535).contains(port), colon != address.startIndex else { return nil }
         return (String(address[..<colon]), port)
+    }
+
+    /// Whether two listen addresses would take the same port: the same port on the same host, or on any host when
+    /// either listens on all of them. Port 0 (pick a free one) never clashes.
+    public static func samePort(_ a: String, _ b: String) -> Bool {
+        guard let a = hostAndPort(a), let b = hostAndPort(b), a.port != 0, a.port == b.port else { return false }
+        let wildcards: Set = ["0.0.0.0", "::", "[::]", "*", ""]
+        return a.host == b.host || wildcards.contains(a.host) || wildcards.contains(b.host)
     }
 
     public func validate(path: String) -> [ValidationIssue] {
@@ -172,6 +184,7 @@ public struct ServerSettings: Sendable, Hashable, Codable {
         issues += reconciliation.validate(path: "\(path).reconciliation")
         issues += events.validate(path: "\(path).events")
         issues += metrics.validate(path: "\(path).metrics", apiListen: listen)
+        issues += console.validate(path: "\(path).console", apiListen: listen, metricsListen: metrics.listen)
         return issues
     }
 }

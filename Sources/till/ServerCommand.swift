@@ -56,12 +56,17 @@ struct ServerCommand: AsyncParsableCommand {
         // Metrics are kept only when something serves them (server.metrics.listen), in a registry of the server's own.
         let serverMetrics = settings.metrics.listen != nil ? ServerMetrics() : nil
         let metrics: any MetricsFactory = serverMetrics?.factory ?? NOOPMetricsHandler.instance
+        // The console's gateways page shows recent latencies, timed by the same wrapper as the metrics.
+        let latencies = settings.console.listen != nil ? GatewayLatencies() : nil
         let state: ServerState
+        let operators: [ResolvedOperator]
         do {
             state = try ServerState(configuration: configuration, plugins: Gateways.plugins, transport: { id in
                 let transport = ServerState.defaultTransport(id)
-                return serverMetrics.map { MeasuredTransport(transport, gateway: id, metrics: $0.factory) } ?? transport
+                guard serverMetrics != nil || latencies != nil else { return transport }
+                return MeasuredTransport(transport, gateway: id, metrics: metrics, latencies: latencies)
             })
+            operators = settings.console.listen != nil ? try settings.console.resolveOperators() : []
         } catch let error as StartupError {
             printError(error.description)
             throw ExitCode.failure
@@ -113,6 +118,13 @@ struct ServerCommand: AsyncParsableCommand {
             let logger = Logger(label: "till.metrics")
             others.append(buildMetricsApplication(serverMetrics, state: state, host: metricsHost, port: metricsPort, logger: logger) { port in
                 logger.notice("metrics on http://\(metricsHost):\(port)/metrics")
+            })
+        }
+        if let (consoleHost, consolePort) = settings.console.hostAndPort {
+            let logger = Logger(label: "till.console")
+            let dependencies = ConsoleDependencies(state: state, store: store, operators: operators, latencies: latencies, logger: logger)
+            others.append(buildConsoleApplication(dependencies, host: consoleHost, port: consolePort) { port in
+                logger.notice("console on http://\(consoleHost):\(port)/")
             })
         }
         try await runServer(app, reconciler: reconciler, deliverer: deliverer, others: others)
