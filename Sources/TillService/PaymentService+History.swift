@@ -6,7 +6,7 @@ import TillOrchestration
 /// Plain text: whoever shows it escapes it.
 public struct TimelineEntry: Sendable, Hashable {
     public enum Kind: String, Sendable, Hashable, CaseIterable {
-        case payment, attempt, submit, notification, inquiry, operation, event, delivery, audit
+        case payment, attempt, exchange, submit, notification, inquiry, operation, event, delivery, audit
     }
 
     public var at: Date
@@ -15,13 +15,16 @@ public struct TimelineEntry: Sendable, Hashable {
     public var detail: String
     /// What Till made of it, when that is a word (a notification's verdict, an inquiry's action, a delivery's result).
     public var verdict: String?
+    /// Longer text shown on request (a gateway exchange's redacted bodies).
+    public var more: String?
 
-    public init(at: Date, kind: Kind, title: String, detail: String, verdict: String? = nil) {
+    public init(at: Date, kind: Kind, title: String, detail: String, verdict: String? = nil, more: String? = nil) {
         self.at = at
         self.kind = kind
         self.title = title
         self.detail = detail
         self.verdict = verdict
+        self.more = more
     }
 }
 
@@ -38,8 +41,9 @@ public struct PaymentHistory: Sendable {
 extension PaymentService {
     /// A payment's history: its attempts, the notifications about them with their verdicts, every inquiry (the
     /// reconciler's and those asked for), its operations, its events and each try at delivering them, and what
-    /// operators did to it; ordered by time (ties in the order of ``TimelineEntry/Kind``).
-    public func history(paymentID id: String, merchant: MerchantRuntime) async throws -> PaymentHistory {
+    /// operators did to it; ordered by time (ties in the order of ``TimelineEntry/Kind``). With `exchanges`, the requests
+    /// this instance sent the gateways about its attempts, redacted, while they are still kept.
+    public func history(paymentID id: String, merchant: MerchantRuntime, exchanges: GatewayExchanges? = nil) async throws -> PaymentHistory {
         guard let payment = try await store.payment(id: id, merchant: merchant.configuration.id) else { throw ServiceError.notFound("payment") }
         async let notifications = store.notifications(payment: id)
         async let inquiries = store.reconciliationLog(payment: id)
@@ -49,13 +53,14 @@ extension PaymentService {
         var deliveries: [StoredDeliveryAttempt] = []
         for event in stored where event.attemptCount > 0 { deliveries += try await store.deliveryAttempts(event: event.id) }
         let timeline = Self.timeline(payment, notifications: try await notifications, inquiries: try await inquiries, events: stored,
-                                     deliveries: deliveries, audit: try await audit)
+                                     deliveries: deliveries, audit: try await audit,
+                                     exchanges: exchanges?.exchanges(of: Set(payment.attempts.map(\.reference))) ?? [])
         return PaymentHistory(view: try await self.payment(id: id, merchant: merchant, forMerchant: true), payment: payment, events: stored,
                               timeline: timeline)
     }
 
     static func timeline(_ payment: StoredPayment, notifications: [StoredNotification], inquiries: [ReconciliationEntry], events: [StoredEvent],
-                         deliveries: [StoredDeliveryAttempt], audit: [AuditEntry]) -> [TimelineEntry] {
+                         deliveries: [StoredDeliveryAttempt], audit: [AuditEntry], exchanges: [GatewayExchanges.Exchange] = []) -> [TimelineEntry] {
         let amount = payment.intent.amount
         var entries = [TimelineEntry(at: payment.createdAt, kind: .payment, title: "Payment created",
                                      detail: "\(amount) for \(payment.intent.merchantReference), \(payment.intent.method.rawValue)")]
@@ -72,6 +77,14 @@ extension PaymentService {
             if let submitted = attempt.submittedAt {
                 entries.append(TimelineEntry(at: submitted, kind: .submit, title: "App submitted \(attemptName(attempt.reference))", detail: attempt.reference.rawValue))
             }
+        }
+        for exchange in exchanges {
+            let answer = exchange.statusCode.map { "HTTP \($0)" } ?? (exchange.failure ?? "no answer")
+            let ok = exchange.statusCode.map { (200..<400).contains($0) } ?? false
+            entries.append(TimelineEntry(at: exchange.at, kind: .exchange, title: "\(exchange.gateway.rawValue) request about \(attemptName(exchange.attempt))",
+                                         detail: "\(exchange.method) \(exchange.url): \(answer) in \(exchange.milliseconds) ms",
+                                         verdict: ok ? "answered" : "failed",
+                                         more: "request: \(exchange.request.isEmpty ? "(no body)" : exchange.request)\nanswer: \(exchange.response.isEmpty ? "(no body)" : exchange.response)"))
         }
         for notification in notifications {
             entries.append(TimelineEntry(at: notification.receivedAt, kind: .notification,

@@ -213,7 +213,7 @@ extension PaymentService {
     /// gateway module before sending (category `unsupported` or `invalidInput`) is returned beside the report.
     func send(_ request: OperationRequest, to gateway: any GatewayServerHalf) async -> (OperationReport, refusal: CheckoutError?) {
         do {
-            var report = try await gateway.perform(request)
+            var report = try await GatewayExchanges.$attempt.withValue(request.reference.attempt) { try await gateway.perform(request) }
             report.reference = request.reference
             return (report, nil)
         } catch let error as CheckoutError {

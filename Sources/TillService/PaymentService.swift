@@ -359,9 +359,9 @@ public struct PaymentService: Sendable {
         do {
             // The app offered every route it has; the chosen gateway takes the one that fits it.
             let returnURL = try gateway.returnURL(from: input.offeredReturnURLs, for: payment.intent)
-            var preparation = try await gateway.prepare(AttemptContext(intent: payment.intent, attempt: reference,
-                                                                       returnURL: returnURL, notificationURL: notificationURL(for: gatewayID),
-                                                                       appData: Self.appData(appData, for: gateway)))
+            let context = AttemptContext(intent: payment.intent, attempt: reference, returnURL: returnURL,
+                                         notificationURL: notificationURL(for: gatewayID), appData: Self.appData(appData, for: gateway))
+            var preparation = try await GatewayExchanges.$attempt.withValue(reference) { try await gateway.prepare(context) }
             preparation.returnURL = preparation.returnURL ?? returnURL
             recordPrepareDuration(gatewayID, since: start)
             merchant.health.record(gatewayID, success: true, releasingProbe: probe)
@@ -491,7 +491,7 @@ public struct PaymentService: Sendable {
                                     customerIP: customerIP)
         let result: SubmitResult
         do {
-            result = try await gateway.submit(submission, context: context)
+            result = try await GatewayExchanges.$attempt.withValue(reference) { try await gateway.submit(submission, context: context) }
             merchant.health.record(attempt.gateway, success: true)
         } catch {
             let failure = error as? CheckoutError

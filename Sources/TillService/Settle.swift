@@ -38,8 +38,8 @@ extension PaymentStore {
     package func settle(_ attempt: AttemptReference, on gatewayID: GatewayID, gatewayReference: String?, amount: Money?,
                         gateway: any GatewayServerHalf,
                         closing: (StatusReport) -> StatusReport? = { _ in nil }) async throws -> Settlement {
-        let answer = try await gateway.inquire(await inquiryQuery(for: attempt, gatewayReference: gatewayReference, amount: amount,
-                                                                  gatewayID: gatewayID, on: gateway))
+        let query = await inquiryQuery(for: attempt, gatewayReference: gatewayReference, amount: amount, gatewayID: gatewayID, on: gateway)
+        let answer = try await GatewayExchanges.$attempt.withValue(attempt) { try await gateway.inquire(query) }
         guard answer.attempt == attempt, answer.gateway == gatewayID else {
             throw CheckoutError(.unknownOutcome, message: "the gateway answered about another attempt", gateway: gatewayID)
         }
@@ -60,7 +60,8 @@ extension PaymentStore {
                         accepting: Set<OperationStatus> = Set(OperationStatus.allCases)) async throws -> OperationSettleOutcome {
         guard let payment = try await payment(attempt: operation.attempt),
               let attempt = payment.attempts.first(where: { $0.reference == operation.attempt }) else { return .unknownOperation }
-        var answer = try await gateway.inquireOperation(OperationRequest(operation, of: payment, attempt: attempt, on: gateway))
+        let request = OperationRequest(operation, of: payment, attempt: attempt, on: gateway)
+        var answer = try await GatewayExchanges.$attempt.withValue(operation.attempt) { try await gateway.inquireOperation(request) }
         guard answer.kind == operation.kind, answer.reference.map({ $0 == operation.reference }) ?? true else {
             throw CheckoutError(.unknownOutcome, message: "the gateway answered about another operation", gateway: operation.gateway)
         }

@@ -58,13 +58,14 @@ struct ServerCommand: AsyncParsableCommand {
         let metrics: any MetricsFactory = serverMetrics?.factory ?? NOOPMetricsHandler.instance
         // The console's gateways page shows recent latencies, timed by the same wrapper as the metrics.
         let latencies = settings.console.listen != nil ? GatewayLatencies() : nil
+        let exchanges = settings.console.listen != nil ? GatewayExchanges() : nil
         let state: ServerState
         let operators: [ResolvedOperator]
         do {
             state = try ServerState(configuration: configuration, plugins: Gateways.plugins, transport: { id in
                 let transport = ServerState.defaultTransport(id)
                 guard serverMetrics != nil || latencies != nil else { return transport }
-                return MeasuredTransport(transport, gateway: id, metrics: metrics, latencies: latencies)
+                return MeasuredTransport(transport, gateway: id, metrics: metrics, latencies: latencies, exchanges: exchanges)
             })
             operators = settings.console.listen != nil ? try settings.console.resolveOperators() : []
         } catch let error as StartupError {
@@ -122,7 +123,8 @@ struct ServerCommand: AsyncParsableCommand {
         }
         if let (consoleHost, consolePort) = settings.console.hostAndPort {
             let logger = Logger(label: "till.console")
-            let dependencies = ConsoleDependencies(state: state, store: store, operators: operators, latencies: latencies, logger: logger)
+            let dependencies = ConsoleDependencies(state: state, store: store, operators: operators, latencies: latencies, exchanges: exchanges,
+                                                  logger: logger)
             others.append(buildConsoleApplication(dependencies, host: consoleHost, port: consolePort) { port in
                 logger.notice("console on http://\(consoleHost):\(port)/")
             })

@@ -9,6 +9,7 @@ import TillOrchestration
 import TillService
 @testable import TillServer
 import TillTesting
+import Metrics
 
 /// A browser's part, by hand: no redirect followed, the console's cookie kept and sent only when asked.
 final class ConsoleClient: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
@@ -281,6 +282,27 @@ struct ConsoleTests {
         #expect(audit.count == 1 && audit.first?.operatorName == "alice" && audit.first?.action == "inquire" && audit.first?.outcome == "ok")
         #expect(try await h.store.reconciliationLog(payment: id).last?.reason == "on demand, asked by operator alice")
         #expect(try await client.get("/audit").text.contains("inquire"))
+    }
+
+    @Test("a gateway exchange is kept for its attempt's timeline, redacted as the log is, and only while the server is asking about an attempt")
+    func exchanges() async throws {
+        let kept = GatewayExchanges(capacity: 3)
+        let answer = #"{"card_number":"4557010000000008","status":"14","signature":"abc"}"#
+        let transport = MeasuredTransport(ScriptedTransport { _ in TransportResponse(statusCode: 200, headers: [:], body: Data(answer.utf8)) },
+                                          gateway: GatewayID(rawValue: "payfort"), metrics: NOOPMetricsHandler.instance, exchanges: kept)
+        let request = TransportRequest(method: .post, url: URL(string: "https://user:pw@gateway.example/pay?api_key=k-123&x=1")!, headers: [:],
+                                       body: Data(#"{"access_code":"s3cret","amount":"2500"}"#.utf8), timeout: .seconds(5))
+        _ = try await transport.send(request)   // about no attempt: not kept
+        func refs(_ names: String...) -> Set<AttemptReference> { Set(names.map { AttemptReference(rawValue: $0) }) }
+        #expect(kept.exchanges(of: refs("a-1")).isEmpty)
+        _ = try await GatewayExchanges.$attempt.withValue(AttemptReference(rawValue: "a-1")) { try await transport.send(request) }
+        let exchange = try #require(kept.exchanges(of: refs("a-1")).first)
+        #expect(exchange.gateway.rawValue == "payfort" && exchange.statusCode == 200 && exchange.method == "POST")
+        #expect(!exchange.url.contains("pw") && !exchange.url.contains("k-123"), "\(exchange.url)")
+        #expect(!exchange.request.contains("s3cret") && exchange.request.contains("2500"), "\(exchange.request)")
+        #expect(!exchange.response.contains("4557010000000008") && exchange.response.contains("14"), "\(exchange.response)")
+        for index in 2...5 { _ = try await GatewayExchanges.$attempt.withValue(AttemptReference(rawValue: "a-\(index)")) { try await transport.send(request) } }
+        #expect(kept.exchanges(of: refs("a-1", "a-2", "a-3", "a-4", "a-5")).map(\.attempt.rawValue) == ["a-3", "a-4", "a-5"], "bounded: the oldest go")
     }
 
     @Test("a refund confirmed twice with the same form refunds once; a bad amount is refused by name and audited",

@@ -43,7 +43,7 @@ public struct LoggingTransport<Base: HTTPTransport>: HTTPTransport {
         }
     }
 
-    static func loggableURL(_ url: URL, redactor: Redactor) -> String {
+    package static func loggableURL(_ url: URL, redactor: Redactor) -> String {
         guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return "<unparsable url>" }
         components.user = nil
         components.password = nil

@@ -75,16 +75,19 @@ public struct ConsoleDependencies: Sendable {
     let service: PaymentService
     let sessions: ConsoleSessions
     let latencies: GatewayLatencies?
+    let exchanges: GatewayExchanges?
     let logger: Logger
 
     /// - Parameters:
     ///   - operators: who may sign in (``ConsoleSettings/resolveOperators(environment:)``).
     ///   - latencies: the gateways' recent request durations (fed by ``MeasuredTransport``), for the gateways page.
+    ///   - exchanges: the gateways' recent requests by attempt (fed by ``MeasuredTransport``), for a payment's timeline.
     public init(state: ServerState, store: any PaymentStore, operators: [ResolvedOperator], latencies: GatewayLatencies?,
-                logger: Logger = Logger(label: "till.console")) {
+                exchanges: GatewayExchanges? = nil, logger: Logger = Logger(label: "till.console")) {
         service = PaymentService(state: state, store: store, logger: logger)
         sessions = ConsoleSessions(operators: operators, sessionMinutes: state.settings.console.sessionMinutes)
         self.latencies = latencies
+        self.exchanges = exchanges
         self.logger = logger
     }
 }
@@ -158,12 +161,14 @@ struct Console: Sendable {
     let service: PaymentService
     let sessions: ConsoleSessions
     let latencies: GatewayLatencies?
+    let exchanges: GatewayExchanges?
     let logger: Logger
 
     init(_ dependencies: ConsoleDependencies) {
         service = dependencies.service
         sessions = dependencies.sessions
         latencies = dependencies.latencies
+        exchanges = dependencies.exchanges
         logger = dependencies.logger
     }
 
@@ -292,7 +297,7 @@ struct Console: Sendable {
 
     func payment(_ id: String, _ request: Request, _ session: ConsoleSessions.Session) async throws -> Response {
         let merchant = try merchant(request.uri.queryParameters.get("merchant"))
-        let history = try await service.history(paymentID: id, merchant: merchant)
+        let history = try await service.history(paymentID: id, merchant: merchant, exchanges: exchanges)
         return ConsolePages.payment(history, merchant: merchant, session: session)
     }
 

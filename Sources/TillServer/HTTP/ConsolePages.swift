@@ -106,9 +106,10 @@ enum ConsolePages {
         }
         let timeline: [HTML] = history.timeline.map { entry in
             let verdict: HTML = entry.verdict.map { badge($0) } ?? .empty
+            let more: HTML = entry.more.map { "<details><summary>Bodies (redacted)</summary><pre>\($0)</pre></details>" } ?? .empty
             return """
                 <li class="k-\(entry.kind.rawValue)"><time>\(time(entry.at))</time><span class="kind">\(entry.kind.rawValue)</span>\
-                <span class="title">\(entry.title)</span> \(verdict)<div class="detail">\(entry.detail)</div></li>
+                <span class="title">\(entry.title)</span> \(verdict)<div class="detail">\(entry.detail)</div>\(more)</li>
                 """
         }
         var actions: [HTML] = []
@@ -311,7 +312,7 @@ enum ConsolePages {
         .mono{font-family:"DejaVu Sans Mono",ui-monospace,monospace;font-size:12px}.detail{color:#5b6670;font-size:12px}
         .note{color:#5b6670}.message{padding:10px 12px;background:#fff4e5;border:1px solid #f0c27b}
         .badge{display:inline-block;padding:1px 7px;border-radius:9px;font-size:12px;background:#e3e7eb}
-        .b-paid,.b-applied,.b-delivered,.b-settled,.b-succeeded,.b-ok,.b-healthy,.b-authorized{background:#d7f0da;color:#1b5e20}
+        .b-paid,.b-applied,.b-answered,.b-delivered,.b-settled,.b-succeeded,.b-ok,.b-healthy,.b-authorized{background:#d7f0da;color:#1b5e20}
         .b-failed,.b-stale,.b-retry,.b-circuit_open,.b-inquiry_failed,.b-cancelled,.b-expired{background:#fbe0e0;color:#8e1c1c}
         .b-pending,.b-needs_inquiry,.b-duplicate,.b-unchanged,.b-degraded,.b-unknown{background:#fff1cc;color:#6d4c00}
         .summary{display:flex;gap:32px;flex-wrap:wrap;background:#fff;border:1px solid #dde2e7;padding:12px 16px}
@@ -320,7 +321,7 @@ enum ConsolePages {
         ol.timeline{list-style:none;padding:0;margin:0;border-left:3px solid #c9d1d9}
         ol.timeline li{position:relative;margin:0 0 8px 0;padding:6px 12px;background:#fff;border:1px solid #e3e7eb;margin-left:12px}
         ol.timeline time{color:#5b6670;font-size:12px;margin-right:10px}.kind{display:inline-block;min-width:84px;font-size:11px;text-transform:uppercase;letter-spacing:.04em;color:#4a6fa5}
-        .k-notification .kind{color:#6a1b9a}.k-inquiry .kind{color:#00695c}.k-delivery .kind,.k-event .kind{color:#795548}.k-audit .kind{color:#c62828}
+        .k-notification .kind{color:#6a1b9a}.k-exchange .kind{color:#37474f}details{margin-top:4px}pre{white-space:pre-wrap;word-break:break-all;font-size:12px;background:#f6f7f9;padding:6px;margin:4px 0 0}.k-inquiry .kind{color:#00695c}.k-delivery .kind,.k-event .kind{color:#795548}.k-audit .kind{color:#c62828}
         form.filters,form.login,form.confirm{display:flex;gap:12px;align-items:end;flex-wrap:wrap;background:#fff;border:1px solid #dde2e7;padding:12px 16px;margin-bottom:16px}
         label{display:flex;flex-direction:column;font-size:12px;color:#5b6670;gap:3px}input,select{font:inherit;padding:4px 6px;border:1px solid #c3cbd3;border-radius:3px}
         button{font:inherit;padding:5px 14px;border:1px solid #274b7a;background:#274b7a;color:#fff;border-radius:4px;cursor:pointer}
