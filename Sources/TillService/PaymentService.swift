@@ -563,7 +563,8 @@ public struct PaymentService: Sendable {
         if allowed, !attempt.status.isFinal || attempt.status.isNegative {
             do {
                 _ = try await inquireAndApply(attempt, of: payment, on: gateway,
-                                              why: "on demand, asked by \(requestedBy ?? (fromApp ? "the app" : "the merchant's API key"))")
+                                              why: "on demand, asked by \(requestedBy ?? (fromApp ? "the app" : "the merchant's API key"))",
+                                              logUnchanged: !fromApp)
             } catch let error as CheckoutError {
                 throw ServiceError(status: .badGateway, code: error.code.rawValue, message: error.message, category: error.category)
             }
@@ -572,9 +573,12 @@ public struct PaymentService: Sendable {
     }
 
     /// One inquiry of `attempt` and the answer applied (source `inquiry`): the store's one settle. Logged in the
-    /// reconciliation log beside the reconciler's own (`why`: who asked, and why), so a payment's history shows every
-    /// inquiry; a failure to log does not fail the inquiry.
-    func inquireAndApply(_ attempt: StoredAttempt, of payment: StoredPayment, on gateway: any GatewayServerHalf, why: String) async throws -> ApplyOutcome {
+    /// reconciliation log beside the reconciler's own (`why`: who asked, and why), so a payment's history shows the
+    /// inquiries; one that changed nothing only when `logUnchanged`: those the merchant or an operator asked for, not
+    /// the app's routine one at the end of a checkout nor the server's own confirmations, which would add a write to
+    /// most payments. A failure to log does not fail the inquiry.
+    func inquireAndApply(_ attempt: StoredAttempt, of payment: StoredPayment, on gateway: any GatewayServerHalf, why: String,
+                         logUnchanged: Bool = true) async throws -> ApplyOutcome {
         func log(_ action: ReconciliationAction, _ reason: String, after: PaymentStatus) async {
             try? await store.logReconciliation(ReconciliationEntry(merchantID: payment.merchantID, attempt: attempt.reference, gateway: attempt.gateway,
                                                                    action: action.rawValue, reason: reason, statusBefore: attempt.status,
@@ -583,7 +587,11 @@ public struct PaymentService: Sendable {
         do {
             let outcome = try await store.settle(attempt.reference, on: attempt.gateway, gatewayReference: attempt.gatewayReference,
                                                  amount: payment.intent.amount, gateway: gateway).outcome
-            if case .applied(let after, _) = outcome { await log(.settled, why, after: after) } else { await log(.unchanged, why, after: attempt.status) }
+            if case .applied(let after, _) = outcome {
+                await log(.settled, why, after: after)
+            } else if logUnchanged {
+                await log(.unchanged, why, after: attempt.status)
+            }
             return outcome
         } catch let error as CheckoutError {
             await log(.inquiryFailed, "\(why): \(error.code.rawValue)", after: attempt.status)
@@ -740,7 +748,8 @@ public struct PaymentService: Sendable {
                       attempt.status != .refunded,
                       let gateway = state.merchant(id: payment.merchantID)?.gateways[gatewayID],
                       gateway.capabilities.supportsInquiry else { return }
-                let outcome = try await service.inquireAndApply(attempt, of: payment, on: gateway, why: "started by the server: \(why)")
+                let outcome = try await service.inquireAndApply(attempt, of: payment, on: gateway, why: "started by the server: \(why)",
+                                                                 logUnchanged: false)
                 logger.info("inquiry the server started", metadata: ["attempt": .string(claimed.rawValue), "why": .string(why),
                                                                      "outcome": .string(outcome.storedName)])
             } catch {
