@@ -118,6 +118,9 @@ public final class ObservedPaymentStore: PaymentStore {
     public func logReconciliation(_ entry: ReconciliationEntry) async throws { try await inner.logReconciliation(entry) }
     public func reconciliationLog(limit: Int) async throws -> [ReconciliationEntry] { try await inner.reconciliationLog(limit: limit) }
     public func reconciliationLog(payment id: String) async throws -> [ReconciliationEntry] { try await inner.reconciliationLog(payment: id) }
+    public func searchPayments(merchant: String, query: PaymentSearchQuery) async throws -> [StoredPayment] {
+        try await inner.searchPayments(merchant: merchant, query: query)
+    }
     public func notifications(payment id: String) async throws -> [StoredNotification] { try await inner.notifications(payment: id) }
     public func logAudit(_ entry: AuditEntry) async throws { try await inner.logAudit(entry) }
     public func auditLog(payment id: String?, limit: Int) async throws -> [AuditEntry] { try await inner.auditLog(payment: id, limit: limit) }

@@ -162,6 +162,16 @@ struct OpenAPITests {
         #expect(try await call("GET", "v1/events/evt_nope", template: "/v1/events/{id}").status == 404)
         #expect(try await call("POST", "v1/events/\(event)/redeliver", template: "/v1/events/{id}/redeliver").status == 202)
         #expect(try await call("GET", "v1/events", key: .some(secret), template: "/v1/events").status == 403)
+        // The search and its export: a page, a mistake, the app's secret.
+        let page = try await call("GET", "v1/payments", template: "/v1/payments")
+        #expect(page.status == 200 && (page.json["payments"] as? [[String: Any]])?.isEmpty == false)
+        #expect(try await h.query("GET", "v1/payments?status=paid&limit=1").status == 200)
+        #expect(try await h.query("GET", "v1/payments?limit=0").errorField == "limit")
+        #expect(try await call("GET", "v1/payments", key: .some(secret), template: "/v1/payments").status == 403)
+        #expect(try await h.query("GET", "v1/payments/export?format=csv").status == 200)
+        #expect(try await h.query("GET", "v1/payments/export?format=ndjson&status=paid").status == 200)
+        walked.insert("GET /v1/payments/export")
+        #expect(try await h.query("GET", "v1/payments/export?format=xml").errorField == "format")
         #expect(try await call("GET", "v1/nothing-here", template: "-").status == 404)
 
         let missing = contract.operations.subtracting(walked)

@@ -73,6 +73,8 @@ func makeRouter(_ api: API) -> Router<TillRequestContext> {
     router.get("/readyz") { _, context in await api.readiness(context) }
     let v1 = router.group("v1")
     v1.post("payments") { request, context in await api.respond(context) { try await api.createPayment(request, context) } }
+    v1.get("payments") { request, context in await api.respond(context) { try await api.searchPayments(request, context) } }
+    v1.get("payments/export") { request, context in await api.respond(context) { try await api.exportPayments(request, context) } }
     v1.get("payments/:id") { request, context in await api.respond(context) { try await api.getPayment(request, context) } }
     v1.patch("payments/:id") { request, context in await api.respond(context) { try await api.updatePayment(request, context) } }
     v1.post("payments/:id/attempts") { request, context in await api.respond(context) { try await api.prepare(request, context) } }
@@ -292,6 +294,57 @@ struct API: Sendable {
             }
         }
         return try Self.json(try await service.events(merchant: merchant, request: list), status: .ok)
+    }
+
+    /// `GET /v1/payments`: a page of the merchant's payments, newest first, filtered (``PaymentSearchRequest``).
+    func searchPayments(_ request: Request, _ context: TillRequestContext) async throws -> Response {
+        let merchant = try service.merchantOnly(try await authenticate(request))
+        let search = try PaymentSearchRequest(request.uri.queryParameters.map { (String($0.key), String($0.value)) })
+        return try Self.json(try await service.searchPayments(merchant: merchant, request: search), status: .ok)
+    }
+
+    /// `GET /v1/payments/export?format=csv|ndjson&…`: every payment the same filters match, streamed page by page (one
+    /// page of the store in memory at a time), newest first. A bad parameter is answered before anything is streamed.
+    func exportPayments(_ request: Request, _ context: TillRequestContext) async throws -> Response {
+        let merchant = try service.merchantOnly(try await authenticate(request))
+        var pairs = request.uri.queryParameters.map { (String($0.key), String($0.value)) }
+        let formats = pairs.filter { $0.0 == "format" }
+        guard formats.count <= 1 else { throw ServiceError(status: .badRequest, code: "duplicate_field", message: "given twice", field: "format") }
+        guard let format = formats.first?.1, format == "csv" || format == "ndjson" else {
+            throw ServiceError(status: .badRequest, code: "invalid_field", message: "csv or ndjson", field: "format")
+        }
+        pairs.removeAll { $0.0 == "format" }
+        let search = try PaymentSearchRequest(pairs, accepting: PaymentSearchRequest.parameters.filter { $0 != "limit" && $0 != "cursor" })
+        _ = try search.query()
+        let service = self.service
+        let logger = context.logger
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        let body = ResponseBody { writer in
+            if format == "csv" { try await writer.write(ByteBuffer(string: PaymentExport.csvHeader)) }
+            do {
+                try await service.eachPayment(merchant: merchant, request: search) { page in
+                    var buffer = ByteBuffer()
+                    for payment in page {
+                        if format == "csv" {
+                            buffer.writeString(PaymentExport.csvRow(payment))
+                        } else {
+                            buffer.writeBytes(try encoder.encode(payment))
+                            buffer.writeString("\n")
+                        }
+                    }
+                    try await writer.write(buffer)
+                }
+            } catch {
+                // The status is sent; a reader sees the export cut short (no final newline of a complete last page).
+                logger.error("payments export stopped", metadata: ["error": .string(String(describing: type(of: error)))])
+                throw error
+            }
+            try await writer.finish(nil)
+        }
+        return Response(status: .ok, headers: [.contentType: format == "csv" ? "text/csv; charset=utf-8" : "application/x-ndjson",
+                                               .contentDisposition: "attachment; filename=\"payments.\(format)\""], body: body)
     }
 
     /// The query parameters `GET /v1/events` takes.

@@ -388,6 +388,37 @@ public final class PostgresPaymentStore: PaymentStore {
         }
     }
 
+    public func searchPayments(merchant: String, query: PaymentSearchQuery) async throws -> [StoredPayment] {
+        try await client.withConnection { connection in
+            var ids: [String] = []
+            for try await id in try await connection.query(PaymentSearchSQL.postgres(merchant: merchant, query: query), logger: self.logger)
+                .decode(String.self) { ids.append(id) }
+            guard !ids.isEmpty else { return [] }
+            // The page's payments with their attempts in one statement, then the operations of those that may have some.
+            var found: [String: StoredPayment] = [:]
+            let rows = try await connection.query("""
+                SELECT p.id, p.merchant_id, p.status, p.intent_json, p.created_at, p.updated_at, \(unescaped: PostgresStatements.attemptColumns)
+                FROM till_payments p LEFT JOIN till_attempts a ON a.payment_id = p.id
+                WHERE p.id = ANY(\(ids)) AND p.merchant_id = \(merchant) ORDER BY a.sequence
+                """, logger: self.logger)
+            for try await row in rows {
+                let (pid, mid, status, intentJSON, created, updated) = try row.decode((String, String, String, String, Int64, Int64).self)
+                if found[pid] == nil {
+                    found[pid] = StoredPayment(id: pid, merchantID: mid, intent: try self.intents.intent(intentJSON), status: PaymentStatus(rawValue: status),
+                                               attempts: [], createdAt: Date(storedMillis: created), updatedAt: Date(storedMillis: updated))
+                }
+                if let attempt = try PostgresStatements.attempt(row, offset: 6) { found[pid]?.attempts.append(attempt) }
+            }
+            var page: [StoredPayment] = []
+            for id in ids {
+                guard var payment = found[id] else { continue }
+                if payment.attempts.contains(where: { $0.status.mayHaveOperations }) { payment.operations = try await self.operations(connection, payment: id) }
+                page.append(payment)
+            }
+            return page
+        }
+    }
+
     public func reconciliationLog(payment id: String) async throws -> [ReconciliationEntry] {
         try await client.withConnection { connection in
             let rows = try await connection.query("""

@@ -270,6 +270,14 @@ public final class SQLitePaymentStore: PaymentStore {
         }
     }
 
+    public func searchPayments(merchant: String, query: PaymentSearchQuery) async throws -> [StoredPayment] {
+        let (sql, values) = PaymentSearchSQL.page(.sqlite, merchant: merchant, query: query)
+        let arguments = Self.arguments(values)
+        return try await pool.read { db in
+            try String.fetchAll(db.cachedStatement(sql: sql), arguments: arguments).compactMap { try self.payment(db, id: $0, merchant: merchant) }
+        }
+    }
+
     public func reconciliationLog(payment id: String) async throws -> [ReconciliationEntry] {
         try await pool.read { db in
             try Row.fetchAll(db.cachedStatement(sql: """
@@ -517,6 +525,23 @@ public final class SQLitePaymentStore: PaymentStore {
     /// Counts rows of a table (tests and diagnostics).
     func count(_ table: String, where condition: String = "1 = 1") async throws -> Int {
         try await pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table) WHERE \(condition)") ?? 0 }
+    }
+
+    static func arguments(_ values: [PaymentSearchSQL.Value]) -> StatementArguments {
+        StatementArguments(values.map { value -> any DatabaseValueConvertible in
+            switch value {
+            case .text(let text): text
+            case .integer(let number): number
+            }
+        })
+    }
+
+    /// SQLite's plan for a search (tests of the indexes).
+    func queryPlan(_ statement: (sql: String, values: [PaymentSearchSQL.Value])) async throws -> String {
+        try await pool.read { db in
+            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + statement.sql, arguments: Self.arguments(statement.values))
+                .map { String(describing: $0["detail"] as String? ?? "") }.joined(separator: "\n")
+        }
     }
 
     /// Runs SQL as written, bypassing every rule in code (tests of the schema's own guards).

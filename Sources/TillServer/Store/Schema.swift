@@ -219,6 +219,14 @@ enum Schema {
             "CREATE INDEX IF NOT EXISTS till_events_due_order ON till_events (next_attempt_at, position) WHERE state = 'pending'",
             "DROP INDEX IF EXISTS till_events_due",
         ]
+        // v7: the payments search (GET /v1/payments, PaymentSearchSQL): newest first per merchant, by status, by the
+        // customer's e-mail (lower-cased, read from the stored intent, so creates and changes keep it without a column of
+        // its own). IF NOT EXISTS: on a large table an operator may build them first, CONCURRENTLY (docs/server.md).
+        let v7 = [
+            "CREATE INDEX IF NOT EXISTS till_payments_created ON till_payments (merchant_id, created_at, id)",
+            "CREATE INDEX IF NOT EXISTS till_payments_status ON till_payments (merchant_id, status, created_at, id)",
+            "CREATE INDEX IF NOT EXISTS till_payments_email ON till_payments (merchant_id, \(PaymentSearchSQL.emailExpression(dialect)), created_at, id)",
+        ]
         // v8: what the operator console reads: a payment's inquiries (the reconciliation log by attempt), recent attempts
         // by gateway (the gateways page's windows), and the audit log of operators' actions.
         let v8 = [
@@ -239,7 +247,7 @@ enum Schema {
             """,
             "CREATE INDEX till_audit_payment ON till_audit (payment_id)",
         ]
-        return [(1, v1), (2, v2), (3, v3), (4, v4), (5, v5), (6, v6), (8, v8)]
+        return [(1, v1), (2, v2), (3, v3), (4, v4), (5, v5), (6, v6), (7, v7), (8, v8)]
     }
 
     static let createMigrationsTable = """

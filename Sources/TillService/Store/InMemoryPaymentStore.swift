@@ -271,6 +271,11 @@ public actor InMemoryPaymentStore: PaymentStore {
 
     public func reconciliationLog(limit: Int) async throws -> [ReconciliationEntry] { Array(log.reversed().prefix(limit)) }
 
+    public func searchPayments(merchant: String, query: PaymentSearchQuery) async throws -> [StoredPayment] {
+        let matching = payments.values.filter { $0.merchantID == merchant && query.matches($0) }
+        return Array(matching.sorted { ($0.createdAt.storedMillis, $0.id) > ($1.createdAt.storedMillis, $1.id) }.prefix(query.limit))
+    }
+
     public func reconciliationLog(payment id: String) async throws -> [ReconciliationEntry] {
         log.filter { paymentOfAttempt[$0.attempt] == id }
     }

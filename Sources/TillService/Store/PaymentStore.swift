@@ -282,6 +282,9 @@ public protocol PaymentStore: Sendable {
     /// The reconciliation log, newest first.
     func reconciliationLog(limit: Int) async throws -> [ReconciliationEntry]
 
+    /// One page of a merchant's payments matching `query`, newest first by (creation time, id), at most `query.limit`.
+    func searchPayments(merchant: String, query: PaymentSearchQuery) async throws -> [StoredPayment]
+
     /// The reconciliation entries (the reconciler's and on-demand inquiries) of a payment's attempts, oldest first.
     func reconciliationLog(payment id: String) async throws -> [ReconciliationEntry]
 
