@@ -30,13 +30,14 @@ public struct ConsoleSettings: Sendable, Hashable, Codable {
     /// `host:port` of the console's listener (`127.0.0.1:9465`); absent, there is no console.
     public var listen: String?
     public var operators: [Operator]
-    /// How long a sign-in lasts.
+    /// How long a sign-in lasts. Sessions are stateless: signing out clears the browser's cookie, and a copied cookie
+    /// works until then; rotating the operator's token ends every session at once.
     public var sessionMinutes: Int
 
     /// A token shorter than this is refused at start.
     public static let minimumTokenLength = 32
 
-    public init(listen: String? = nil, operators: [Operator] = [], sessionMinutes: Int = 480) {
+    public init(listen: String? = nil, operators: [Operator] = [], sessionMinutes: Int = 120) {
         self.listen = listen
         self.operators = operators
         self.sessionMinutes = sessionMinutes
@@ -80,8 +81,8 @@ public struct ConsoleSettings: Sendable, Hashable, Codable {
                 issues.append(.init(field: "\(path).operators[\(index)].name", code: .invalidField, message: "two operators share the name \"\(person.name)\""))
             }
         }
-        if !(5...10_080).contains(sessionMinutes) {
-            issues.append(.init(field: "\(path).sessionMinutes", code: .invalidField, message: "between 5 and 10080 (a week)"))
+        if !(5...1_440).contains(sessionMinutes) {
+            issues.append(.init(field: "\(path).sessionMinutes", code: .invalidField, message: "between 5 and 1440 (a day)"))
         }
         return issues
     }

@@ -36,6 +36,16 @@ public struct PaymentHistory: Sendable {
     /// The payment's events, oldest first (an operator may redeliver one).
     public var events: [StoredEvent]
     public var timeline: [TimelineEntry]
+    /// What the money rules leave, in minor units of the payment's currency, over the attempt that holds the money
+    /// (open operations counted against it): to capture, to refund; and whether a void is possible.
+    public var leftToCapture: Int64 = 0
+    public var leftToRefund: Int64 = 0
+    public var voidable = false
+
+    /// Whether `attempt` is one of the payment's attempts.
+    public func has(attempt: String) -> Bool { payment.attempts.contains { $0.reference.rawValue == attempt } }
+    /// Whether `event` is one of the payment's events.
+    public func has(event: String) -> Bool { events.contains { $0.id == event } }
 }
 
 extension PaymentService {
@@ -49,14 +59,22 @@ extension PaymentService {
         async let inquiries = store.reconciliationLog(payment: id)
         async let events = store.events(merchant: merchant.configuration.id, query: EventQuery(paymentID: id, limit: 500))
         async let audit = store.auditLog(payment: id, limit: 200)
+        let merchantID = merchant.configuration.id
         let stored = try await events
         var deliveries: [StoredDeliveryAttempt] = []
         for event in stored where event.attemptCount > 0 { deliveries += try await store.deliveryAttempts(event: event.id) }
         let timeline = Self.timeline(payment, notifications: try await notifications, inquiries: try await inquiries, events: stored,
-                                     deliveries: deliveries, audit: try await audit,
+                                     deliveries: deliveries, audit: try await audit.filter { $0.merchantID == merchantID },
                                      exchanges: exchanges?.exchanges(of: Set(payment.attempts.map(\.reference))) ?? [])
-        return PaymentHistory(view: try await self.payment(id: id, merchant: merchant, forMerchant: true), payment: payment, events: stored,
-                              timeline: timeline)
+        var history = PaymentHistory(view: try await self.payment(id: id, merchant: merchant, forMerchant: true), payment: payment, events: stored,
+                                     timeline: timeline)
+        if let holding = payment.attempts.last(where: { $0.status == .authorized || $0.status.moneyMoved || $0.status == .cancelled }) {
+            let totals = MoneyTotals(attempt: holding, operations: payment.operations, amount: payment.intent.amount)
+            history.leftToCapture = totals.leftToCapture(status: holding.status)
+            history.leftToRefund = totals.leftToRefund
+            history.voidable = totals.voidable(status: holding.status)
+        }
+        return history
     }
 
     static func timeline(_ payment: StoredPayment, notifications: [StoredNotification], inquiries: [ReconciliationEntry], events: [StoredEvent],
@@ -110,7 +128,7 @@ extension PaymentService {
             let answer = delivery.statusCode.map { "HTTP \($0)" } ?? (delivery.error ?? "no answer")
             let delivered = delivery.statusCode.map { (200..<300).contains($0) } ?? false
             entries.append(TimelineEntry(at: delivery.at, kind: .delivery, title: "Delivery of \(eventType[delivery.eventID] ?? delivery.eventID)",
-                                         detail: "\(delivery.endpoint): \(answer) in \(delivery.latencyMillis) ms", verdict: delivered ? "delivered" : "retry"))
+                                         detail: "\(URL(string: delivery.endpoint).map { LoggingTransport<URLSessionTransport>.loggableURL($0, redactor: Redactor()) } ?? "an endpoint"): \(answer) in \(delivery.latencyMillis) ms", verdict: delivered ? "delivered" : "retry"))
         }
         for entry in audit {
             entries.append(TimelineEntry(at: entry.at, kind: .audit, title: "Operator \(entry.operatorName): \(entry.action) \(entry.target)",

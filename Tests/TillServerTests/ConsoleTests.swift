@@ -275,11 +275,23 @@ struct ConsoleTests {
         #expect(try await client.post("/actions", form + [("csrf", csrf)], headers: ["Sec-Fetch-Site": "cross-site"]).status == 403)
         #expect(try await h.store.reconciliationLog(payment: id).count == before)
         #expect(try await h.store.auditLog(payment: id, limit: 10).isEmpty)
+        // The right token, but a target of another payment (an attempt, an event): refused before anything is done or written.
+        let (other, otherAttempt, _) = try await h.createAndPrepare()
+        let otherEvent = try #require(try await h.store.events(merchant: h.merchant, query: EventQuery(paymentID: other, limit: 1)).first?.id)
+        for (action, target) in [("inquire", otherAttempt.rawValue), ("redeliver", otherEvent)] {
+            let crossed = try await client.post("/actions", [("csrf", csrf), ("action", action), ("merchant", h.merchant), ("payment", id),
+                                                             ("target", target)])
+            #expect(crossed.status == 400 && crossed.text.contains("target"), "\(action): \(crossed.status)")
+            #expect(try await client.get("/confirm?merchant=\(h.merchant)&payment=\(id)&action=\(action)&target=\(target)").status == 400)
+        }
+        #expect(try await h.store.reconciliationLog(payment: other).isEmpty)
+        let audited = try await h.store.auditLog(payment: id, limit: 10) + (try await h.store.auditLog(payment: other, limit: 10))
+        #expect(audited.isEmpty)
         // The right one: done, audited, and the inquiry is in the payment's history.
         let done = try await client.post("/actions", form + [("csrf", csrf)], headers: ["Origin": client.base.absoluteString])
         #expect(done.status == 303 && done.location == "/payments/\(id)?merchant=\(h.merchant)", "\(done.status) \(done.text)")
         let audit = try await h.store.auditLog(payment: id, limit: 10)
-        #expect(audit.count == 1 && audit.first?.operatorName == "alice" && audit.first?.action == "inquire" && audit.first?.outcome == "ok")
+        #expect(audit.map(\.outcome) == ["ok", "requested"] && audit.allSatisfy { $0.operatorName == "alice" && $0.action == "inquire" })
         #expect(try await h.store.reconciliationLog(payment: id).last?.reason == "on demand, asked by operator alice")
         #expect(try await client.get("/audit").text.contains("inquire"))
     }
@@ -316,9 +328,10 @@ struct ConsoleTests {
         let paid = h.gateway(gateway).signedNotification(for: StatusReport(gateway: gateway, attempt: attempt, status: .paid,
                                                                           amount: ServerHarness.amount, eventID: "evt-refund"))
         #expect(try await h.notify(paid, gateway: gateway).status == 200)
+        await h.gateway(gateway).ledger.seed(attempt, amount: ServerHarness.amount, status: .paid)
         try await client.signIn(Self.token)
         let payment = try await client.get("/payments/\(id)?merchant=\(h.merchant)")
-        #expect(payment.text.contains("action=refund"))
+        #expect(payment.text.contains("action=refund") && !payment.text.contains("action=capture") && !payment.text.contains("action=void"))
         let confirm = try await client.get("/confirm?merchant=\(h.merchant)&payment=\(id)&action=refund")
         #expect(confirm.text.contains(#"name="amount" value="25.00""#), "the refundable rest is suggested")
         let key = try #require(confirm.hidden("key"))
@@ -326,13 +339,19 @@ struct ConsoleTests {
         let form = [("csrf", csrf), ("action", "refund"), ("merchant", h.merchant), ("payment", id), ("target", id), ("key", key)]
         let bad = try await client.post("/actions", form + [("amount", "1.234")])
         #expect(bad.status == 400 && bad.text.contains("amount"), "\(bad.text)")
+        #expect(try await h.store.auditLog(payment: id, limit: 10).isEmpty, "a mistake in the form does nothing, so there is nothing to audit")
         #expect(try await client.post("/actions", form + [("amount", "10.00")]).status == 303)
         #expect(try await client.post("/actions", form + [("amount", "10.00")]).status == 303)
         let view = try await h.send("GET", "v1/payments/\(id)")
         let operations = try #require(view.json["operations"] as? [[String: Any]])
         #expect(operations.count == 1, "one refund for two clicks: \(operations)")
         let audit = try await h.store.auditLog(payment: id, limit: 10)
-        #expect(audit.map(\.outcome) == ["ok", "ok", "invalid_field"])
+        #expect(audit.map(\.outcome) == ["ok", "requested", "ok", "requested"])
         #expect(audit.first?.detail.contains("answered from the store") == true, "\(audit)")
+        #expect(audit.last?.detail == "amount 10.00 USD, Idempotency-Key console-\(key)", "the request is audited before it is sent: \(audit)")
+        // What is left is what the next confirmation suggests: 15.00, the refund counted.
+        let again = try await client.get("/confirm?merchant=\(h.merchant)&payment=\(id)&action=refund")
+        #expect(again.text.contains(#"name="amount" value="15.00""#), "\(audit.map(\.detail))")
+        #expect(audit.first?.detail.hasPrefix("10.00 USD succeeded") == true, "\(audit.map(\.detail))")
     }
 }

@@ -292,7 +292,23 @@ struct Console: Sendable {
         if let id = query.get("id").map({ $0.trimmingCharacters(in: .whitespaces) }), !id.isEmpty {
             return Self.redirect(HTML.url("/payments/\(id)", [("merchant", merchant.configuration.id)]))
         }
-        return ConsolePages.payments(merchants: merchants.map(\.configuration.id), merchant: merchant.configuration.id, session: session)
+        // The form sends every field, empty ones too: an empty field is no filter.
+        var pairs: [(String, String)] = []
+        for (name, value) in query where name != "merchant" && name != "id" && !value.isEmpty { pairs.append((String(name), String(value))) }
+        var filters = Dictionary(pairs, uniquingKeysWith: { first, _ in first })
+        filters["cursor"] = nil
+        do {
+            var search = try PaymentSearchRequest(pairs, accepting: PaymentSearchRequest.parameters.filter { $0 != "limit" })
+            search["limit"] = "50"
+            let page = try await service.searchPayments(merchant: merchant, request: search)
+            return ConsolePages.payments(merchants: merchants.map(\.configuration.id), merchant: merchant, filters: filters, page: page,
+                                         problem: nil, session: session)
+        } catch let error as ServiceError {
+            var response = ConsolePages.payments(merchants: merchants.map(\.configuration.id), merchant: merchant, filters: filters, page: nil,
+                                                 problem: "\(error.field ?? "search"): \(error.message)", session: session)
+            response.status = .badRequest
+            return response
+        }
     }
 
     func payment(_ id: String, _ request: Request, _ session: ConsoleSessions.Session) async throws -> Response {
@@ -380,57 +396,80 @@ struct Console: Sendable {
         return ActionRequest(action: action, merchant: try merchant(value("merchant")), paymentID: payment, target: target.isEmpty ? payment : target)
     }
 
+    /// The payment the action names, and the action checked against it: an attempt or an event of that payment (never
+    /// another's), the payment itself for a capture, void or refund. Nothing is done or written before this holds.
+    func checked(_ action: ActionRequest) async throws -> (ActionRequest, PaymentHistory) {
+        let history = try await service.history(paymentID: action.paymentID, merchant: action.merchant, exchanges: exchanges)
+        var action = action
+        switch action.action {
+        case .inquire:
+            guard history.has(attempt: action.target) else {
+                throw ServiceError(status: .badRequest, code: "invalid_field", message: "not an attempt of this payment", field: "target")
+            }
+        case .redeliver:
+            guard history.has(event: action.target) else {
+                throw ServiceError(status: .badRequest, code: "invalid_field", message: "not an event of this payment", field: "target")
+            }
+        case .capture, .void, .refund:
+            action.target = action.paymentID
+        }
+        return (action, history)
+    }
+
     /// The page that asks an operator to confirm an action; its form carries a fresh idempotency key, so sending it
     /// twice (a double click, a reload) does the operation once.
     func confirm(_ request: Request, _ session: ConsoleSessions.Session) async throws -> Response {
         let query = request.uri.queryParameters
-        let action = try actionRequest { query.get($0) }
-        let history = try await service.history(paymentID: action.paymentID, merchant: action.merchant)
+        let (action, history) = try await checked(try actionRequest { query.get($0) })
         var key = [UInt8](repeating: 0, count: 16)
         var generator = SystemRandomNumberGenerator()
         for index in key.indices { key[index] = generator.next() }
         return ConsolePages.confirm(action, history: history, key: Hex.encode(key), session: session)
     }
 
-    /// Does a confirmed action, writes it to the audit log whatever came of it, and goes back to the payment.
+    /// Does a confirmed action, checked against its payment first. The audit log gets the request before anything is
+    /// sent (so no action happens unaudited: if that write fails, nothing is done) and what came of it after.
     func act(_ fields: FormFields, _ session: ConsoleSessions.Session) async throws -> Response {
-        let action = try actionRequest { fields[$0] }
+        let (action, history) = try await checked(try actionRequest { fields[$0] })
         let merchant = action.merchant
+        var command = OperationCommand()
+        var key = ""
+        if let kind = action.action.operation {
+            guard let given = fields["key"], given.count == 32, Hex.decode(given) != nil else {
+                throw ServiceError(status: .badRequest, code: "invalid_field", message: "reload the confirmation page", field: "key")
+            }
+            key = "console-\(given)"
+            if kind != .void, let text = fields["amount"]?.trimmingCharacters(in: .whitespaces), !text.isEmpty {
+                do {
+                    command.amount = try Money(decimal: text, currency: history.view.amount.currency)
+                } catch {
+                    throw ServiceError(status: .badRequest, code: "invalid_field", message: error.message, field: "amount")
+                }
+            }
+        }
+        let requested = [command.amount.map { "amount \($0)" }, key.isEmpty ? nil : "Idempotency-Key \(key)"].compactMap { $0 }.joined(separator: ", ")
+        try await record(action, session: session, outcome: "requested", detail: requested)
         var detail = ""
         do {
             switch action.action {
             case .inquire:
                 let view = try await service.inquire(attempt: AttemptReference(rawValue: action.target), merchant: merchant,
                                                      requestedBy: "operator \(session.operatorName)")
-                guard view.id == action.paymentID else { throw ServiceError.notFound("attempt") }
                 detail = "payment now \(view.status.rawValue)"
             case .redeliver:
                 let event = try await service.redeliver(action.target, merchant: merchant)
-                guard event.event.paymentId == action.paymentID else { throw ServiceError.notFound("event") }
                 detail = "\(event.event.type.rawValue) pending again"
             case .capture, .void, .refund:
-                guard let key = fields["key"], key.count == 32, Hex.decode(key) != nil else {
-                    throw ServiceError(status: .badRequest, code: "invalid_field", message: "reload the confirmation page", field: "key")
-                }
-                let stored = try await service.payment(id: action.paymentID, merchant: merchant, forMerchant: true)
-                var command = OperationCommand()
-                if action.action != .void, let text = fields["amount"]?.trimmingCharacters(in: .whitespaces), !text.isEmpty {
-                    do {
-                        command.amount = try Money(decimal: text, currency: stored.amount.currency)
-                    } catch {
-                        throw ServiceError(status: .badRequest, code: "invalid_field", message: error.message, field: "amount")
-                    }
-                }
                 let answer = try await service.operate(action.action.operation!, paymentID: action.paymentID, merchant: merchant, command: command,
-                                                       idempotencyKey: "console-\(key)", logger: logger)
+                                                       idempotencyKey: key, logger: logger)
                 detail = "\(answer.operation.amount) \(answer.operation.status.rawValue)\(answer.replayed ? " (the same request again: answered from the store)" : "")"
             }
         } catch {
             let code = (error as? ServiceError)?.code ?? (error as? CheckoutError)?.code.rawValue ?? "error"
-            try await record(action, session: session, outcome: code, detail: detail)
+            try? await record(action, session: session, outcome: code, detail: requested)
             throw error
         }
-        try await record(action, session: session, outcome: "ok", detail: detail)
+        try? await record(action, session: session, outcome: "ok", detail: detail)
         return Self.redirect(HTML.url("/payments/\(action.paymentID)", [("merchant", merchant.configuration.id)]))
     }
 

@@ -65,10 +65,48 @@ enum ConsolePages {
 
     // MARK: Payments
 
-    static func payments(merchants: [String], merchant: String, session: ConsoleSessions.Session) -> Response {
-        respond(layout("Payments", session: session, """
-            <form method="get" action="/payments" class="filters">\(merchantPicker(merchants, selected: merchant))
+    static func payments(merchants: [String], merchant: MerchantRuntime, filters: [String: String], page: PaymentSearchPage?, problem: String?,
+                         session: ConsoleSessions.Session) -> Response {
+        let merchantID = merchant.configuration.id
+        func text(_ name: String, _ label: String, _ hint: String = "") -> HTML {
+            "<label>\(label) <input name=\"\(name)\" value=\"\(filters[name] ?? "")\" placeholder=\"\(hint)\"></label>"
+        }
+        func choice(_ name: String, _ label: String, _ options: [String]) -> HTML {
+            let items: [HTML] = ([""] + options).map { option in
+                "<option value=\"\(option)\"\(filters[name] == option ? HTML(stringLiteral: " selected") : .empty)>\(option.isEmpty ? "any" : option)</option>"
+            }
+            return "<label>\(label) <select name=\"\(name)\">\(items)</select></label>"
+        }
+        let notice: HTML = problem.map { "<p class=\"message\">\($0)</p>" } ?? .empty
+        let rows: [HTML] = (page?.payments ?? []).map { payment in
+            """
+            <tr><td>\(time(payment.createdAt))</td><td><a class="payment mono" href="\(href: "/payments/\(payment.id)", [("merchant", merchantID)])">\(payment.id)</a></td>\
+            <td class="mono">\(payment.merchantReference)</td><td>\(badge(payment.status.rawValue))</td><td>\(payment.amount.description)</td>\
+            <td>\(payment.method.rawValue)</td><td>\(payment.attempts.last?.gateway.rawValue ?? "—")</td><td>\(payment.customer?.email ?? "")</td></tr>
+            """
+        }
+        let next: HTML = page?.nextCursor.map { cursor in
+            let query = [("merchant", Optional(merchantID))] + filters.sorted { $0.key < $1.key }.map { ($0.key, Optional($0.value)) } + [("cursor", cursor)]
+            return "<p class=\"pages\"><a href=\"\(href: "/payments", query)\">Next page →</a></p>"
+        } ?? .empty
+        let results: HTML = page.map { page in
+            page.payments.isEmpty ? "<p class=\"note\">No payment matches.</p>" : """
+                <table class="results"><thead><tr><th>Created</th><th>Payment</th><th>Merchant reference</th><th>Status</th><th>Amount</th>\
+                <th>Method</th><th>Gateway</th><th>Customer</th></tr></thead><tbody>\(rows)</tbody></table>\(next)
+                """
+        } ?? .empty
+        return respond(layout("Payments", session: session, """
+            \(notice)<form method="get" action="/payments" class="filters">\(merchantPicker(merchants, selected: merchantID))
+            \(choice("status", "Status", PaymentStatus.known.map(\.rawValue)))\
+            \(choice("gateway", "Gateway", merchant.gateways.keys.map(\.rawValue).sorted()))\
+            \(text("method", "Method", "card"))\(text("currency", "Currency", "USD"))\
+            \(text("amountMin", "Amount from (minor units)"))\(text("amountMax", "Amount to (minor units)"))\
+            \(text("merchantReference", "Merchant reference"))\(text("customerEmail", "Customer e-mail"))\
+            \(text("createdFrom", "Created from", "2026-01-31T00:00:00Z"))\(text("createdTo", "Created before", "2026-02-01T00:00:00Z"))\
+            <button type="submit">Search</button></form>
+            <form method="get" action="/payments" class="filters"><input type="hidden" name="merchant" value="\(merchantID)">\
             <label>Payment id <input name="id" required></label><button type="submit">Open</button></form>
+            \(results)
             """))
     }
 
@@ -113,13 +151,9 @@ enum ConsolePages {
                 """
         }
         var actions: [HTML] = []
-        if payment.attempts.contains(where: { $0.status == .authorized }) {
-            actions.append("<a class=\"action\" href=\"\(confirm("capture"))\">Capture</a>")
-            actions.append("<a class=\"action\" href=\"\(confirm("void"))\">Void</a>")
-        }
-        if payment.attempts.contains(where: { $0.status.moneyMoved }) {
-            actions.append("<a class=\"action\" href=\"\(confirm("refund"))\">Refund</a>")
-        }
+        if history.leftToCapture > 0 { actions.append("<a class=\"action\" href=\"\(confirm("capture"))\">Capture</a>") }
+        if history.voidable { actions.append("<a class=\"action\" href=\"\(confirm("void"))\">Void</a>") }
+        if history.leftToRefund > 0 { actions.append("<a class=\"action\" href=\"\(confirm("refund"))\">Refund</a>") }
         let customer = view.customer
         return respond(layout("Payment \(view.id)", session: session, """
             <section class="summary"><dl>
@@ -161,10 +195,8 @@ enum ConsolePages {
             let verb = action.action.rawValue
             what = "\(verb.capitalized) payment \(view.id) of \(view.amount.description) at its gateway. This moves money; a second click of the same form does it once."
             if action.action != .void {
-                let left: Int64 = action.action == .capture
-                    ? view.amount.minorUnits - (view.amountCaptured?.minorUnits ?? 0)
-                    : (view.amountCaptured?.minorUnits ?? view.amount.minorUnits) - (view.amountRefunded?.minorUnits ?? 0)
-                let suggested = Money(minorUnits: max(0, left), currency: view.amount.currency).decimalString
+                let left = action.action == .capture ? history.leftToCapture : history.leftToRefund
+                let suggested = Money(minorUnits: left, currency: view.amount.currency).decimalString
                 amount = "<label>Amount (\(view.amount.currency.code)) <input name=\"amount\" value=\"\(suggested)\" inputmode=\"decimal\"></label>"
             }
         }

@@ -123,6 +123,19 @@ package struct MoneyTotals: Sendable, Equatable {
         voided = mine.contains { $0.kind == .void && $0.status != .failed }
     }
 
+    /// What a capture could still take (what the capture rule in `PaymentService.operate` leaves): nothing once voided,
+    /// finally captured, or captured in full without Till.
+    package func leftToCapture(status: PaymentStatus) -> Int64 {
+        if voided || finalCapture || (status != .authorized && capturedByOperations == 0 && capturesOpen == 0) { return 0 }
+        return max(0, authorized - capturedByOperations - capturesOpen)
+    }
+
+    /// What a refund could still take: the captured money less what was refunded or is being refunded.
+    package var leftToRefund: Int64 { max(0, captured - refunded - refundsOpen) }
+
+    /// Whether a void could still be made: an authorization nothing was captured from, not voided.
+    package func voidable(status: PaymentStatus) -> Bool { status == .authorized && capturedByOperations == 0 && capturesOpen == 0 && !voided }
+
     /// The amount the refund rule takes as captured, when operations decided it (`nil`: the attempt's amount).
     package func capturedMoney(in currency: Currency) -> Money? {
         capturedByOperations > 0 || capturesOpen > 0 ? Money(minorUnits: captured, currency: currency) : nil
