@@ -176,6 +176,8 @@ struct ConsoleTests {
             let page = try await client.get(path)
             #expect(page.headers["content-security-policy"] == ConsoleHeaders<BasicRequestContext>.contentSecurityPolicy, "\(path)")
             #expect(page.headers["x-frame-options"] == "DENY" && page.headers["x-content-type-options"] == "nosniff", "\(path)")
+            // Not no-referrer: under it a browser sends `Origin: null` with the console's own forms, which are then refused.
+            #expect(page.headers["referrer-policy"] == "same-origin", "\(path)")
             #expect(path == "/console.css" || page.headers["cache-control"] == "no-store", "\(path)")
             #expect(!page.text.contains("<script"), "\(path) has a script")
         }
@@ -272,6 +274,7 @@ struct ConsoleTests {
         #expect(try await client.post("/actions", form + [("csrf", bobs)]).status == 403)
         #expect(try await client.post("/actions", form + [("csrf", csrf)], cookie: .some(nil)).status == 403)
         #expect(try await client.post("/actions", form + [("csrf", csrf)], headers: ["Origin": "https://evil.example"]).status == 403)
+        #expect(try await client.post("/actions", form + [("csrf", csrf)], headers: ["Origin": "null"]).status == 403)
         #expect(try await client.post("/actions", form + [("csrf", csrf)], headers: ["Sec-Fetch-Site": "cross-site"]).status == 403)
         #expect(try await h.store.reconciliationLog(payment: id).count == before)
         #expect(try await h.store.auditLog(payment: id, limit: 10).isEmpty)

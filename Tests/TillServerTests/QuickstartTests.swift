@@ -36,7 +36,8 @@ struct QuickstartTests {
         let page = try String(contentsOf: Self.root.appendingPathComponent("docs/quickstart.md"), encoding: .utf8)
         let blocks = Self.blocks(of: page)
         #expect(blocks.count >= 6, "the page's sh blocks: \(blocks.count)")
-        guard let server = LoopbackPort.reserve(), let sandbox = LoopbackPort.reserve(), let metrics = LoopbackPort.reserve() else {
+        guard let server = LoopbackPort.reserve(), let sandbox = LoopbackPort.reserve(), let metrics = LoopbackPort.reserve(),
+              let console = LoopbackPort.reserve() else {
             Issue.record("no free loopback ports")
             return
         }
@@ -52,6 +53,7 @@ struct QuickstartTests {
                 .replacingOccurrences(of: "127.0.0.1:8081", with: "127.0.0.1:\(sandbox)")
                 .replacingOccurrences(of: "--port 8081", with: "--port \(sandbox)")
                 .replacingOccurrences(of: "127.0.0.1:9464", with: "127.0.0.1:\(metrics)")
+                .replacingOccurrences(of: "127.0.0.1:9465", with: "127.0.0.1:\(console)")
         }
         for name in ["quickstart.json", "quickstart.env"] {
             let text = try String(contentsOf: Self.root.appendingPathComponent("docs/examples/\(name)"), encoding: .utf8)
@@ -98,6 +100,39 @@ struct QuickstartTests {
         #expect(text.contains(#"till_payments_created_total{merchant="quickstart-shop"}"#), "metrics:\n\(text.suffix(3_000))")
         #expect(text.contains(#"till_notifications_total{gateway="payfort",result="verified"}"#))
         #expect(text.contains(#"till_gateway_request_duration_count{gateway="payfort",outcome="2xx"}"#))
+        // Section 8: the console answers its sign-in page; then a browser uses it.
+        #expect(text.contains("console: 200"), "the console's sign-in page:\n\(text.suffix(1_000))")
+        try await Self.browse(console: console, server: server, folder: folder)
+    }
+
+    /// Section 8: the operator console of the same server, in a real headless Chromium (Tests/Browser/console_test.py):
+    /// sign in, search, the card payment's timeline, an action confirmed and audited, markup shown as text, a forged
+    /// form refused, sign out. Its screenshots go to $TILL_CONSOLE_SCREENSHOTS when set (docs/console/ holds the
+    /// committed ones).
+    static func browse(console: Int, server: Int, folder: URL) async throws {
+        let python = ProcessInfo.processInfo.environment["TILL_BROWSER_PYTHON"] ?? root.appendingPathComponent(".build/browser-venv/bin/python").path
+        let chromium = ProcessInfo.processInfo.environment["CHROMIUM"] ?? "/usr/bin/chromium"
+        guard FileManager.default.isExecutableFile(atPath: python), FileManager.default.isExecutableFile(atPath: chromium) else {
+            let required = ProcessInfo.processInfo.environment["TILL_TEST_REQUIRE_BROWSER"] == "1"
+            if required { Issue.record("no browser: \(python) with selenium and \(chromium) are needed (.ci/run installs them)") }
+            return
+        }
+        let env = try String(contentsOf: root.appendingPathComponent("docs/examples/quickstart.env"), encoding: .utf8)
+        func exported(_ name: String) throws -> String {
+            let line = try #require(env.split(separator: "\n").first { $0.hasPrefix("export \(name)=") })
+            return String(line.dropFirst("export \(name)=".count).prefix { $0 != " " })
+        }
+        let log = folder.appendingPathComponent("browser.log")
+        let process = try ChildProcess(URL(fileURLWithPath: python), arguments: [root.appendingPathComponent("Tests/Browser/console_test.py").path],
+                                       environment: ChildProcess.inheritedEnvironment([
+                                           "CONSOLE_URL": "http://127.0.0.1:\(console)", "CONSOLE_TOKEN": try exported("TILL_CONSOLE_TOKEN"),
+                                           "API_URL": "http://127.0.0.1:\(server)", "API_KEY": try exported("TILL_API_KEY"),
+                                           "MERCHANT": "quickstart-shop", "CHROMIUM": chromium]),
+                                       stdout: .file(log), stderr: .file(log))
+        let ended = await wait(for: process, seconds: 180)
+        let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+        #expect(ended == .exited(0), "the browser test \(ended.map(\.description) ?? "did not finish"):\n\(text.suffix(4_000))")
+        #expect(text.contains(#""checks_failed": 0"#), "\(text.suffix(4_000))")
     }
 
     static func waitUntilAnswering(_ url: String, log: URL) async throws {
