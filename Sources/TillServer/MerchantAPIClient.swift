@@ -1,5 +1,6 @@
 import Foundation
 import Till
+import TillService
 
 /// The merchant backend's client for the merchant server, with the merchant API key: server-to-server
 /// only (the key never goes into an app). It creates payments — each answer carries the payment's
@@ -80,6 +81,23 @@ public struct MerchantAPIClient: Sendable {
         if let cursor { query.append(("cursor", cursor)) }
         if let limit { query.append(("limit", String(limit))) }
         return try await server.call(.get, "v1/events", body: Optional<String>.none, query: query)
+    }
+
+    /// `GET /v1/payments`: a page of the merchant's payments, newest first. `filters` are the search's parameters by
+    /// name (`status`, `gateway`, `method`, `currency`, `amountMin`, `amountMax`, `merchantReference`, `customerEmail`,
+    /// `createdFrom`, `createdTo`, `limit`, `cursor`; see ``PaymentSearchRequest``); pass the answer's
+    /// ``PaymentSearchPage/nextCursor`` as `cursor` for the following page, until it is `nil`.
+    /// - Throws: ``CheckoutError`` `invalid_field` or `duplicate_field` naming the parameter at fault.
+    public func searchPayments(_ filters: [String: String] = [:]) async throws -> PaymentSearchPage {
+        try await server.call(.get, "v1/payments", body: Optional<String>.none, query: filters.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+    }
+
+    /// `GET /v1/payments/export`: every payment the filters match (those of ``searchPayments(_:)`` but `limit` and
+    /// `cursor`), as CSV or NDJSON.
+    public func exportPayments(format: String, filters: [String: String] = [:]) async throws -> Data {
+        try await server.callForBody(.get, "v1/payments/export", body: Optional<String>.none,
+                                     query: [("format", format)] + filters.sorted { $0.key < $1.key }.map { ($0.key, $0.value) },
+                                     accept: format == "csv" ? "text/csv" : "application/x-ndjson")
     }
 
     /// `GET /v1/events/{id}`: one of the merchant's events, with every try at delivering it

@@ -153,6 +153,27 @@ struct PaymentSearchTests {
         #expect(String(decoding: all.body, as: UTF8.self).components(separatedBy: "\r\n").count == 1 + 1_050 + 1)
     }
 
+    @Test("MerchantAPIClient searches, pages and exports; a bad filter comes back as the server's error naming it")
+    func client() async throws {
+        let h = try await ServerHarness(.sqlite)
+        defer { Task { await h.stop() } }
+        for index in 0..<3 { try await Self.create(h, Self.body("c-\(index)", email: "c\(index)@example.com")) }
+        let api = MerchantAPIClient(baseURL: h.baseURL, apiKey: h.apiKey, transport: URLSessionTransport())
+        let first = try await api.searchPayments(["limit": "2"])
+        #expect(first.payments.map(\.merchantReference) == ["c-2", "c-1"])
+        let next = try await api.searchPayments(["limit": "2", "cursor": try #require(first.nextCursor)])
+        #expect(next.payments.map(\.merchantReference) == ["c-0"] && next.nextCursor == nil)
+        #expect(try await api.searchPayments(["customerEmail": "C1@example.com"]).payments.map(\.merchantReference) == ["c-1"])
+        let csv = String(decoding: try await api.exportPayments(format: "csv", filters: ["merchantReference": "c-0"]), as: UTF8.self)
+        #expect(csv.hasPrefix("id,merchantReference,") && csv.contains(",c-0,created,2500,USD,card,,c0@example.com,"))
+        await #expect(throws: CheckoutError.self) { try await api.searchPayments(["limit": "0"]) }
+        do {
+            _ = try await api.searchPayments(["stauts": "paid"])
+        } catch let error as CheckoutError {
+            #expect(error.field == "stauts" && error.code.rawValue == "invalid_field")
+        }
+    }
+
     @Test("SQLite answers each filtered page from an index, never by sorting the merchant's payments")
     func plans() async throws {
         let h = try await ServerHarness(.sqlite)

@@ -94,7 +94,21 @@ package struct MerchantServerCall: Sendable {
     package func call<Body: Encodable, Answer: Decodable>(_ method: TransportRequest.Method, _ path: String, body: Body?,
                                                           query: [(name: String, value: String)] = [],
                                                           headers extra: [String: String] = [:]) async throws -> Answer {
-        var headers = ["Authorization": "Bearer \(bearer)", "Accept": "application/json"]
+        let body = try await callForBody(method, path, body: body, query: query, headers: extra)
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        do {
+            return try decoder.decode(Answer.self, from: body)
+        } catch {
+            throw CheckoutError(.malformedBody, message: "unreadable answer from the merchant server")
+        }
+    }
+
+    /// The same call, answering the body as it came (an export); a refusal is thrown as ``call(_:_:body:query:headers:)`` throws it.
+    package func callForBody<Body: Encodable>(_ method: TransportRequest.Method, _ path: String, body: Body?,
+                                              query: [(name: String, value: String)] = [],
+                                              headers extra: [String: String] = [:], accept: String = "application/json") async throws -> Data {
+        var headers = ["Authorization": "Bearer \(bearer)", "Accept": accept]
         headers.merge(extra) { _, new in new }
         var data: Data?
         if let body {
@@ -125,11 +139,7 @@ package struct MerchantServerCall: Sendable {
                                 category: category, field: detail?.field,
                                 message: detail?.message ?? "the merchant server answered \(response.statusCode)")
         }
-        do {
-            return try decoder.decode(Answer.self, from: response.body)
-        } catch {
-            throw CheckoutError(.malformedBody, message: "unreadable answer from the merchant server")
-        }
+        return response.body
     }
 
     /// The one table from the server's HTTP status to what is known about the money, for an answer without a
