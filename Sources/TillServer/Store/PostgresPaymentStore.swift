@@ -713,6 +713,37 @@ public final class PostgresPaymentStore: PaymentStore {
         return references
     }
 
+    package func seedSearchPayments(count: Int, merchant: String, newest: Date) async throws {
+        let tag = SearchSeed.prefixes()
+        let oldest = newest.storedMillis - Int64(count - 1) * 1_000
+        for chunk in stride(from: 0, to: count, by: 100_000) {
+            let last = min(chunk + 100_000, count) - 1
+            try await transaction { connection -> Void in
+                try await connection.query("""
+                    CREATE TEMPORARY TABLE seed ON COMMIT DROP AS
+                    SELECT i, \(unescaped: SearchSeed.statusCase) AS status, \(unescaped: SearchSeed.currencyCase) AS currency,
+                           \(unescaped: SearchSeed.amount)::BIGINT AS amount, \(unescaped: SearchSeed.methodCase) AS method,
+                           \(unescaped: SearchSeed.gatewayCase) AS gateway, \(oldest)::BIGINT + i * 1000 AS at
+                    FROM generate_series(\(Int64(chunk))::BIGINT, \(Int64(last))::BIGINT) AS i
+                    """, logger: self.logger)
+                try await connection.query("""
+                    INSERT INTO till_payments (id, merchant_id, merchant_reference, amount_minor, currency, status, intent_json, created_at, updated_at)
+                    SELECT \(tag.payment)::TEXT || lpad(i::TEXT, 24, '0'), \(merchant)::TEXT, 's-' || i, amount, currency, status,
+                           json_build_object('action', 'sale', 'amount', json_build_object('currency', currency, 'value', amount),
+                                             'customer', json_build_object('email', 'customer' || (i % 50000) || '@example.com'),
+                                             'merchantReference', 's-' || i, 'method', method)::TEXT, at, at
+                    FROM seed
+                    """, logger: self.logger)
+                try await connection.query("""
+                    INSERT INTO till_attempts (reference, payment_id, sequence, gateway, status, created_at, updated_at)
+                    SELECT \(tag.attempt)::TEXT || lpad(i::TEXT, 15, '0'), \(tag.payment)::TEXT || lpad(i::TEXT, 24, '0'), 1, gateway, status, at, at FROM seed WHERE status <> 'created'
+                    """, logger: self.logger)
+            }
+        }
+        _ = try await client.withConnection { connection in try await connection.query("ANALYZE till_payments", logger: self.logger) }
+        _ = try await client.withConnection { connection in try await connection.query("ANALYZE till_attempts", logger: self.logger) }
+    }
+
     package func seedPendingEvents(count: Int, merchant: String) async throws {
         let rows = try seededEvents(count: count, merchant: merchant)
         for chunk in stride(from: 0, to: rows.count, by: 2_000) {

@@ -480,6 +480,33 @@ public final class SQLitePaymentStore: PaymentStore {
         return references
     }
 
+    package func seedSearchPayments(count: Int, merchant: String, newest: Date) async throws {
+        let tag = SearchSeed.prefixes()
+        let oldest = newest.storedMillis - Int64(count - 1) * 1_000
+        for chunk in stride(from: 0, to: count, by: 100_000) {
+            let last = min(chunk + 100_000, count) - 1
+            try await pool.write { db in
+                let rows = """
+                    WITH RECURSIVE n(i) AS (SELECT ? UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+                    SELECT i, \(SearchSeed.statusCase) AS status, \(SearchSeed.currencyCase) AS currency, \(SearchSeed.amount) AS amount,
+                           \(SearchSeed.methodCase) AS method, \(SearchSeed.gatewayCase) AS gateway, ? + i * 1000 AS at FROM n
+                    """
+                try db.execute(sql: """
+                    INSERT INTO till_payments (id, merchant_id, merchant_reference, amount_minor, currency, status, intent_json, created_at, updated_at)
+                    SELECT ? || printf('%024d', i), ?, 's-' || i, amount, currency, status,
+                           json_object('action', 'sale', 'amount', json_object('currency', currency, 'value', amount),
+                                       'customer', json_object('email', 'customer' || (i % 50000) || '@example.com'),
+                                       'merchantReference', 's-' || i, 'method', method), at, at
+                    FROM (\(rows))
+                    """, arguments: [tag.payment, merchant, chunk, last, oldest])
+                try db.execute(sql: """
+                    INSERT INTO till_attempts (reference, payment_id, sequence, gateway, status, created_at, updated_at)
+                    SELECT ? || printf('%015d', i), ? || printf('%024d', i), 1, gateway, status, at, at FROM (\(rows)) WHERE status <> 'created'
+                    """, arguments: [tag.attempt, tag.payment, chunk, last, oldest])
+            }
+        }
+    }
+
     package func seedPendingEvents(count: Int, merchant: String) async throws {
         let rows = try seededEvents(count: count, merchant: merchant)
         for chunk in stride(from: 0, to: rows.count, by: 5_000) {
