@@ -377,14 +377,7 @@ public final class PostgresPaymentStore: PaymentStore {
                 SELECT merchant_id, attempt_reference, gateway, action, reason, status_before, status_after, at
                 FROM till_reconciliation_log ORDER BY id DESC LIMIT \(limit)
                 """, logger: self.logger)
-            var out: [ReconciliationEntry] = []
-            for try await (merchant, attempt, gateway, action, reason, before, after, at)
-                in rows.decode((String, String, String, String, String, String, String, Int64).self) {
-                out.append(ReconciliationEntry(merchantID: merchant, attempt: AttemptReference(rawValue: attempt), gateway: GatewayID(rawValue: gateway),
-                                               action: action, reason: reason, statusBefore: PaymentStatus(rawValue: before),
-                                               statusAfter: PaymentStatus(rawValue: after), at: Date(storedMillis: at)))
-            }
-            return out
+            return try await Self.reconciliationEntries(rows)
         }
     }
 
@@ -419,6 +412,18 @@ public final class PostgresPaymentStore: PaymentStore {
         }
     }
 
+    /// Reconciliation entries from rows of (merchant, attempt, gateway, action, reason, status before, status after, at).
+    private static func reconciliationEntries(_ rows: PostgresRowSequence) async throws -> [ReconciliationEntry] {
+        var out: [ReconciliationEntry] = []
+        for try await (merchant, attempt, gateway, action, reason, before, after, at)
+            in rows.decode((String, String, String, String, String, String, String, Int64).self) {
+            out.append(ReconciliationEntry(merchantID: merchant, attempt: AttemptReference(rawValue: attempt), gateway: GatewayID(rawValue: gateway),
+                                           action: action, reason: reason, statusBefore: PaymentStatus(rawValue: before),
+                                           statusAfter: PaymentStatus(rawValue: after), at: Date(storedMillis: at)))
+        }
+        return out
+    }
+
     public func reconciliationLog(payment id: String) async throws -> [ReconciliationEntry] {
         try await client.withConnection { connection in
             let rows = try await connection.query("""
@@ -426,14 +431,7 @@ public final class PostgresPaymentStore: PaymentStore {
                 FROM till_attempts a JOIN till_reconciliation_log r ON r.attempt_reference = a.reference
                 WHERE a.payment_id = \(id) ORDER BY r.id LIMIT 1000
                 """, logger: self.logger)
-            var out: [ReconciliationEntry] = []
-            for try await (merchant, attempt, gateway, action, reason, before, after, at)
-                in rows.decode((String, String, String, String, String, String, String, Int64).self) {
-                out.append(ReconciliationEntry(merchantID: merchant, attempt: AttemptReference(rawValue: attempt), gateway: GatewayID(rawValue: gateway),
-                                               action: action, reason: reason, statusBefore: PaymentStatus(rawValue: before),
-                                               statusAfter: PaymentStatus(rawValue: after), at: Date(storedMillis: at)))
-            }
-            return out
+            return try await Self.reconciliationEntries(rows)
         }
     }
 

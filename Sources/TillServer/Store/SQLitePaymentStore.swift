@@ -261,12 +261,7 @@ public final class SQLitePaymentStore: PaymentStore {
             try Row.fetchAll(db.cachedStatement(sql: """
                 SELECT merchant_id, attempt_reference, gateway, action, reason, status_before, status_after, at
                 FROM till_reconciliation_log ORDER BY id DESC LIMIT ?
-                """), arguments: [limit]).map { row in
-                ReconciliationEntry(merchantID: row["merchant_id"], attempt: AttemptReference(rawValue: row["attempt_reference"]),
-                                    gateway: GatewayID(rawValue: row["gateway"]), action: row["action"], reason: row["reason"],
-                                    statusBefore: PaymentStatus(rawValue: row["status_before"]),
-                                    statusAfter: PaymentStatus(rawValue: row["status_after"]), at: Date(storedMillis: row["at"]))
-            }
+                """), arguments: [limit]).map(Self.reconciliationEntry)
         }
     }
 
@@ -278,17 +273,20 @@ public final class SQLitePaymentStore: PaymentStore {
         }
     }
 
+    /// A reconciliation entry from a row of (merchant, attempt, gateway, action, reason, status before, status after, at).
+    private static func reconciliationEntry(_ row: Row) -> ReconciliationEntry {
+        ReconciliationEntry(merchantID: row[0], attempt: AttemptReference(rawValue: row[1]), gateway: GatewayID(rawValue: row[2]),
+                            action: row[3], reason: row[4], statusBefore: PaymentStatus(rawValue: row[5]),
+                            statusAfter: PaymentStatus(rawValue: row[6]), at: Date(storedMillis: row[7]))
+    }
+
     public func reconciliationLog(payment id: String) async throws -> [ReconciliationEntry] {
         try await pool.read { db in
             try Row.fetchAll(db.cachedStatement(sql: """
                 SELECT r.merchant_id, r.attempt_reference, r.gateway, r.action, r.reason, r.status_before, r.status_after, r.at
                 FROM till_attempts a JOIN till_reconciliation_log r ON r.attempt_reference = a.reference
                 WHERE a.payment_id = ? ORDER BY r.id LIMIT 1000
-                """), arguments: [id]).map { row in
-                ReconciliationEntry(merchantID: row[0], attempt: AttemptReference(rawValue: row[1]), gateway: GatewayID(rawValue: row[2]),
-                                    action: row[3], reason: row[4], statusBefore: PaymentStatus(rawValue: row[5]),
-                                    statusAfter: PaymentStatus(rawValue: row[6]), at: Date(storedMillis: row[7]))
-            }
+                """), arguments: [id]).map(Self.reconciliationEntry)
         }
     }
 
