@@ -182,7 +182,8 @@ struct PaymentSearchTests {
         var query = PaymentSearchQuery()
         for (change, index) in [({ (q: inout PaymentSearchQuery) in }, "till_payments_created"),
                                 ({ (q: inout PaymentSearchQuery) in q.statuses = [.paid] }, "till_payments_status"),
-                                ({ (q: inout PaymentSearchQuery) in q.customerEmail = "a@example.com" }, "till_payments_email")] {
+                                ({ (q: inout PaymentSearchQuery) in q.customerEmail = "a@example.com" }, "till_payments_email"),
+                                ({ (q: inout PaymentSearchQuery) in q.after = .init(createdMillis: 5, id: "pay_x") }, "created_at<?")] {
             query = PaymentSearchQuery()
             change(&query)
             let plan = try await store.queryPlan(PaymentSearchSQL.page(.sqlite, merchant: "m", query: query))

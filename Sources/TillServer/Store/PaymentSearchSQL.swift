@@ -48,8 +48,10 @@ enum PaymentSearchSQL {
         if let from = query.createdFrom { conditions.append("created_at >= \(bind(.integer(from.storedMillis)))") }
         if let to = query.createdTo { conditions.append("created_at < \(bind(.integer(to.storedMillis)))") }
         if let after = query.after {
+            // (created_at, id) < (m, id), written so the first half is a range the order index seeks to: a page deep in
+            // a million payments reads from the cursor on, not from the newest.
             let millis = bind(.integer(after.createdMillis))
-            conditions.append("(created_at < \(millis) OR (created_at = \(bind(.integer(after.createdMillis))) AND id < \(bind(.text(after.id)))))")
+            conditions.append("created_at <= \(millis) AND (created_at < \(bind(.integer(after.createdMillis))) OR id < \(bind(.text(after.id))))")
         }
         let sql = """
             SELECT id FROM till_payments WHERE \(conditions.joined(separator: " AND "))

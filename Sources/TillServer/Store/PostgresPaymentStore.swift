@@ -402,13 +402,13 @@ public final class PostgresPaymentStore: PaymentStore {
                 }
                 if let attempt = try PostgresStatements.attempt(row, offset: 6) { found[pid]?.attempts.append(attempt) }
             }
-            var page: [StoredPayment] = []
-            for id in ids {
-                guard var payment = found[id] else { continue }
-                if payment.attempts.contains(where: { $0.status.mayHaveOperations }) { payment.operations = try await self.operations(connection, payment: id) }
-                page.append(payment)
+            let holding = ids.filter { found[$0]?.attempts.contains { $0.status.mayHaveOperations } == true }
+            if !holding.isEmpty {
+                for operation in try await self.operations(connection, where: "payment_id = ANY(\(holding))", limit: 100_000) {
+                    found[operation.paymentID]?.operations.append(operation)
+                }
             }
-            return page
+            return ids.compactMap { found[$0] }
         }
     }
 
