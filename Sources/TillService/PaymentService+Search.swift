@@ -11,10 +11,12 @@ public struct PaymentSearchRequest: Sendable, Hashable {
     /// Every parameter the search takes.
     public static let parameters = ["status", "gateway", "method", "currency", "amountMin", "amountMax", "merchantReference", "customerEmail",
                                      "createdFrom", "createdTo", "limit", "cursor"]
-    /// The largest page, and the page when `limit` is absent.
+    /// The largest page.
     public static let maximumLimit = 100
+    /// The page when `limit` is absent.
     public static let defaultLimit = 20
 
+    /// A request with no parameter: the merchant's newest ``defaultLimit`` payments.
     public init() {}
 
     /// The request a query string's pairs make. An unknown name (a misspelt filter would otherwise be ignored, and every
@@ -37,6 +39,31 @@ public struct PaymentSearchRequest: Sendable, Hashable {
         get { values[name] }
         set { values[name] = newValue }
     }
+
+    /// One or more of the known statuses, separated by commas.
+    public var status: String? { get { values["status"] } set { values["status"] = newValue } }
+    /// A gateway id: a payment matches when any of its attempts went to that gateway.
+    public var gateway: String? { get { values["gateway"] } set { values["gateway"] = newValue } }
+    /// A payment method, such as `card`.
+    public var method: String? { get { values["method"] } set { values["method"] = newValue } }
+    /// An ISO 4217 code, in any case.
+    public var currency: String? { get { values["currency"] } set { values["currency"] = newValue } }
+    /// The smallest amount, in minor units, inclusive.
+    public var amountMin: String? { get { values["amountMin"] } set { values["amountMin"] = newValue } }
+    /// The largest amount, in minor units, inclusive.
+    public var amountMax: String? { get { values["amountMax"] } set { values["amountMax"] = newValue } }
+    /// The merchant's reference, exactly.
+    public var merchantReference: String? { get { values["merchantReference"] } set { values["merchantReference"] = newValue } }
+    /// The customer's e-mail, without regard to case.
+    public var customerEmail: String? { get { values["customerEmail"] } set { values["customerEmail"] = newValue } }
+    /// The earliest creation time, ISO 8601, inclusive.
+    public var createdFrom: String? { get { values["createdFrom"] } set { values["createdFrom"] = newValue } }
+    /// The creation time the payments are older than, ISO 8601, exclusive.
+    public var createdTo: String? { get { values["createdTo"] } set { values["createdTo"] = newValue } }
+    /// The page's size, 1 to ``maximumLimit`` (``defaultLimit`` when absent).
+    public var limit: String? { get { values["limit"] } set { values["limit"] = newValue } }
+    /// The previous page's `nextCursor`.
+    public var cursor: String? { get { values["cursor"] } set { values["cursor"] = newValue } }
 
     /// The store's query, or an error naming the parameter at fault.
     public func query() throws -> PaymentSearchQuery {
@@ -115,9 +142,12 @@ public struct PaymentSearchRequest: Sendable, Hashable {
 public struct PaymentSearchQuery: Sendable, Hashable {
     /// Where a page ended: the last payment's creation time (milliseconds) and id.
     public struct Position: Sendable, Hashable {
+        /// The payment's creation time, in milliseconds since 1970.
         public var createdMillis: Int64
+        /// The payment's id.
         public var id: String
 
+        /// The position just after the payment created at `createdMillis` with `id`.
         public init(createdMillis: Int64, id: String) {
             self.createdMillis = createdMillis
             self.id = id
@@ -142,11 +172,15 @@ public struct PaymentSearchQuery: Sendable, Hashable {
     public var statuses: [PaymentStatus] = []
     /// A payment any of whose attempts went to this gateway.
     public var gateway: GatewayID?
+    /// The intent's payment method (its raw value, such as `card`).
     public var method: String?
+    /// An ISO 4217 code, upper-cased.
     public var currency: String?
-    /// Minor units, inclusive.
+    /// The smallest amount, minor units, inclusive.
     public var amountMin: Int64?
+    /// The largest amount, minor units, inclusive.
     public var amountMax: Int64?
+    /// The merchant's reference, exactly.
     public var merchantReference: String?
     /// Lower-cased; matched against the customer's e-mail lower-cased.
     public var customerEmail: String?
@@ -154,9 +188,12 @@ public struct PaymentSearchQuery: Sendable, Hashable {
     public var createdFrom: Date?
     /// Exclusive.
     public var createdTo: Date?
+    /// The most payments a page holds.
     public var limit = PaymentSearchRequest.defaultLimit
+    /// Only payments older than this position (the previous page's last), by (creation time, id).
     public var after: Position?
 
+    /// A query with no filter: the merchant's newest ``PaymentSearchRequest/defaultLimit`` payments.
     public init() {}
 
     /// Whether a payment matches every filter (the in-memory store's search, and the rule the SQL is tested against).
@@ -179,9 +216,12 @@ public struct PaymentSearchQuery: Sendable, Hashable {
 
 /// A page of payments, newest first, with the cursor of the next page when there may be one.
 public struct PaymentSearchPage: Sendable, Codable, Hashable {
+    /// The page's payments, newest first, as the merchant's key sees each.
     public var payments: [PaymentView]
+    /// The next page's `cursor` when this page is full; absent on the last page.
     public var nextCursor: String?
 
+    /// A page of `payments`, followed by the page at `nextCursor` if any.
     public init(payments: [PaymentView], nextCursor: String?) {
         self.payments = payments
         self.nextCursor = nextCursor

@@ -28,7 +28,7 @@ struct PaymentSearchTests {
         ((answer.json["payments"] as? [[String: Any]]) ?? []).compactMap { $0["id"] as? String }
     }
 
-    @Test("each filter and their combinations; newest first", arguments: StoreKind.available)
+    @Test("each filter and their combinations; newest first", arguments: StoreKind.everyStore)
     func filters(kind: StoreKind) async throws {
         let h = try await ServerHarness(kind)
         defer { Task { await h.stop() } }
@@ -69,7 +69,7 @@ struct PaymentSearchTests {
     }
 
     @Test("the cursor: pages never repeat nor skip a payment older than the cursor, even while payments are created",
-          arguments: StoreKind.available)
+          arguments: StoreKind.everyStore)
     func paging(kind: StoreKind) async throws {
         let h = try await ServerHarness(kind)
         defer { Task { await h.stop() } }
@@ -92,7 +92,7 @@ struct PaymentSearchTests {
     }
 
     @Test("a mistake is 400 naming its parameter; a client secret is refused; another merchant's payments are never shown",
-          arguments: StoreKind.available)
+          arguments: StoreKind.everyStore)
     func refusals(kind: StoreKind) async throws {
         let h = try await ServerHarness(kind)
         defer { Task { await h.stop() } }
@@ -123,7 +123,7 @@ struct PaymentSearchTests {
     }
 
     @Test("the export: CSV with its columns, RFC 4180 quoting and the formula guard; NDJSON one payment a line; every page streamed",
-          arguments: StoreKind.available)
+          arguments: StoreKind.everyStore)
     func export(kind: StoreKind) async throws {
         let h = try await ServerHarness(kind)
         defer { Task { await h.stop() } }
@@ -188,6 +188,88 @@ struct PaymentSearchTests {
             change(&query)
             let plan = try await store.queryPlan(PaymentSearchSQL.page(.sqlite, merchant: "m", query: query))
             #expect(plan.contains(index) && !plan.contains("TEMP B-TREE"), "\(plan)")
+        }
+    }
+
+    static func intent(_ reference: String, email: String?, minor: Int64 = 2500) -> PaymentIntent {
+        PaymentIntent(merchantReference: reference, amount: Money(minorUnits: minor, currency: Currency.lookup("USD")!), method: .card,
+                      customer: Customer(email: email))
+    }
+
+    @Test("the store: a merchant's search never returns another merchant's payment, and follows a changed customer's e-mail",
+          arguments: StoreKind.everyStore)
+    func storeScope(kind: StoreKind) async throws {
+        let store = try await kind.open()
+        let mine = "m-\(UUID().uuidString.prefix(8).lowercased())", theirs = "m-\(UUID().uuidString.prefix(8).lowercased())"
+        var ids: [String: String] = [:]
+        for (merchant, reference) in [(mine, "a"), (theirs, "a"), (mine, "b"), (theirs, "b")] {
+            let id = "pay_\(UUID().uuidString.prefix(12).lowercased())"
+            _ = try await store.create(Self.intent(reference, email: "Shared@Example.com"), merchant: merchant, id: id, idempotencyKey: nil, requestHash: "h")
+            ids[merchant + reference] = id
+        }
+        var query = PaymentSearchQuery()
+        #expect(Set(try await store.searchPayments(merchant: mine, query: query).map(\.id)) == [ids[mine + "b"]!, ids[mine + "a"]!])
+        query.customerEmail = "shared@example.com"
+        #expect(Set(try await store.searchPayments(merchant: theirs, query: query).map(\.id)) == [ids[theirs + "b"]!, ids[theirs + "a"]!])
+        query.merchantReference = "a"
+        #expect(try await store.searchPayments(merchant: mine, query: query).map(\.id) == [ids[mine + "a"]!])
+        // A PATCH that changes the customer: the new e-mail finds the payment, the old one no longer does.
+        let changed = try #require(try await store.replaceIntent(Self.intent("a", email: "New@Example.com"), payment: ids[mine + "a"]!,
+                                                                 merchant: mine, expected: []))
+        #expect(changed.intent.customer.email == "New@Example.com")
+        #expect(try await store.searchPayments(merchant: mine, query: query).isEmpty)
+        query.customerEmail = "new@example.com"
+        #expect(try await store.searchPayments(merchant: mine, query: query).map(\.id) == [ids[mine + "a"]!])
+        #expect(try await store.searchPayments(merchant: theirs, query: query).isEmpty)
+        try await store.close()
+    }
+
+    @Test("upgrading a v6 SQLite database: v7 indexes its payments as they are, and the search finds them through the indexes")
+    func upgrade() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("till-test-\(UUID().uuidString).sqlite").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let store = try SQLitePaymentStore(path: path)
+        try await store.migrate()
+        // As a database that stopped at v6 (v8's console tables kept: they are independent of v7): no search indexes.
+        for index in ["till_payments_created", "till_payments_status", "till_payments_email"] { try await store.executeUnchecked("DROP INDEX \(index)") }
+        try await store.executeUnchecked("DELETE FROM till_schema_migrations WHERE version = 7")
+        for (index, email) in ["Old@Example.com", "other@example.com", "old@example.COM"].enumerated() {
+            _ = try await store.create(Self.intent("old-\(index)", email: email), merchant: "m-old", id: "pay_old\(index)", idempotencyKey: nil, requestHash: "h")
+        }
+        try await store.migrate()
+        var query = PaymentSearchQuery()
+        query.customerEmail = "old@example.com"
+        #expect(try await store.searchPayments(merchant: "m-old", query: query).map(\.id) == ["pay_old2", "pay_old0"])
+        let plan = try await store.queryPlan(PaymentSearchSQL.page(.sqlite, merchant: "m-old", query: query))
+        #expect(plan.contains("till_payments_email"), "\(plan)")
+        query = PaymentSearchQuery()
+        query.statuses = [.created]
+        query.limit = 2
+        #expect(try await store.searchPayments(merchant: "m-old", query: query).map(\.id) == ["pay_old2", "pay_old1"])
+        try await store.close()
+    }
+
+    @Test("PaymentSearchRequest: the filters by name, parsed by one rule, a mistake naming its field")
+    func request() throws {
+        var request = PaymentSearchRequest()
+        request.status = "paid,failed"
+        request.customerEmail = "Ann@Example.com"
+        request.currency = "eur"
+        request.amountMin = "100"
+        request.amountMax = "200"
+        request.createdFrom = "2026-01-31T12:00:00Z"
+        request.limit = "100"
+        let query = try request.query()
+        #expect(query.statuses == [.failed, .paid] && query.customerEmail == "ann@example.com" && query.currency == "EUR")
+        #expect(query.amountMin == 100 && query.amountMax == 200 && query.limit == 100 && query.createdFrom != nil)
+        #expect(request["status"] == "paid,failed" && request.gateway == nil)
+        request.status = nil
+        #expect(try request.query().statuses.isEmpty)
+        for (field, value) in [("limit", "0"), ("cursor", "nope"), ("createdTo", "tomorrow"), ("amountMax", "50")] {
+            var bad = request
+            bad[field] = value
+            let error = #expect(throws: ServiceError.self) { try bad.query() }
+            #expect(error?.field == field && error?.status == .badRequest, "\(field)=\(value)")
         }
     }
 }
