@@ -151,6 +151,8 @@ struct PaymentSearchTests {
         #expect(pages == [500, 500, 52], "\(pages)")
         let all = try await h.query("GET", "v1/payments/export?format=csv&amountMin=100&amountMax=1149")
         #expect(String(decoding: all.body, as: UTF8.self).components(separatedBy: "\r\n").count == 1 + 1_050 + 1)
+        // Streamed as it is read: sent in chunks, with no length known before the last page.
+        #expect(all.headers["content-length"] == nil && all.headers["transfer-encoding"]?.lowercased() == "chunked", "\(all.headers)")
     }
 
     @Test("MerchantAPIClient searches, pages and exports; a bad filter comes back as the server's error naming it")
