@@ -185,6 +185,7 @@ struct PaymentSearchTests {
         for (change, index) in [({ (q: inout PaymentSearchQuery) in }, "till_payments_created"),
                                 ({ (q: inout PaymentSearchQuery) in q.statuses = [.paid] }, "till_payments_status"),
                                 ({ (q: inout PaymentSearchQuery) in q.customerEmail = "a@example.com" }, "till_payments_email"),
+                                ({ (q: inout PaymentSearchQuery) in q.method = "wechatpay" }, "till_payments_method"),
                                 ({ (q: inout PaymentSearchQuery) in q.after = .init(createdMillis: 5, id: "pay_x") }, "created_at<?")] {
             query = PaymentSearchQuery()
             change(&query)

@@ -7,9 +7,9 @@ import TillService
 /// only in how a value is bound and how the intent's JSON is read. Every value is bound, never spliced into the text.
 ///
 /// The order is (created_at, id) descending, served by `till_payments_created (merchant_id, created_at, id)`; a status
-/// filter by `till_payments_status (merchant_id, status, created_at, id)`, an e-mail by `till_payments_email`, a
-/// merchant reference by the unique (merchant_id, merchant_reference). A gateway is matched through the payment's
-/// attempts (`till_attempts_payment`).
+/// filter by `till_payments_status (merchant_id, status, created_at, id)`, an e-mail by `till_payments_email`, a method
+/// by `till_payments_method`, a merchant reference by the unique (merchant_id, merchant_reference). A gateway is matched
+/// through the payment's attempts (`till_attempts_payment`).
 enum PaymentSearchSQL {
     enum Value: Sendable {
         case text(String)
@@ -21,6 +21,7 @@ enum PaymentSearchSQL {
         dialect == .sqlite ? "lower(json_extract(intent_json, '$.customer.email'))" : "lower((intent_json::jsonb) #>> '{customer,email}')"
     }
 
+    /// The payment method's expression its index (schema v9) is built on, likewise.
     static func methodExpression(_ dialect: Schema.Dialect) -> String {
         dialect == .sqlite ? "json_extract(intent_json, '$.method')" : "((intent_json::jsonb) ->> 'method')"
     }
