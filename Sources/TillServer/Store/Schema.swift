@@ -249,7 +249,8 @@ enum Schema {
         ]
         // v9: the search's method filter, indexed as the e-mail is (an expression on the stored intent, the same text as
         // PaymentSearchSQL's). Without it a method few payments have made the search read every payment of the merchant
-        // and parse each one's intent: 2.3 s for no match out of a million on PostgreSQL, 0.04 ms with it.
+        // and parse each one's intent: for no match out of a million, 2.3 s on PostgreSQL and 951 ms on SQLite, under
+        // a millisecond with it.
         let v9 = [
             "CREATE INDEX IF NOT EXISTS till_payments_method ON till_payments (merchant_id, \(PaymentSearchSQL.methodExpression(dialect)), created_at, id)",
         ]
