@@ -221,13 +221,9 @@ struct ConsoleTests {
         let (client, task) = try await Self.console(h)
         defer { task.cancel() }
         let (id, attempt, gateway) = try await h.createAndPrepare()
-        let paid = h.gateway(gateway).signedNotification(for: StatusReport(gateway: gateway, attempt: attempt, status: .paid,
-                                                                          amount: ServerHarness.amount, eventID: "evt-timeline"))
-        #expect(try await h.notify(paid, gateway: gateway).status == 200)
+        #expect(try await h.notifyPaid(attempt, gateway: gateway, eventID: "evt-timeline").status == 200)
         // The same status again under another event id: stored, and a duplicate.
-        let again = h.gateway(gateway).signedNotification(for: StatusReport(gateway: gateway, attempt: attempt, status: .paid,
-                                                                           amount: ServerHarness.amount, eventID: "evt-timeline-2"))
-        #expect(try await h.notify(again, gateway: gateway).status == 200)
+        #expect(try await h.notifyPaid(attempt, gateway: gateway, eventID: "evt-timeline-2").status == 200)
         try await client.signIn(Self.token)
         let page = try await client.get("/payments/\(id)?merchant=\(h.merchant)")
         #expect(page.status == 200)
@@ -328,9 +324,7 @@ struct ConsoleTests {
         let (client, task) = try await Self.console(h)
         defer { task.cancel() }
         let (id, attempt, gateway) = try await h.createAndPrepare()
-        let paid = h.gateway(gateway).signedNotification(for: StatusReport(gateway: gateway, attempt: attempt, status: .paid,
-                                                                          amount: ServerHarness.amount, eventID: "evt-refund"))
-        #expect(try await h.notify(paid, gateway: gateway).status == 200)
+        #expect(try await h.notifyPaid(attempt, gateway: gateway, eventID: "evt-refund").status == 200)
         await h.gateway(gateway).ledger.seed(attempt, amount: ServerHarness.amount, status: .paid)
         try await client.signIn(Self.token)
         let payment = try await client.get("/payments/\(id)?merchant=\(h.merchant)")

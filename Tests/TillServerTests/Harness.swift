@@ -211,6 +211,12 @@ final class ServerHarness: @unchecked Sendable {
                        headers: notification.headers.filter { $0.key != "content-type" })
     }
 
+    /// Posts the gateway's signed notification that `attempt` is paid (the harness's amount), as the gateway would.
+    func notifyPaid(_ attempt: AttemptReference, gateway: GatewayID, eventID: String) async throws -> Answer {
+        let report = StatusReport(gateway: gateway, attempt: attempt, status: .paid, amount: Self.amount, eventID: eventID)
+        return try await notify(self.gateway(gateway).signedNotification(for: report), gateway: gateway)
+    }
+
     func status(of payment: String) async throws -> String? {
         try await send("GET", "v1/payments/\(payment)").json["status"] as? String
     }
