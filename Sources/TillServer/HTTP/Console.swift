@@ -206,7 +206,7 @@ struct Console: Sendable {
     /// A form post: it must come from a console page (same origin), from a signed-in operator, with that session's
     /// CSRF token; anything else changes nothing and is answered 403.
     func signedPost(_ request: Request, _ body: (FormFields, ConsoleSessions.Session) async throws -> Response) async -> Response {
-        guard sameOrigin(request) else { return ConsolePages.plain(status: .forbidden, title: "Refused", message: "The form came from another site.") }
+        guard sameOrigin(request) else { return Self.crossSiteRefusal }
         guard let session = session(request) else {
             return ConsolePages.plain(status: .forbidden, title: "Refused", message: "Sign in first: this action needs an operator.")
         }
@@ -219,6 +219,11 @@ struct Console: Sendable {
         } catch {
             return failure(error, session: session)
         }
+    }
+
+    /// The answer to a post from another site: nothing done, nothing written.
+    static var crossSiteRefusal: Response {
+        ConsolePages.plain(status: .forbidden, title: "Refused", message: "The form came from another site.")
     }
 
     /// Whether a post came from this console: a browser's `Origin` (when it sends one) names the host the request
@@ -241,7 +246,7 @@ struct Console: Sendable {
     }
 
     func login(_ request: Request) async -> Response {
-        guard sameOrigin(request) else { return ConsolePages.plain(status: .forbidden, title: "Refused", message: "The form came from another site.") }
+        guard sameOrigin(request) else { return Self.crossSiteRefusal }
         guard let fields = await form(request), let token = fields["token"], let person = sessions.signIn(token: token) else {
             logger.notice("console sign-in refused")
             // A wrong token costs its sender a moment; a right one is 32 characters or more, so guessing is hopeless anyway.
