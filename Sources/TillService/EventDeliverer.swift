@@ -36,6 +36,10 @@ public struct EventDeliverer: Service, CustomStringConvertible {
     let logger: Logger
     let metrics: any MetricsFactory
     let jitter: @Sendable () -> Double
+    /// The API's requests in flight, to yield to while it is busy (nil: never yields).
+    let load: APILoad?
+    /// When the API was last seen busy.
+    private let lastBusy = Locked<ContinuousClock.Instant?>(nil)
 
     /// - Parameters:
     ///   - endpoints: a merchant's webhooks (by merchant id).
@@ -46,11 +50,12 @@ public struct EventDeliverer: Service, CustomStringConvertible {
     ///     as the receiver at the configured URL did not take the event).
     ///   - merchant: only this merchant's events (a delivery worker of one merchant; tests sharing a database).
     ///   - jitter: a number from 0.5 to 1 scaling each retry delay (random by default).
+    ///   - load: the API's requests in flight, to yield to while it is busy (``EventDeliverySettings/busyRequestsInFlight``).
     public init(store: any PaymentStore, settings: EventDeliverySettings, endpoints: @escaping @Sendable (String) -> [ResolvedWebhook],
                 merchants: [String]? = nil,
                 transport: any HTTPTransport = EventDeliverer.defaultTransport(), logger: Logger = Logger(label: "till.events"),
                 metrics: any MetricsFactory = MetricsSystem.factory, jitter: @escaping @Sendable () -> Double = { Double.random(in: 0.5...1) },
-                merchant: String? = nil) {
+                merchant: String? = nil, load: APILoad? = nil) {
         self.store = store
         self.settings = settings
         self.endpoints = endpoints
@@ -59,14 +64,16 @@ public struct EventDeliverer: Service, CustomStringConvertible {
         self.logger = logger
         self.metrics = metrics
         self.jitter = jitter
+        self.load = load
     }
 
     /// Delivers to the webhooks of `state`'s merchants.
+    ///   - load: the API's requests in flight (the server's ``APILoad``), to yield to while it is busy.
     public init(state: ServerState, store: any PaymentStore, transport: any HTTPTransport = EventDeliverer.defaultTransport(),
-                logger: Logger = Logger(label: "till.events"), metrics: any MetricsFactory = MetricsSystem.factory) {
+                logger: Logger = Logger(label: "till.events"), metrics: any MetricsFactory = MetricsSystem.factory, load: APILoad? = nil) {
         let webhooks = Dictionary(state.merchants.map { ($0.configuration.id, $0.webhooks) }, uniquingKeysWith: { first, _ in first })
         self.init(store: store, settings: state.settings.events, endpoints: { webhooks[$0] ?? [] },
-                  merchants: state.merchants.map(\.configuration.id), transport: transport, logger: logger, metrics: metrics)
+                  merchants: state.merchants.map(\.configuration.id), transport: transport, logger: logger, metrics: metrics, load: load)
     }
 
     /// URLSession without cookies, caches or redirects: a 3xx is the receiver's answer (a failed try), never followed
@@ -92,11 +99,17 @@ public struct EventDeliverer: Service, CustomStringConvertible {
         }
         logger.info("event delivery started", metadata: ["concurrency": .stringConvertible(settings.concurrency)])
         await cancelWhenGracefulShutdown { [self] in
+            // The backlog gauges count every pending event: read at most every 5 s, not after every pass (a pass takes
+            // a fraction of a second while a backlog drains, and the count over a large backlog costs more than the pass).
+            var gauged: ContinuousClock.Instant?
             while !Task.isCancelled {
                 var busy = false
                 do {
                     busy = try await runOnce().claimed > 0
-                    try await recordBacklog()
+                    if gauged.map({ ContinuousClock.now - $0 >= .seconds(5) }) ?? true {
+                        gauged = ContinuousClock.now
+                        try await recordBacklog()
+                    }
                 } catch {
                     if Task.isCancelled { break }
                     logger.error("event delivery pass failed", metadata: ["error": .string(Reconciler.describe(error))])
@@ -109,25 +122,43 @@ public struct EventDeliverer: Service, CustomStringConvertible {
         logger.info("event delivery stopped")
     }
 
-    /// One pass at `now`: claims due events and delivers them.
+    /// One pass at `now`: claims due events and delivers them, yielding to the API while it is busy
+    /// (``EventDeliverySettings/busyRequestsInFlight``).
     /// - Throws: only when the due events cannot be claimed.
     @discardableResult
     public func runOnce(now: Date = Date()) async throws -> Pass {
         let claimedUntil = now.addingTimeInterval(settings.leaseSeconds)
-        let due = try await claim(now: now, claimedUntil: claimedUntil)
+        // Busy: a second's worth of posts at most, so a batch claimed now is not held while the API keeps the pace slow.
+        let limit = apiIsBusy ? min(settings.batch, max(1, Int(settings.busyEventsPerSecond.rounded(.up)))) : settings.batch
+        let due = try await claim(now: now, claimedUntil: claimedUntil, limit: limit)
         var pass = Pass(claimed: due.count)
         guard !due.isEmpty else { return pass }
+        let interval = Duration.seconds(1 / settings.busyEventsPerSecond)
+        // Events not started before this are left to fall due again when their claim runs out (a long busy spell).
+        let lastStart = claimedUntil.addingTimeInterval(-2 * settings.timeoutSeconds)
         await withTaskGroup(of: DeliveryResult?.self) { group in
             var next = due.makeIterator()
             var running = 0
-            func addNext() -> Bool {
+            var slot = ContinuousClock.now
+            /// Starts the next post if there is one and it may start now: at once while the API is quiet, at the busy
+            /// pace while it is not. False when none was started.
+            func startNext() async -> Bool {
                 // Shutting down: the rest of the batch is left to fall due again when its claim runs out.
-                guard !Task.isCancelled, let event = next.next() else { return false }
+                guard !Task.isCancelled, running < max(settings.concurrency, 1) else { return false }
+                if apiIsBusy {
+                    let wait = slot - ContinuousClock.now
+                    if wait > .zero { try? await Task.sleep(for: wait) }
+                    slot = max(slot, ContinuousClock.now) + interval
+                    guard !Task.isCancelled, Date() < lastStart else { return false }
+                }
+                guard let event = next.next() else { return false }
                 group.addTask { await self.deliver(event, claimedUntil: claimedUntil) }
+                running += 1
                 return true
             }
-            while running < max(settings.concurrency, 1), addNext() { running += 1 }
+            while await startNext() {}
             for await result in group {
+                running -= 1
                 switch result {
                 case .delivered: pass.delivered += 1
                 case .retry: pass.retried += 1
@@ -135,22 +166,35 @@ public struct EventDeliverer: Service, CustomStringConvertible {
                 case .skipped: pass.skipped += 1
                 case nil: break
                 }
-                _ = addNext()
+                while await startNext() {}
             }
         }
         return pass
     }
 
+    /// Whether the API has had ``EventDeliverySettings/busyRequestsInFlight`` requests in flight at any reading in the last
+    /// second (never without a load to read): a moment's dip between two requests of a steady load does not let a full
+    /// batch through at full speed.
+    package var apiIsBusy: Bool {
+        guard let load, settings.busyRequestsInFlight > 0 else { return false }
+        let now = ContinuousClock.now
+        if load.requestsInFlight >= settings.busyRequestsInFlight {
+            lastBusy.withLock { $0 = now }
+            return true
+        }
+        return lastBusy.withLock { $0.map { now - $0 < .seconds(1) } ?? false }
+    }
+
     /// Claims due events: of every merchant, or of ``merchants`` only, each given an equal share of the batch in turn
     /// (from a different merchant each second, so none always goes last). With one merchant, the whole batch is its.
-    func claim(now: Date, claimedUntil: Date) async throws -> [StoredEvent] {
-        guard let merchants else { return try await store.claimDueEvents(now: now, claimedUntil: claimedUntil, limit: settings.batch) }
+    func claim(now: Date, claimedUntil: Date, limit: Int) async throws -> [StoredEvent] {
+        guard let merchants else { return try await store.claimDueEvents(now: now, claimedUntil: claimedUntil, limit: limit) }
         guard !merchants.isEmpty else { return [] }
-        let share = max(1, (settings.batch + merchants.count - 1) / merchants.count)
+        let share = max(1, (limit + merchants.count - 1) / merchants.count)
         let start = Int(now.timeIntervalSince1970.magnitude.rounded(.down).truncatingRemainder(dividingBy: Double(merchants.count)))
         var due: [StoredEvent] = []
-        for offset in 0..<merchants.count where due.count < settings.batch {
-            due += try await store.claimDueEvents(now: now, claimedUntil: claimedUntil, limit: min(share, settings.batch - due.count),
+        for offset in 0..<merchants.count where due.count < limit {
+            due += try await store.claimDueEvents(now: now, claimedUntil: claimedUntil, limit: min(share, limit - due.count),
                                                   merchant: merchants[(start + offset) % merchants.count])
         }
         return due

@@ -21,9 +21,16 @@ public struct EventDeliverySettings: Sendable, Hashable, Codable {
     public var retryMaxSeconds: Double
     /// How long after its creation an event is retried; then it is `failed` (`POST /v1/events/{id}/redeliver` tries again).
     public var retryWindowSeconds: Double
+    /// The API is busy while it has at least this many requests in flight (0: never). Then the deliverer yields to it:
+    /// it starts at most `busyEventsPerSecond` posts a second, and claims no more than a second's worth at a time, so a
+    /// backlog of events does not take the CPU and the store's writer from the payments waiting for their answers. It
+    /// goes back to `concurrency` posts at once when the API has been below the mark for a second.
+    public var busyRequestsInFlight: Int
+    public var busyEventsPerSecond: Double
 
     public init(enabled: Bool = true, timeoutSeconds: Double = 10, concurrency: Int = 16, batch: Int = 100, pollIntervalSeconds: Double = 1,
-                retryBaseSeconds: Double = 10, retryMaxSeconds: Double = 3_600, retryWindowSeconds: Double = 259_200) {
+                retryBaseSeconds: Double = 10, retryMaxSeconds: Double = 3_600, retryWindowSeconds: Double = 259_200,
+                busyRequestsInFlight: Int = 8, busyEventsPerSecond: Double = 25) {
         self.enabled = enabled
         self.timeoutSeconds = timeoutSeconds
         self.concurrency = concurrency
@@ -32,10 +39,13 @@ public struct EventDeliverySettings: Sendable, Hashable, Codable {
         self.retryBaseSeconds = retryBaseSeconds
         self.retryMaxSeconds = retryMaxSeconds
         self.retryWindowSeconds = retryWindowSeconds
+        self.busyRequestsInFlight = busyRequestsInFlight
+        self.busyEventsPerSecond = busyEventsPerSecond
     }
 
     private enum CodingKeys: String, CodingKey, CaseIterable {
         case enabled, timeoutSeconds, concurrency, batch, pollIntervalSeconds, retryBaseSeconds, retryMaxSeconds, retryWindowSeconds
+        case busyRequestsInFlight, busyEventsPerSecond
     }
 
     public init(from decoder: any Decoder) throws {
@@ -50,6 +60,8 @@ public struct EventDeliverySettings: Sendable, Hashable, Codable {
         retryBaseSeconds = try c.decodeIfPresent(Double.self, forKey: .retryBaseSeconds) ?? d.retryBaseSeconds
         retryMaxSeconds = try c.decodeIfPresent(Double.self, forKey: .retryMaxSeconds) ?? d.retryMaxSeconds
         retryWindowSeconds = try c.decodeIfPresent(Double.self, forKey: .retryWindowSeconds) ?? d.retryWindowSeconds
+        busyRequestsInFlight = try c.decodeIfPresent(Int.self, forKey: .busyRequestsInFlight) ?? d.busyRequestsInFlight
+        busyEventsPerSecond = try c.decodeIfPresent(Double.self, forKey: .busyEventsPerSecond) ?? d.busyEventsPerSecond
     }
 
     /// Every problem, each with its path (`server.events.timeoutSeconds`).
@@ -67,6 +79,8 @@ public struct EventDeliverySettings: Sendable, Hashable, Codable {
         check(retryBaseSeconds, 0.01...86_400, "retryBaseSeconds")
         check(retryMaxSeconds, max(retryBaseSeconds, 0.01)...604_800, "retryMaxSeconds")
         check(retryWindowSeconds, 1...2_592_000, "retryWindowSeconds")
+        check(Double(busyRequestsInFlight), 0...100_000, "busyRequestsInFlight")
+        check(busyEventsPerSecond, 1...100_000, "busyEventsPerSecond")
         return issues
     }
 

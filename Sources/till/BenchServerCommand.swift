@@ -41,6 +41,9 @@ struct ServerBench: AsyncParsableCommand {
     @Option(help: "Pending events the eventBacklog rows seed.")
     var backlog = 100_000
 
+    @Option(help: "The eventBacklog rows: events a second the delivery service starts while the API is busy (server.events.busyEventsPerSecond); 0 never yields to the API.")
+    var drainPace = EventDeliverySettings().busyEventsPerSecond
+
     @Option(help: "PostgreSQL pool sizes to measure, comma-separated (each runs the PostgreSQL rows once); the server's default pool size by default.")
     var postgresConnections: String?
 
@@ -291,6 +294,8 @@ struct ServerBench: AsyncParsableCommand {
         let merchant: String
         let apiKey: String
         let secret: String
+        /// The API's requests in flight, which the delivery service yields to.
+        let load: APILoad
         let task: Task<Void, any Error>
 
         func stop() async throws {
@@ -345,11 +350,12 @@ struct ServerBench: AsyncParsableCommand {
         let store = try openStore(url, postgresConnections: pool ?? ServerSettings.defaultPostgresConnections, recordsEvents: recordsEvents)
         try await store.migrate()
         let (stream, continuation) = AsyncStream<Int>.makeStream()
-        let app = try buildApplication(state: state, store: store, logger: logger) { continuation.yield($0) }
+        let load = APILoad()
+        let app = try buildApplication(state: state, store: store, logger: logger, load: load) { continuation.yield($0) }
         let task = Task { try await app.runService() }
         var ports = stream.makeAsyncIterator()
         let port = UInt16(await ports.next() ?? 0)
-        return BenchServer(port: port, store: store, merchant: merchant, apiKey: apiKey, secret: secret, task: task)
+        return BenchServer(port: port, store: store, merchant: merchant, apiKey: apiKey, secret: secret, load: load, task: task)
     }
 
     /// What making a change's events costs on its own (the payment's JSON and each event's head), in microseconds: a paid
@@ -422,14 +428,14 @@ struct ServerBench: AsyncParsableCommand {
         let hook = URL(string: "http://127.0.0.1:\(await ports.next() ?? 0)/hook")!
         let run = UUID().uuidString.prefix(8)
 
+        guard let seeding = server.store as? any PaymentSeeding else { throw ValidationError("the eventBacklog rows need a database store") }
+        try await seeding.seedPendingEvents(count: backlog, merchant: server.merchant)
+        // The yardstick: the same database with the backlog in it, nothing delivering. So the slowdown below is the
+        // drain's, not that of a larger database (or of the seed's pages still being checkpointed).
         let before = await server.create(self, tag: "\(run)-before")
         var quiet = line(name, "createPayment", before, trivial: trivial, pool: pool)
         (quiet.events, quiet.draining) = (true, false)
         try printJSONLine(quiet)
-
-        guard let seeding = server.store as? any PaymentSeeding else { throw ValidationError("the eventBacklog rows need a database store") }
-        // The events already there (the row above made some) and the backlog: all to be drained.
-        try await seeding.seedPendingEvents(count: backlog, merchant: server.merchant)
         let merchant = server.merchant
         // This merchant's events only (a shared database may hold others' that no deliverer here takes): one
         // payment.created per create above, and the backlog.
@@ -443,9 +449,10 @@ struct ServerBench: AsyncParsableCommand {
                 after = last.position
             }
         }
-        let deliverer = EventDeliverer(store: server.store, settings: EventDeliverySettings(pollIntervalSeconds: 0.05),
+        let deliverer = EventDeliverer(store: server.store, settings: EventDeliverySettings(pollIntervalSeconds: 0.05, busyRequestsInFlight: drainPace > 0 ? EventDeliverySettings().busyRequestsInFlight : 0,
+                                                                             busyEventsPerSecond: max(drainPace, 1)),
                                        endpoints: { $0 == merchant ? [ResolvedWebhook(url: hook, secrets: ["bench-webhook-secret-0123456789"])] : [] },
-                                       merchants: [merchant], logger: logger)
+                                       merchants: [merchant], logger: logger, load: server.load)
         let started = ContinuousClock.now
         let delivering = Task { try await deliverer.run() }
         let during = await server.create(self, tag: "\(run)-during")
@@ -463,12 +470,13 @@ struct ServerBench: AsyncParsableCommand {
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         struct Drain: Encodable {
             let store: String; let endpoint = "eventDrain"; let events: Int; let left: Int; let seconds: Double; let eventsPerSecond: Int
-            let createPaymentSlowdown: Double
+            let createPaymentSlowdown: Double; let busyEventsPerSecond: Double
         }
         try printJSONLine(Drain(store: name, events: pending + Int(during.requests), left: left, seconds: (seconds * 10).rounded() / 10,
                                 eventsPerSecond: Int(Double(pending + during.requests - left) / max(seconds, 0.001)),
                                 createPaymentSlowdown: before.requestsPerSecond > 0
-                                    ? ((1 - during.requestsPerSecond / before.requestsPerSecond) * 1000).rounded() / 1000 : 0))
+                                    ? ((1 - during.requestsPerSecond / before.requestsPerSecond) * 1000).rounded() / 1000 : 0,
+                                busyEventsPerSecond: drainPace))
         try await server.stop()
     }
 }

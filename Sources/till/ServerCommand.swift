@@ -103,7 +103,9 @@ struct ServerCommand: AsyncParsableCommand {
             #endif
         }
         let host = settings.hostAndPort?.host ?? "127.0.0.1"
-        let app = try buildApplication(state: state, store: store, metrics: metrics, crashPoint: crashPoint) { port in
+        // The API's requests in flight, which the event deliverer yields to while there are many.
+        let load = APILoad()
+        let app = try buildApplication(state: state, store: store, metrics: metrics, crashPoint: crashPoint, load: load) { port in
             // Unbuffered, so a supervising process sees the line at once.
             FileHandle.standardOutput.write(Data("till server listening on http://\(host):\(port)\n".utf8))
         }
@@ -113,7 +115,7 @@ struct ServerCommand: AsyncParsableCommand {
             : nil
         // So does the delivery of events to the merchants' webhooks (recorded either way, by the store).
         let deliverer = settings.events.enabled
-            ? EventDeliverer(state: state, store: store, logger: Logger(label: "till.events"), metrics: metrics) : nil
+            ? EventDeliverer(state: state, store: store, logger: Logger(label: "till.events"), metrics: metrics, load: load) : nil
         var others: [any Service] = []
         if let serverMetrics, let (metricsHost, metricsPort) = settings.metrics.hostAndPort {
             let logger = Logger(label: "till.metrics")

@@ -217,6 +217,43 @@ struct EventDeliveryTests {
         try await rig.close()
     }
 
+    @Test("while the API is busy the deliverer claims a second's worth and starts its posts at the busy pace; quiet again, it takes the rest at once",
+          arguments: StoreKind.everyStore)
+    func yieldsToABusyAPI(kind: StoreKind) async throws {
+        let rig = try await Rig(kind)
+        let receiver = try await WebhookReceiver.start(secrets: [Self.secret])
+        for _ in 0..<14 { _ = try await rig.createdPayment() }
+        var settings = Rig.settings(concurrency: 8)
+        settings.busyRequestsInFlight = 2
+        settings.busyEventsPerSecond = 10
+        let load = APILoad()
+        let deliverer = rig.deliverer([receiver], settings: settings, load: load)
+
+        // Two requests in flight (held until cancelled): the API is busy.
+        let held = (0..<2).map { _ in Task { await load.counting { try? await Task.sleep(for: .seconds(120)) } } }
+        while load.requestsInFlight < 2 { try await Task.sleep(for: .milliseconds(5)) }
+        let clock = ContinuousClock()
+        let started = clock.now
+        let busy = try await deliverer.runOnce()
+        let elapsed = clock.now - started
+        #expect(busy.claimed == 10 && busy.delivered == 10, "a second's worth at 10 a second: \(busy)")
+        // Ten posts started 0.1 s apart: the last one at least 0.9 s after the first.
+        #expect(elapsed >= .milliseconds(880), "\(elapsed)")
+        #expect(await receiver.maxInFlight() == 1)
+
+        for task in held { task.cancel() }
+        while load.requestsInFlight > 0 { try await Task.sleep(for: .milliseconds(5)) }
+        // Busy still for a second after it was last seen busy; then quiet.
+        #expect(deliverer.apiIsBusy)
+        try await Task.sleep(for: .milliseconds(1_100))
+        #expect(!deliverer.apiIsBusy)
+        let quiet = try await deliverer.runOnce()
+        #expect(quiet.claimed == 4 && quiet.delivered == 4, "\(quiet)")
+        #expect(await receiver.deliveries().count == 14)
+        await receiver.stop()
+        try await rig.close()
+    }
+
     @Test("a receiver failing past the retry window leaves the event failed; redelivery then delivers it",
           arguments: StoreKind.everyStore)
     func retryWindowAndRedelivery(kind: StoreKind) async throws {
@@ -408,10 +445,11 @@ struct Rig {
     }
 
     /// A deliverer posting this merchant's events to `receivers` (each with its own secrets).
-    func deliverer(_ receivers: [WebhookReceiver], settings: EventDeliverySettings, store: (any PaymentStore)? = nil) -> EventDeliverer {
+    func deliverer(_ receivers: [WebhookReceiver], settings: EventDeliverySettings, store: (any PaymentStore)? = nil,
+                   load: APILoad? = nil) -> EventDeliverer {
         let webhooks = receivers.map { ResolvedWebhook(url: $0.url, secrets: $0.secrets) }
         return EventDeliverer(store: store ?? self.store, settings: settings, endpoints: { [merchant] in $0 == merchant ? webhooks : [] },
-                              jitter: { 1 }, merchant: merchant)
+                              jitter: { 1 }, merchant: merchant, load: load)
     }
 
     /// A payment through its whole life (``EventStoreTests/paidAndRefunded(_:merchant:)``): ten events.

@@ -35,24 +35,27 @@ public struct TillRequestContext: RequestContext {
 ///   - metrics: where counters and timers go (`till_payments_created_total`,
 ///     `till_payment_status_total{status}`, `till_notifications_total{gateway,result}`,
 ///     `till_prepare_duration{gateway}`); the process-wide swift-metrics backend by default.
+///   - load: counts the API's requests in flight, for the event deliverer to yield to (``APILoad``).
 ///   - onServerRunning: called with the bound port once listening (port 0 picks one).
 public func buildApplication(
     state: ServerState, store: any PaymentStore, logger: Logger = Logger(label: "till.server"),
-    metrics: any MetricsFactory = MetricsSystem.factory, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    metrics: any MetricsFactory = MetricsSystem.factory, load: APILoad? = nil,
+    onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) throws -> some ApplicationProtocol {
-    try buildApplication(state: state, store: store, logger: logger, metrics: metrics, crashPoint: nil, onServerRunning: onServerRunning)
+    try buildApplication(state: state, store: store, logger: logger, metrics: metrics, crashPoint: nil, load: load, onServerRunning: onServerRunning)
 }
 
 /// The same, with a crash-safety test's fault injection: the process kills itself (SIGKILL) at `crashPoint`.
 package func buildApplication(
     state: ServerState, store: any PaymentStore, logger: Logger = Logger(label: "till.server"),
     metrics: any MetricsFactory = MetricsSystem.factory,
-    crashPoint: CrashPoint?, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    crashPoint: CrashPoint?, load: APILoad? = nil, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) throws -> some ApplicationProtocol {
     guard let (host, port) = state.settings.hostAndPort else {
         throw StartupError(problems: ["server.listen: expected host:port"])
     }
-    let router = makeRouter(API(service: PaymentService(state: state, store: store, logger: logger, metrics: metrics, crashPoint: crashPoint)))
+    let router = makeRouter(API(service: PaymentService(state: state, store: store, logger: logger, metrics: metrics, crashPoint: crashPoint)),
+                            load: load)
     let settings = state.settings
     let readLimit = TimeAmount.nanoseconds(Int64(settings.requestReadTimeoutSeconds * 1_000_000_000))
     return Application(
@@ -65,9 +68,11 @@ package func buildApplication(
         logger: logger)
 }
 
-/// Every route of the merchant server's API (docs/openapi.yaml describes each; a test holds them equal).
-func makeRouter(_ api: API) -> Router<TillRequestContext> {
+/// Every route of the merchant server's API (docs/openapi.yaml describes each; a test holds them equal), with `load`
+/// counting the requests in flight.
+func makeRouter(_ api: API, load: APILoad? = nil) -> Router<TillRequestContext> {
     let router = Router(context: TillRequestContext.self)
+    if let load { router.add(middleware: LoadMiddleware(load: load)) }
     router.add(middleware: RequestIDMiddleware())
     router.get("/healthz") { _, _ in try API.json(["status": "ok"], status: .ok) }
     router.get("/readyz") { _, context in await api.readiness(context) }
@@ -106,6 +111,15 @@ func makeRouter(_ api: API) -> Router<TillRequestContext> {
     v1.get("events/:id") { request, context in await api.respond(context) { try await api.getEvent(request, context) } }
     v1.post("events/:id/redeliver") { request, context in await api.respond(context) { try await api.redeliverEvent(request, context) } }
     return router
+}
+
+/// Counts each request in ``APILoad`` while it is answered.
+struct LoadMiddleware<Context: RequestContext>: RouterMiddleware {
+    let load: APILoad
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        try await load.counting { try await next(request, context) }
+    }
 }
 
 /// Adds a request id to every request's logger and response (`X-Request-Id`, echoed if the caller sent one),

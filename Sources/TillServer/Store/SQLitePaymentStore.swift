@@ -730,8 +730,7 @@ public final class SQLitePaymentStore: PaymentStore {
         if recordingEvents && recordsEvents {
             guard let read = try paymentForChange(db, id: paymentID, operations: report.status.isRefund) else { return .unknownAttempt }
             whole = read
-            payment = PaymentFacts(id: paymentID, merchantID: read.payment.merchantID, status: read.payment.status,
-                                   amount: read.payment.intent.amount, attempts: read.payment.attempts, operations: read.payment.operations)
+            payment = PaymentFacts(read.payment)
         } else {
             // What a refund may take back depends on what Till captured; nothing else reads the operations.
             guard let facts = try facts(db, id: paymentID, operations: report.status.isRefund) else { return .unknownAttempt }

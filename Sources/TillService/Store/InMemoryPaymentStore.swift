@@ -327,9 +327,7 @@ public actor InMemoryPaymentStore: PaymentStore {
         guard let payment = payments[id], let index = payment.attempts.firstIndex(where: { $0.reference == report.attempt }) else {
             return .unknownAttempt
         }
-        let facts = PaymentFacts(id: id, merchantID: payment.merchantID, status: payment.status, amount: payment.intent.amount,
-                                 attempts: payment.attempts, operations: payment.operations)
-        let effect = StoreRules.apply(report, attempt: payment.attempts[index], payment: facts, source: source)
+        let effect = StoreRules.apply(report, attempt: payment.attempts[index], payment: PaymentFacts(payment), source: source)
         commit(effect.applied(to: payment, report: report, now: Self.now()))
         return effect.outcome
     }

@@ -469,6 +469,12 @@ package struct PaymentFacts: Sendable, Equatable {
         self.operations = operations
     }
 
+    /// What the rules need of a whole payment.
+    package init(_ payment: StoredPayment) {
+        self.init(id: payment.id, merchantID: payment.merchantID, status: payment.status, amount: payment.intent.amount,
+                  attempts: payment.attempts, operations: payment.operations)
+    }
+
     /// The amount as stored in the `amount_minor` and `currency` columns.
     /// - Throws: ``StoreError/unavailable(_:)`` for a currency code Till does not know (a damaged row).
     package static func amount(minorUnits: Int64, currency code: String) throws -> Money {
