@@ -45,14 +45,19 @@ public enum ChaosRun {
         public var store: String
         /// The probability (0...1) that the merchant's webhook receiver fails a post; `nil`: `faultRate`.
         public var webhookFaultRate: Double?
+        /// Cards are routed by a rule that learns (``SuccessRateRouting``), its scores rebuilt from the store every ten
+        /// checkouts as the server's refresher does, instead of the 60/40 split.
+        public var learning: Bool
 
         /// Options for a run; on a temporary SQLite file unless `store` says otherwise.
-        public init(checkouts: Int, seed: UInt64, faultRate: Double, store: String = "sqlite", webhookFaultRate: Double? = nil) {
+        public init(checkouts: Int, seed: UInt64, faultRate: Double, store: String = "sqlite", webhookFaultRate: Double? = nil,
+                    learning: Bool = false) {
             self.checkouts = checkouts
             self.seed = seed
             self.faultRate = faultRate
             self.store = store
             self.webhookFaultRate = webhookFaultRate
+            self.learning = learning
         }
     }
 
@@ -207,16 +212,19 @@ public enum ChaosRun {
     /// The gateways of the chaos merchant.
     public static let gatewayIDs = ChaosWorld.gatewayIDs
 
-    /// The merchant the chaos run routes for: cards split 60/40 between alpha and beta, wallets on gamma,
-    /// everything falling back through all four; three attempts; a soft decline may cascade. Its events go to one
-    /// webhook, the run's faulty receiver.
-    public static func merchant(id: String = "chaos") -> MerchantConfiguration {
+    /// The merchant the chaos run routes for: cards split 60/40 between alpha and beta (or, `learning`, ordered by a
+    /// rule that learns which approves more), wallets on gamma, everything falling back through all four; three
+    /// attempts; a soft decline may cascade. Its events go to one webhook, the run's faulty receiver.
+    public static func merchant(id: String = "chaos", learning: Bool = false) -> MerchantConfiguration {
         MerchantConfiguration(
             id: id, apiKey: CredentialReference(env: apiKeyVariable),
             gateways: gatewayIDs.map { GatewayConfiguration(id: $0, module: "fake") },
             routing: RoutingConfiguration(rules: [
-                RoutingRule(name: "cards", when: RuleConditions(methods: [.card]),
-                            gateways: [RuleTarget("alpha", weight: 60), RuleTarget("beta", weight: 40)]),
+                learning
+                    ? RoutingRule(name: "cards", when: RuleConditions(methods: [.card]), gateways: [RuleTarget("alpha"), RuleTarget("beta")],
+                                  successRate: SuccessRateRouting(halfLifeSeconds: 60, minSamples: 5, exploration: 0.1))
+                    : RoutingRule(name: "cards", when: RuleConditions(methods: [.card]),
+                                  gateways: [RuleTarget("alpha", weight: 60), RuleTarget("beta", weight: 40)]),
                 RoutingRule(name: "wallets", when: RuleConditions(methods: [.wechatPay]), gateways: [RuleTarget("gamma")]),
             ], fallback: gatewayIDs),
             retry: RetryPolicy(maxAttempts: 3, timeBudgetMillis: 60_000, inquiryAttempts: 3, inquiryIntervalMillis: 2_000),
@@ -381,7 +389,7 @@ final class ChaosDriver {
         world = ChaosWorld(seed: options.seed ^ 0x6A09_E667_F3BC_C908, rate: options.faultRate)
         store = tally.observing(raw)
         let configuration = TillConfiguration(
-            merchants: [ChaosRun.merchant(id: merchantID)],
+            merchants: [ChaosRun.merchant(id: merchantID, learning: options.learning)],
             server: ServerSettings(listen: "127.0.0.1:0", storage: "sqlite:chaos", publicURL: "https://merchant.chaos.invalid",
                                    reconciliation: ChaosRun.reconciliation))
         state = try ServerState(configuration: configuration, plugins: [world.plugin],
@@ -420,7 +428,9 @@ final class ChaosDriver {
     }
 
     func run() async throws -> ChaosRun.Report {
+        let scores = RoutingScoresRefresher(state: state, store: store)
         for index in 0..<options.checkouts {
+            if scores.isNeeded, index % 10 == 0 { try await scores.refreshOnce() }
             await checkout(index)
             await deliverEvents()
         }

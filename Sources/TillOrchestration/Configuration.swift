@@ -349,15 +349,18 @@ public struct RoutingRule: Sendable, Hashable, Codable {
     /// With weights: a volume split (one drawn first, the others kept as fallbacks by weight).
     /// Without weights: a priority list.
     public var gateways: [RuleTarget]
+    /// Order the gateways by their recent approval rate for the payment's segment instead (``SuccessRateRouting``).
+    public var successRate: SuccessRateRouting?
 
-    public init(name: String? = nil, when: RuleConditions = RuleConditions(), gateways: [RuleTarget]) {
+    public init(name: String? = nil, when: RuleConditions = RuleConditions(), gateways: [RuleTarget], successRate: SuccessRateRouting? = nil) {
         self.name = name
         self.when = when
         self.gateways = gateways
+        self.successRate = successRate
     }
 
     private enum CodingKeys: String, CodingKey, CaseIterable {
-        case name, when, gateways
+        case name, when, gateways, successRate
     }
 
     public init(from decoder: any Decoder) throws {
@@ -366,13 +369,20 @@ public struct RoutingRule: Sendable, Hashable, Codable {
         name = try c.decodeIfPresent(String.self, forKey: .name)
         when = try c.decodeIfPresent(RuleConditions.self, forKey: .when) ?? RuleConditions()
         gateways = try c.decode([RuleTarget].self, forKey: .gateways)
+        successRate = try c.decodeIfPresent(SuccessRateRouting.self, forKey: .successRate)
     }
 
     func validate(path: String) -> [ValidationIssue] {
         var issues = when.validate(path: "\(path).when")
         if gateways.isEmpty { issues.append(.init(field: "\(path).gateways", code: .missingField, message: "at least one gateway is required")) }
         let weights = gateways.map(\.weight)
-        if weights.contains(where: { $0 != nil }) {
+        if let successRate {
+            issues += successRate.validate(path: "\(path).successRate")
+            if weights.contains(where: { $0 != nil }) {
+                issues.append(.init(field: "\(path).successRate", code: .invalidField,
+                                    message: "a rule is a split (weights) or learns (successRate), not both"))
+            }
+        } else if weights.contains(where: { $0 != nil }) {
             for (index, target) in gateways.enumerated() {
                 if let weight = target.weight, !(0...RuleTarget.maxWeight).contains(weight) {
                     issues.append(.init(field: "\(path).gateways[\(index)].weight", code: .invalidField,

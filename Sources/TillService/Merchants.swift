@@ -13,6 +13,9 @@ public struct MerchantRuntime: Sendable {
     let apiKeyDigest: [UInt8]
     public let router: GatewayRouter
     public let health: HealthMonitor
+    /// Recent approval rates for the routing rules that learn (`successRate`); nil when none does. Every instance
+    /// rebuilds them from the store (``RoutingScoresRefresher``), so all route alike.
+    public let scores: SuccessRateScores?
     public let gateways: [GatewayID: any GatewayServerHalf]
     /// The one attempt policy: the merchant's retry settings and each gateway's decision table with the
     /// merchant's overrides.
@@ -127,7 +130,10 @@ public struct ServerState: Sendable {
                 let router = try GatewayRouter(merchant: merchant, modules: catalog.mapValues(\.capabilities))
                 let policy = AttemptPolicy(merchant: merchant, moduleTables: gateways.mapValues(\.decisionTable))
                 merchants.append(MerchantRuntime(configuration: merchant, apiKeyDigest: Array(SHA256.hash(data: Data(apiKey.utf8))), router: router,
-                                                 health: HealthMonitor(settings: merchant.health, clock: clock), gateways: gateways,
+                                                 health: HealthMonitor(settings: merchant.health, clock: clock),
+                                                 scores: merchant.routing.rules.contains { $0.successRate != nil }
+                                                    ? SuccessRateScores(rules: merchant.routing.rules, clock: clock) : nil,
+                                                 gateways: gateways,
                                                  policy: policy, webhooks: webhooks))
             } catch {
                 problems += error.issues.map(\.description)

@@ -449,7 +449,7 @@ public struct PaymentService: Sendable {
         // The same seed per payment: every prepare of one payment sees the same order.
         var generator = SeededGenerator(seed: UInt64(truncatingIfNeeded: payment.id.utf8.reduce(UInt64(14_695_981_039_346_656_037)) {
             ($0 ^ UInt64($1)) &* 1_099_511_628_211 }))
-        let decision = merchant.router.route(payment.intent, health: merchant.health, using: &generator)
+        let decision = merchant.router.route(payment.intent, health: merchant.health, scores: merchant.scores, using: &generator)
         // A gateway that needs something the payment lacks is passed over (it would only refuse); when every
         // gateway left needs something, the merchant is told what to fix (PATCH /v1/payments/{id}) and no
         // attempt starts.

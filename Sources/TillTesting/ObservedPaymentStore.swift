@@ -127,6 +127,9 @@ public final class ObservedPaymentStore: PaymentStore {
     public func attemptCounts(merchant: String, since: Date) async throws -> [AttemptCount] {
         try await inner.attemptCounts(merchant: merchant, since: since)
     }
+    public func routingOutcomes(merchant: String, since: Date) async throws -> [RoutingOutcomeCount] {
+        try await inner.routingOutcomes(merchant: merchant, since: since)
+    }
     public func close() async throws { try await inner.close() }
     public func events(merchant: String, query: EventQuery) async throws -> [StoredEvent] { try await inner.events(merchant: merchant, query: query) }
     public func event(id: String, merchant: String) async throws -> StoredEvent? { try await inner.event(id: id, merchant: merchant) }

@@ -12,7 +12,7 @@ struct BenchCommand: AsyncParsableCommand {
     struct Router: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "router",
-            abstract: "Routing decisions per second and latency for 5, 50 and 500 rules over 5 gateways, then the orchestrator's overhead for a whole checkout.")
+            abstract: "Routing decisions per second and latency for 5, 50 and 500 rules over 5 gateways, the same with every rule learning (successRate, scores from 20,000 outcomes), then the orchestrator's overhead for a whole checkout.")
 
         @Option(help: "Timed decisions per rule count.")
         var decisions = 200_000
@@ -27,11 +27,16 @@ struct BenchCommand: AsyncParsableCommand {
             for rules in [5, 50, 500] {
                 try printJSONLine(benchRouting(rules: rules))
             }
+            for rules in [5, 50, 500] {
+                try printJSONLine(benchRouting(rules: rules, learning: true))
+            }
             try printJSONLine(await benchOverhead())
         }
 
         struct RoutingFigures: Encodable {
             let rules: Int
+            /// Every rule learns (successRate) and the scores hold outcomes in every segment.
+            let learning: Bool
             let gateways: Int
             let decisionsPerSecond: Int
             let p50Nanos: Int
@@ -51,7 +56,7 @@ struct BenchCommand: AsyncParsableCommand {
 
         /// A merchant with `count` rules of mixed conditions; most payments match late or not at all,
         /// so the router scans far.
-        static func merchant(rules count: Int) -> MerchantConfiguration {
+        static func merchant(rules count: Int, learning: Bool = false) -> MerchantConfiguration {
             var generator = SeededGenerator(seed: 42)
             var rules: [RoutingRule] = []
             for index in 0..<count {
@@ -64,11 +69,12 @@ struct BenchCommand: AsyncParsableCommand {
                 case 3: when.cardIIN = [IINRange(from: "400000", to: "4\(generator.roll(10))9999")]; when.currencies = [currencies[generator.roll(10)]]
                 default: when.metadata = ["channel": "web\(generator.roll(3))"]; when.methods = [methods[generator.roll(5)]]
                 }
-                let split = index % 2 == 0
+                let split = index % 2 == 0 && !learning
                 let targets = (0..<3).map { offset in
                     RuleTarget(gateways[(index + offset) % 5], weight: split ? 10 + generator.roll(90) : nil)
                 }
-                rules.append(RoutingRule(name: "rule \(index + 1)", when: when, gateways: targets))
+                rules.append(RoutingRule(name: "rule \(index + 1)", when: when, gateways: targets,
+                                         successRate: learning ? SuccessRateRouting(segmentBy: [.method, .currency, .cardNetwork]) : nil))
             }
             return MerchantConfiguration(
                 id: "bench",
@@ -94,29 +100,43 @@ struct BenchCommand: AsyncParsableCommand {
             "bench": GatewayCapabilities(methods: Set(methods), actions: [.sale, .authorize]),
         ]
 
-        func benchRouting(rules: Int) throws -> RoutingFigures {
-            let router = try GatewayRouter(merchant: Self.merchant(rules: rules), modules: Self.modules)
+        func benchRouting(rules: Int, learning: Bool = false) throws -> RoutingFigures {
+            let merchant = Self.merchant(rules: rules, learning: learning)
+            let router = try GatewayRouter(merchant: merchant, modules: Self.modules)
             let health = HealthMonitor(settings: HealthSettings())
             let intents = Self.intents(1024)
             var generator = SeededGenerator(seed: 1)
+            var scores: SuccessRateScores?
+            if learning {
+                // Outcomes in every segment of every rule, as the server's refresher would have read them.
+                let table = SuccessRateScores(rules: merchant.routing.rules)
+                for i in 0..<20_000 {
+                    let intent = intents[i & 1023]
+                    for (number, rule) in merchant.routing.rules.enumerated() where i % max(1, rules / 5) == number % max(1, rules / 5) {
+                        table.record(rule.gateways[i % 3].id, segment: SegmentKey(intent, dimensions: rule.successRate!.segmentBy), rule: number + 1,
+                                     approved: generator.roll(10) < 8)
+                    }
+                }
+                scores = table
+            }
             var sink = 0
-            for i in 0..<20_000 { sink &+= router.route(intents[i & 1023], health: health, using: &generator).candidates.count }
+            for i in 0..<20_000 { sink &+= router.route(intents[i & 1023], health: health, scores: scores, using: &generator).candidates.count }
 
             // Throughput: one clock read around the whole loop.
             let start = ContinuousClock.now
-            for i in 0..<decisions { sink &+= router.route(intents[i & 1023], health: health, using: &generator).candidates.count }
+            for i in 0..<decisions { sink &+= router.route(intents[i & 1023], health: health, scores: scores, using: &generator).candidates.count }
             let elapsed = ContinuousClock.now - start
 
             // Latency: each decision timed on its own.
             var samples = [Int](repeating: 0, count: decisions)
             for i in 0..<decisions {
                 let t0 = ContinuousClock.now
-                sink &+= router.route(intents[i & 1023], health: health, using: &generator).candidates.count
+                sink &+= router.route(intents[i & 1023], health: health, scores: scores, using: &generator).candidates.count
                 samples[i] = Int((ContinuousClock.now - t0).nanoseconds)
             }
             samples.sort()
             if sink == 42 { print("") }   // keep the work observable
-            return RoutingFigures(rules: rules, gateways: Self.gateways.count,
+            return RoutingFigures(rules: rules, learning: learning, gateways: Self.gateways.count,
                                   decisionsPerSecond: Int(Double(decisions) / elapsed.seconds),
                                   p50Nanos: samples[decisions / 2], p99Nanos: samples[decisions * 99 / 100])
         }

@@ -34,6 +34,9 @@ struct ChaosCommand: AsyncParsableCommand {
     @Option(name: .customLong("webhook-fault-rate"), help: "Probability (0...1) that the webhook receiver fails a post (default: the fault rate).")
     var webhookFaultRate: Double?
 
+    @Flag(help: "Route cards by a rule that learns (successRate) instead of the 60/40 split.")
+    var learning = false
+
     func validate() throws {
         guard checkouts > 0 else { throw ValidationError("--checkouts must be positive") }
         guard (0...1).contains(faultRate) else { throw ValidationError("--fault-rate must be between 0 and 1") }
@@ -47,7 +50,7 @@ struct ChaosCommand: AsyncParsableCommand {
 
     func run() async throws {
         let report = try await ChaosRun.run(.init(checkouts: checkouts, seed: seed, faultRate: faultRate, store: store,
-                                                  webhookFaultRate: webhookFaultRate))
+                                                  webhookFaultRate: webhookFaultRate, learning: learning))
         print("chaos: \(report.checkouts) checkouts on \(report.store), seed \(seed), fault rate \(faultRate), \(String(format: "%.1f", report.seconds)) s")
         print("  payments: \(report.paid) paid, \(report.failed) failed; \(report.attempts) attempts, \(report.charges) charged")
         print("  notifications: \(report.notificationsApplied) applied, \(report.notificationsDuplicate) duplicate, "

@@ -3,8 +3,9 @@ import Foundation
 import Till
 import TillOrchestration
 import TillServer
+import TillService
 
-struct RouteCommand: ParsableCommand {
+struct RouteCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "route",
         abstract: "Explain how a payment would be routed: the candidates in order, and why.")
@@ -18,10 +19,13 @@ struct RouteCommand: ParsableCommand {
     @Option(help: "Which merchant of the file (default: the first).")
     var merchant: String?
 
-    @Option(help: "Seed for the weighted draw (the same seed gives the same order).")
+    @Option(help: "Seed for the weighted draw and the learning rules' exploration (the same seed gives the same order).")
     var seed: UInt64 = 1
 
-    func run() throws {
+    @Option(help: "The server's store (sqlite:PATH or postgres://…): rules that learn (successRate) are scored from its recent outcomes, as the server scores them. Without it they keep their listed order.")
+    var storage: String?
+
+    func run() async throws {
         let configuration = try loadConfiguration(config)
         guard let merchantConfig = merchant.map({ configuration.merchant($0) }) ?? configuration.merchants.first else {
             printError("no merchant \"\(merchant ?? "")\" in \(config)")
@@ -46,8 +50,27 @@ struct RouteCommand: ParsableCommand {
             throw ExitCode.failure
         }
         let router = try GatewayRouter(merchant: merchantConfig, modules: Gateways.capabilities)
+        var scores: SuccessRateScores?
+        if let storage, merchantConfig.routing.rules.contains(where: { $0.successRate != nil }) {
+            let store = try openStore(storage)
+            let learning = SuccessRateScores(rules: merchantConfig.routing.rules)
+            let now = Date()
+            let window = learning.rules.values.map(\.window).max() ?? .zero
+            let rows: [RoutingOutcomeCount]
+            do {
+                rows = try await store.routingOutcomes(merchant: merchantConfig.id, since: now.addingTimeInterval(-Double(window.components.seconds)))
+            } catch {
+                try? await store.close()
+                printError("--storage \(storage): cannot read its attempts (is it a store `till server` has run on?): "
+                           + (String(describing: error).split(separator: "\n").first.map(String.init) ?? ""))
+                throw ExitCode.failure
+            }
+            learning.replace(with: RoutingScoresRefresher.counts(rows, now: now))
+            try await store.close()
+            scores = learning
+        }
         var generator = SeededGenerator(seed: seed)
-        let decision = router.route(intent, using: &generator, explain: true)
+        let decision = router.route(intent, scores: scores, using: &generator, explain: true)
 
         print("payment: \(intent.amount) by \(intent.method)\(intent.country.map { " from \($0)" } ?? "")\(intent.cardIIN.map { ", IIN \($0)" } ?? "")")
         print("merchant: \(merchantConfig.id)")
@@ -56,6 +79,9 @@ struct RouteCommand: ParsableCommand {
             if case .ruleNotMatched = note { print("  \(note)") }
         }
         if decision.matchedRule == nil { print("  no rule matched; the default fallback list applies") }
+        if let number = decision.matchedRule, merchantConfig.routing.rules[number - 1].successRate != nil, scores == nil {
+            print("  the rule learns (successRate); without --storage its gateways keep their listed order")
+        }
         print("candidates:")
         if decision.candidates.isEmpty { print("  none — no configured gateway can take this payment") }
         for (position, gateway) in decision.candidates.enumerated() {

@@ -117,6 +117,9 @@ struct ServerCommand: AsyncParsableCommand {
         let deliverer = settings.events.enabled
             ? EventDeliverer(state: state, store: store, logger: Logger(label: "till.events"), metrics: metrics, load: load) : nil
         var others: [any Service] = []
+        // Routing that learns reads every instance's outcomes from the store, refreshed beside the API.
+        let refresher = RoutingScoresRefresher(state: state, store: store)
+        if refresher.isNeeded { others.append(refresher) }
         if let serverMetrics, let (metricsHost, metricsPort) = settings.metrics.hostAndPort {
             let logger = Logger(label: "till.metrics")
             others.append(buildMetricsApplication(serverMetrics, state: state, host: metricsHost, port: metricsPort, logger: logger) { port in

@@ -9,6 +9,7 @@ struct TillCommand: AsyncParsableCommand {
         version: "till \(TillVersion.current)",
         subcommands: [CurrenciesCommand.self, DemoCommand.self, ConfigCommand.self, RouteCommand.self,
                       BenchCommand.self, ChaosCommand.self, ServerCommand.self, SignCommand.self, VerifyCommand.self,
-                      SandboxCommand.self, PayCommand.self, OperateCommand.self, EventsCommand.self, ReconcileCommand.self, QuarantineCommand.self]
+                      SandboxCommand.self, PayCommand.self, OperateCommand.self, EventsCommand.self, ReconcileCommand.self, QuarantineCommand.self,
+                      SimulateCommand.self]
     )
 }

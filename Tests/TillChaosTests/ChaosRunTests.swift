@@ -90,6 +90,13 @@ struct ChaosRunTests {
         }
     }
 
+    @Test("cards routed by a rule that learns, its scores rebuilt from the store as the run goes: the attempt policy and the money rules hold as they do without it")
+    func learning() async throws {
+        let report = try await ChaosRun.run(.init(checkouts: 300, seed: 5, faultRate: 0.3, learning: true))
+        Self.expectClean(report)
+        #expect(report.checkouts == 300 && report.attempts >= 300)
+    }
+
     @Test("no faults: every checkout is paid once")
     func noFaults() async throws {
         let report = try await ChaosRun.run(.init(checkouts: 60, seed: 3, faultRate: 0))

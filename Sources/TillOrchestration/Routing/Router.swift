@@ -102,7 +102,9 @@ public struct GatewayRouter: Sendable {
     /// - Parameters:
     ///   - health: live health; without it every gateway counts as healthy.
     ///   - explain: also record why each gateway is where it is (slower; for `till route`).
-    public func route<G: RandomNumberGenerator>(_ intent: PaymentIntent, health: HealthMonitor? = nil,
+    ///   - scores: recent approval rates, for the rules that learn (``SuccessRateRouting``); without them such a rule keeps
+    ///     its listed order.
+    public func route<G: RandomNumberGenerator>(_ intent: PaymentIntent, health: HealthMonitor? = nil, scores: SuccessRateScores? = nil,
                                                 using generator: inout G, explain: Bool = false) -> RoutingDecision {
         var notes: [RoutingDecision.Note] = []
         let key = IntentKey(intent, vocabulary: vocabulary)
@@ -144,7 +146,13 @@ public struct GatewayRouter: Sendable {
                     notes.append(.ruleTargetSkipped(gatewayIDs[target.gateway], rule: rule.number, reason: "not eligible"))
                 }
             }
-            if rule.weighted {
+            if let learning = rule.successRate, let scores {
+                let listed = rule.targets.filter { isEligible($0.gateway) && used & (1 << UInt64($0.gateway)) == 0 }.map(\.gateway)
+                let learned = Self.learnedOrder(listed.map { gatewayIDs[$0] }, indices: listed, intent: intent, rule: rule.number,
+                                                settings: learning, scores: scores, generator: &generator, explain: explain)
+                for i in learned.order { add(i) }
+                notes += learned.notes
+            } else if rule.weighted {
                 var total = 0
                 for target in rule.targets where target.weight > 0 && isEligible(target.gateway) { total += target.weight }
                 if total > 0 {
@@ -201,6 +209,41 @@ public struct GatewayRouter: Sendable {
     }
 }
 
+extension GatewayRouter {
+    /// A learning rule's gateways in order: the best-scored first, or, for a share `exploration` of payments, another
+    /// one (one short of `minSamples` outcomes when there is one), then the rest by score. Ties keep the listed order.
+    static func learnedOrder<G: RandomNumberGenerator>(_ gateways: [GatewayID], indices: [Int], intent: PaymentIntent, rule: Int,
+                                                       settings: SuccessRateRouting, scores: SuccessRateScores, generator: inout G,
+                                                       explain: Bool) -> (order: [Int], notes: [RoutingDecision.Note]) {
+        guard gateways.count > 1 || explain else { return (indices, []) }
+        let scored = scores.scores(of: gateways, segment: SegmentKey(intent, dimensions: settings.segmentBy), rule: rule)
+        // By descending score; the listed order breaks ties (a cold start keeps the configuration's order).
+        var order = Array(scored.indices).sorted { (scored[$1].rate, $0) < (scored[$0].rate, $1) }
+        var explored: Int?
+        if order.count > 1, settings.exploration > 0, generator.next(upperBound: 1_000_000) < UInt64(settings.exploration * 1_000_000) {
+            let others = order.dropFirst()
+            let unproven = others.filter { scored[$0].samples < settings.minSamples }
+            let pool = unproven.isEmpty ? Array(others) : unproven
+            let pick = pool[Int(generator.next(upperBound: UInt64(pool.count)))]
+            order.removeAll { $0 == pick }
+            order.insert(pick, at: 0)
+            explored = pick
+        }
+        var notes: [RoutingDecision.Note] = []
+        if explain, !order.isEmpty {
+            let leader = explored == nil || order.count < 2 ? order[0] : order[1]
+            for position in order {
+                let score = scored[position]
+                let why = position == explored ? "explored (a share of \(settings.exploration) of payments goes to another gateway)"
+                    : position == leader ? "best score" : score.isKnownWorse(than: scored[leader]) ? "known to be worse" : "lower score"
+                notes.append(.scored(score.gateway, rule: rule, rate: score.rate, standardError: score.standardError, samples: score.samples,
+                                     prior: score.prior, why: why))
+            }
+        }
+        return (order.map { indices[$0] }, notes)
+    }
+}
+
 /// The router's output: the candidates in order, and (when explained) why.
 public struct RoutingDecision: Sendable, Hashable {
     public var candidates: [GatewayID]
@@ -219,6 +262,12 @@ public struct RoutingDecision: Sendable, Hashable {
         case defaultFallback(GatewayID)
         case duplicateDropped(GatewayID)
         case demoted(GatewayID, reason: String)
+        /// A learning rule's score for the gateway: its approval rate (with the prior), its outcomes in the segment, its
+        /// rate over every segment, and why it is where it is.
+        case scored(GatewayID, rule: Int, rate: Double, standardError: Double, samples: Double, prior: Double, why: String)
+
+        static func percent(_ value: Double) -> String { String(format: "%.1f %%", value * 100) }
+        static func count(_ value: Double) -> String { String(format: "%.1f", value) }
 
         static func rule(_ number: Int, _ name: String?) -> String {
             name.map { "rule #\(number) \"\($0)\"" } ?? "rule #\(number)"
@@ -236,6 +285,8 @@ public struct RoutingDecision: Sendable, Hashable {
             case .defaultFallback(let g): "\(g): from the default fallback list"
             case .duplicateDropped(let g): "\(g): already listed, fallback duplicate dropped"
             case .demoted(let g, let reason): "\(g): moved back — \(reason)"
+            case .scored(let g, let n, let rate, let error, let samples, let prior, let why):
+                "\(g): rule #\(n) score \(Self.percent(rate)) ± \(Self.percent(error)) from \(Self.count(samples)) recent outcomes in this segment (\(Self.percent(prior)) over all) — \(why)"
             }
         }
     }
@@ -245,7 +296,8 @@ public struct RoutingDecision: Sendable, Hashable {
         notes.filter {
             switch $0 {
             case .skipped(let g, _), .ruleTargetSkipped(let g, _, _), .weightDrawn(let g, _, _, _), .splitFallback(let g, _),
-                 .rulePriority(let g, _), .defaultFallback(let g), .duplicateDropped(let g), .demoted(let g, _): g == gateway
+                 .rulePriority(let g, _), .defaultFallback(let g), .duplicateDropped(let g), .demoted(let g, _), .scored(let g, _, _, _, _, _, _):
+                g == gateway
             case .ruleMatched, .ruleNotMatched: false
             }
         }
@@ -384,6 +436,8 @@ struct CompiledRule: Sendable {
     let targets: [Target]
     let weighted: Bool
     let source: RuleConditions
+    /// The rule learns: its targets are ordered by ``SuccessRateScores``.
+    let successRate: SuccessRateRouting?
 
     init(_ rule: RoutingRule, number: Int, gatewayIndex: [GatewayID: Int], vocabulary: Vocabulary) {
         self.number = number
@@ -410,6 +464,7 @@ struct CompiledRule: Sendable {
             .map { (vocabulary.metadataKeys.firstIndex(of: $0.key)!, $0.key, $0.value) }
         actions = rule.when.actions.map { ActionBits.of($0) }
         weighted = rule.gateways.contains { $0.weight != nil }
+        successRate = rule.successRate
         // Weighted targets sorted by descending weight (stable), so fallbacks come out in weight order.
         let targets = rule.gateways.compactMap { target in gatewayIndex[target.id].map { Target(gateway: $0, weight: target.weight ?? 0) } }
         self.targets = weighted

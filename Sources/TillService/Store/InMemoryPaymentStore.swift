@@ -307,6 +307,20 @@ public actor InMemoryPaymentStore: PaymentStore {
         return counts.map { key, count in var key = key; key.count = count; return key }
     }
 
+    public func routingOutcomes(merchant: String, since: Date) async throws -> [RoutingOutcomeCount] {
+        var counts: [RoutingOutcomeCount: Int] = [:]
+        for payment in payments.values where payment.merchantID == merchant {
+            for attempt in payment.attempts where attempt.createdAt >= since && RoutingOutcomeCount.endedStatuses.contains(attempt.status) {
+                let key = RoutingOutcomeCount(gateway: attempt.gateway, status: attempt.status, gatewayCode: attempt.gatewayCode,
+                                              method: payment.intent.method.rawValue, currency: payment.intent.amount.currency.code,
+                                              country: payment.intent.country?.code, cardIIN: payment.intent.cardIIN.map { String($0.prefix(6)) },
+                                              minute: attempt.updatedAt.storedMillis / 60_000, count: 0)
+                counts[key, default: 0] += 1
+            }
+        }
+        return counts.map { key, count in var key = key; key.count = count; return key }
+    }
+
     // MARK: Rows
 
     /// Changes one attempt when `change` says so, and re-derives its payment's status. False when there is no

@@ -53,6 +53,38 @@ public struct AuditEntry: Sendable, Hashable, Codable {
 }
 
 /// How many of a merchant's attempts on one gateway ended in one status with one gateway code, in a window.
+/// Ended attempts of one kind, for routing that learns: see ``PaymentStore/routingOutcomes(merchant:since:)``.
+public struct RoutingOutcomeCount: Sendable, Hashable {
+    public var gateway: GatewayID
+    public var status: PaymentStatus
+    public var gatewayCode: String?
+    public var method: String
+    public var currency: String
+    public var country: String?
+    public var cardIIN: String?
+    /// The minute the attempts last changed (milliseconds since 1970 ÷ 60,000).
+    public var minute: Int64
+    public var count: Int
+
+    public init(gateway: GatewayID, status: PaymentStatus, gatewayCode: String?, method: String, currency: String, country: String?,
+                cardIIN: String?, minute: Int64, count: Int) {
+        self.gateway = gateway
+        self.status = status
+        self.gatewayCode = gatewayCode
+        self.method = method
+        self.currency = currency
+        self.country = country
+        self.cardIIN = cardIIN
+        self.minute = minute
+        self.count = count
+    }
+
+    /// The statuses an attempt ends in that say something of its customer's answer (the stores' filter).
+    package static let endedStatuses: [PaymentStatus] = [.paid, .authorized, .partiallyRefunded, .refunded, .failed]
+    /// The same, as an SQL list of string literals.
+    package static var sqlList: String { endedStatuses.map { "'\($0.rawValue)'" }.joined(separator: ", ") }
+}
+
 public struct AttemptCount: Sendable, Hashable {
     public var gateway: GatewayID
     public var status: PaymentStatus

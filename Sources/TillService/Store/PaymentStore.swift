@@ -300,6 +300,11 @@ public protocol PaymentStore: Sendable {
     /// The merchant's attempts created at or after `since`, counted by gateway, status and gateway code.
     func attemptCounts(merchant: String, since: Date) async throws -> [AttemptCount]
 
+    /// The merchant's attempts created at or after `since` that ended (paid, authorised, refunded or failed), counted by
+    /// gateway, status, gateway code, the payment's segment values and the minute they last changed: what routing that
+    /// learns reads (``RoutingScoresRefresher``).
+    func routingOutcomes(merchant: String, since: Date) async throws -> [RoutingOutcomeCount]
+
     /// Releases connections.
     func close() async throws
 
