@@ -68,9 +68,7 @@ public struct EventDeliverySettings: Sendable, Hashable, Codable {
     public func validate(path: String) -> [ValidationIssue] {
         var issues: [ValidationIssue] = []
         func check(_ value: Double, _ range: ClosedRange<Double>, _ key: String) {
-            if !range.contains(value) || !value.isFinite {
-                issues.append(.init(field: "\(path).\(key)", code: .invalidField, message: "\(range.lowerBound) to \(range.upperBound)"))
-            }
+            issues += Validators.range(value, range, field: "\(path).\(key)")
         }
         check(timeoutSeconds, 0.1...60, "timeoutSeconds")
         check(Double(concurrency), 1...256, "concurrency")

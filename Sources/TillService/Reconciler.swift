@@ -56,9 +56,7 @@ public struct ReconciliationSettings: Sendable, Hashable, Codable {
     public func validate(path: String) -> [ValidationIssue] {
         var issues: [ValidationIssue] = []
         func check(_ value: Int, _ range: ClosedRange<Int>, _ key: String) {
-            if !range.contains(value) {
-                issues.append(.init(field: "\(path).\(key)", code: .invalidField, message: "\(range.lowerBound) to \(range.upperBound)"))
-            }
+            issues += Validators.range(value, range, field: "\(path).\(key)")
         }
         check(minimumAgeSeconds, 0...604_800, "minimumAgeSeconds")
         check(intervalSeconds, 1...86_400, "intervalSeconds")

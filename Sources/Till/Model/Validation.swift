@@ -20,6 +20,12 @@ public struct ValidationIssue: Hashable, Sendable, Codable, CustomStringConverti
 
 /// Pure validators shared by the core and the gateway modules: `(value) -> [ValidationIssue]`.
 public enum Validators {
+    /// A setting that must lie in `range` (and be a finite number): `field: 0.1 to 60` otherwise.
+    public static func range<T: Comparable & Numeric>(_ value: T, _ range: ClosedRange<T>, field: String) -> [ValidationIssue] {
+        let finite = (value as? Double)?.isFinite ?? true
+        return finite && range.contains(value) ? [] : [.init(field: field, code: .invalidField, message: "\(range.lowerBound) to \(range.upperBound)")]
+    }
+
     /// A reference: 1...maxLength characters of `A-Z a-z 0-9 - _ .`.
     public static func reference(_ value: String, field: String, maxLength: Int) -> [ValidationIssue] {
         if value.isEmpty { return [.init(field: field, code: .missingField, message: "must not be empty")] }
