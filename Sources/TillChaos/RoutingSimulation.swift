@@ -102,9 +102,13 @@ public enum RoutingSimulation {
         /// The share of payments sent first to a gateway at least 5 points worse (by true rate) than the best working
         /// one, counted only where nothing changed in the two half-lives before.
         public var worseShareSettled: Double
-        /// Learning only: the share of payments sent first to a gateway its scores knew to be worse than their best
-        /// (``SuccessRateScores/Score/isKnownWorse(than:)``), every gateway healthy: at most the exploration share.
+        /// Learning only: of the payments routed while every gateway was healthy, the share sent first to a gateway its
+        /// scores knew to be worse than their best (``SuccessRateScores/Score/isKnownWorse(than:)``): at most the
+        /// exploration share.
         public var knownWorseShare: Double?
+        /// Learning only: of those payments, how many had a gateway known to be worse among their candidates (how often
+        /// the bound above was put to the test at all).
+        public var knownWorseCases: Int?
     }
 
     public struct Report: Codable, Sendable {
@@ -151,7 +155,7 @@ public enum RoutingSimulation {
             let health = strategy == .static || strategy == .oracle ? nil : HealthMonitor(settings: HealthSettings(), clock: clock)
             var routers: [Set<GatewayID>: GatewayRouter] = [:]
             var scores: SuccessRateScores?
-            var approved = 0, worse = 0, settledCount = 0, knownWorse = 0
+            var approved = 0, worse = 0, settledCount = 0, knownWorse = 0, checked = 0, knownWorseGateways = 0
             var generator = SeededGenerator(seed: seed ^ 0x5EED_0F_0A7E5)
             for payment in stream {
                 clock.advance(by: .milliseconds(Int64(payment.minute * 60_000)) - clock.now)
@@ -178,12 +182,15 @@ public enum RoutingSimulation {
                         let listed = scenario.order.filter(present.contains)
                         let scored = scores.scores(of: listed, segment: SegmentKey(intents[payment.segment], dimensions: learning.segmentBy), rule: 1)
                         let leader = scored.indices.max { (scored[$0].rate, $1) < (scored[$1].rate, $0) }.map { scored[$0] }
+                        checked += 1
+                        if let leader, scored.contains(where: { $0.isKnownWorse(than: leader) }) { knownWorseGateways += 1 }
                         if let leader, let mine = scored.first(where: { $0.gateway == first }), mine.isKnownWorse(than: leader) { knownWorse += 1 }
                     }
                 }
                 if settled(payment.minute), let first = candidates.first {
                     settledCount += 1
-                    if scenario.rate(first, segment: segment.id, minute: payment.minute) <= best - 0.05 { worse += 1 }
+                    // Five points or more (a hair's tolerance: 0.85 − 0.05 is not 0.80 in binary floating point).
+                    if best - scenario.rate(first, segment: segment.id, minute: payment.minute) >= 0.05 - 1e-9 { worse += 1 }
                 }
                 // The cascade as the attempt policy allows it: a request that never reached its gateway moves to the next.
                 for gateway in candidates {
@@ -204,7 +211,8 @@ public enum RoutingSimulation {
             figures.append(Figures(strategy: strategy, payments: count, approved: approved, acceptance: Double(approved) / Double(max(count, 1)),
                                    ofOracle: Double(approved) / Double(max(oracleApproved, 1)), regret: oracleApproved - approved,
                                    worseShareSettled: Double(worse) / Double(max(settledCount, 1)),
-                                   knownWorseShare: strategy == .learning ? Double(knownWorse) / Double(max(count, 1)) : nil))
+                                   knownWorseShare: strategy == .learning ? Double(knownWorse) / Double(max(checked, 1)) : nil,
+                                   knownWorseCases: strategy == .learning ? knownWorseGateways : nil))
         }
         return Report(scenario: scenario.name, seed: seed, exploration: learning.exploration, figures: figures)
     }

@@ -446,7 +446,8 @@ public struct PaymentService: Sendable {
         case .success(let gateways):
             tried = gateways
         }
-        // The same seed per payment: every prepare of one payment sees the same order.
+        // The same seed per payment: every prepare of one payment draws alike (a rule that learns may still order
+        // differently on a later prepare, its scores having moved).
         var generator = SeededGenerator(seed: UInt64(truncatingIfNeeded: payment.id.utf8.reduce(UInt64(14_695_981_039_346_656_037)) {
             ($0 ^ UInt64($1)) &* 1_099_511_628_211 }))
         let decision = merchant.router.route(payment.intent, health: merchant.health, scores: merchant.scores, using: &generator)

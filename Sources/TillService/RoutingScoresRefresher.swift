@@ -44,25 +44,33 @@ public struct RoutingScoresRefresher: Service, CustomStringConvertible {
         }
     }
 
-    /// Reads each learning merchant's recent outcomes and replaces its scores with them.
+    /// Reads each learning merchant's recent outcomes and replaces its scores with them. A merchant whose read fails
+    /// keeps its scores (the others are refreshed); the first failure is thrown after.
     public func refreshOnce(now: Date = Date()) async throws {
+        var failure: (any Error)?
         for (merchant, scores) in merchants {
             let window = scores.rules.values.map(\.window).max() ?? .zero
             let since = now.addingTimeInterval(-Double(window.components.seconds))
-            let rows = try await store.routingOutcomes(merchant: merchant, since: since)
-            scores.replace(with: Self.counts(rows, now: now))
+            do {
+                let rows = try await store.routingOutcomes(merchant: merchant, since: since)
+                scores.replace(with: Self.counts(rows, now: now))
+            } catch {
+                failure = failure ?? error
+            }
         }
+        if let failure { throw failure }
     }
 
-    /// The customers' answers among `rows` (``LearningOutcome``), each aged from the middle of its minute to `now`.
+    /// The customers' answers among `rows` (``LearningOutcome``), each aged from the middle of its 10 seconds to `now`.
     public static func counts(_ rows: [RoutingOutcomeCount], now: Date) -> [SuccessRateScores.Count] {
         let nowMillis = now.storedMillis
+        let bucket = RoutingOutcomeCount.bucketMillis
         return rows.compactMap { row in
             guard let approved = LearningOutcome.of(status: row.status, gatewayCode: row.gatewayCode),
-                  let currency = Currency.lookup(row.currency) else { return nil }
+                  let currency = Currency.lookup(row.currency), let action = PaymentAction(rawValue: row.action) else { return nil }
             return SuccessRateScores.Count(gateway: row.gateway, method: PaymentMethod(rawValue: row.method), currency: currency,
-                                           country: row.country, cardIIN: row.cardIIN, approved: approved,
-                                           age: .milliseconds(max(0, nowMillis - (row.minute * 60_000 + 30_000))), count: row.count)
+                                           country: row.country, cardIIN: row.cardIIN, action: action, approved: approved,
+                                           age: .milliseconds(max(0, nowMillis - (row.bucket * bucket + bucket / 2))), count: row.count)
         }
     }
 }

@@ -19,7 +19,7 @@ struct RouteCommand: AsyncParsableCommand {
     @Option(help: "Which merchant of the file (default: the first).")
     var merchant: String?
 
-    @Option(help: "Seed for the weighted draw and the learning rules' exploration (the same seed gives the same order).")
+    @Option(help: "Seed for the weighted draw and the learning rules' exploration (the same seed gives the same order; the server seeds each payment's from its id).")
     var seed: UInt64 = 1
 
     @Option(help: "The server's store (sqlite:PATH or postgres://…): rules that learn (successRate) are scored from its recent outcomes, as the server scores them. Without it they keep their listed order.")
@@ -52,6 +52,10 @@ struct RouteCommand: AsyncParsableCommand {
         let router = try GatewayRouter(merchant: merchantConfig, modules: Gateways.capabilities)
         var scores: SuccessRateScores?
         if let storage, merchantConfig.routing.rules.contains(where: { $0.successRate != nil }) {
+            if storage.hasPrefix("sqlite:"), !FileManager.default.fileExists(atPath: String(storage.dropFirst("sqlite:".count))) {
+                printError("--storage \(storage): no such file (the server's SQLite store)")
+                throw ExitCode.failure
+            }
             let store = try openStore(storage)
             let learning = SuccessRateScores(rules: merchantConfig.routing.rules)
             let now = Date()

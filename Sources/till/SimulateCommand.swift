@@ -49,7 +49,7 @@ struct SimulateCommand: ParsableCommand {
         }
         var failures: [String] = []
         if markdown {
-            print("| scenario | seed | payments | static | health | learning | oracle | learning ÷ oracle | regret | to a gateway known worse (exploration) | to a gateway 5 points worse, settled |")
+            print("| scenario | seed | payments | static | health | learning | oracle | learning ÷ oracle | regret | to a gateway known worse (exploration); payments with one | to a gateway 5 points worse, settled |")
             print("|---|---|---|---|---|---|---|---|---|---|---|")
         }
         let encoder = JSONEncoder()
@@ -76,7 +76,7 @@ struct SimulateCommand: ParsableCommand {
                     func pct(_ value: Double) -> String { String(format: "%.2f %%", value * 100) }
                     print("| \(scenario.name) | \(seed) | \(learning.payments) | \(pct(fixed.acceptance)) | \(pct(figures(.health).acceptance)) | "
                           + "\(pct(learning.acceptance)) | \(pct(figures(.oracle).acceptance)) | \(pct(learning.ofOracle)) | \(learning.regret) | "
-                          + "\(pct(learning.knownWorseShare ?? 0)) (\(pct(report.exploration))) | \(pct(learning.worseShareSettled)) |")
+                          + "\(pct(learning.knownWorseShare ?? 0)) (\(pct(report.exploration))); \(learning.knownWorseCases ?? 0) | \(pct(learning.worseShareSettled)) |")
                 } else {
                     for figure in report.figures {
                         struct Line: Encodable { let scenario: String; let seed: UInt64; let figures: RoutingSimulation.Figures }

@@ -151,6 +151,41 @@ struct SuccessRateRoutingTests {
         #expect(recorded.scores(of: ["a"], segment: segment, rule: 1) == rebuilt.scores(of: ["a"], segment: segment, rule: 1))
     }
 
+    @Test("rebuilt from the store, a rule learns only from the payments its conditions take (its prior included), and a rule that does not learn gets nothing")
+    func replaceFollowsTheRuleConditions() throws {
+        let rules = [
+            RoutingRule(name: "usd cards", when: RuleConditions(methods: [.card], currencies: ["USD"]), gateways: [RuleTarget("a"), RuleTarget("b")],
+                        successRate: SuccessRateRouting(exploration: 0)),
+            RoutingRule(name: "split", gateways: [RuleTarget("a", weight: 1), RuleTarget("b", weight: 1)]),
+        ]
+        let scores = SuccessRateScores(rules: rules, clock: VirtualClock())
+        let usd = Currency.lookup("USD")!, eur = Currency.lookup("EUR")!
+        scores.replace(with: [
+            SuccessRateScores.Count(gateway: "a", method: .card, currency: usd, country: nil, cardIIN: nil, approved: true, age: .zero, count: 10),
+            // Not the rule's: EUR, and a wallet in USD. Neither reaches its tallies, nor a's prior.
+            SuccessRateScores.Count(gateway: "a", method: .card, currency: eur, country: nil, cardIIN: nil, approved: false, age: .zero, count: 50),
+            SuccessRateScores.Count(gateway: "a", method: .alipay, currency: usd, country: nil, cardIIN: nil, approved: false, age: .zero, count: 50),
+        ])
+        let segment = SegmentKey(dimensions: [.method, .currency], method: .card, currency: usd, country: nil, cardIIN: nil)
+        let a = scores.scores(of: ["a"], segment: segment, rule: 1)[0]
+        #expect(a.samples == 10 && a.prior == 1, "\(a)")
+        #expect(scores.rules.keys.sorted() == [1])
+    }
+
+    @Test("a gateway named twice in a learning rule is a candidate once")
+    func duplicateTargets() throws {
+        let rules = [RoutingRule(gateways: [RuleTarget("a"), RuleTarget("b"), RuleTarget("a")], successRate: SuccessRateRouting(exploration: 0.5))]
+        let merchant = MerchantConfiguration(id: "m", gateways: ["a", "b"].map { GatewayConfiguration(id: GatewayID(rawValue: $0), module: "cards") },
+                                             routing: RoutingConfiguration(rules: rules, fallback: []))
+        let router = try GatewayRouter(merchant: merchant, modules: Self.modules)
+        let scores = SuccessRateScores(rules: rules, clock: VirtualClock())
+        let payment = try intent()
+        for seed in 0..<UInt64(50) {
+            let order = first(router, scores, payment, seed: seed)
+            #expect(order.count == 2 && Set(order) == ["a", "b"], "\(order)")
+        }
+    }
+
     @Test("only customers' answers count: paid and refunded approve, a gateway's decline declines; never sent, input refused, open and expired count for nothing")
     func learningOutcomes() {
         #expect(LearningOutcome.of(status: .paid, gatewayCode: nil) == true)

@@ -7,8 +7,8 @@ import Till
 /// 1. **Eligibility**: enabled gateways whose capabilities (the module's, narrowed by the merchant's
 ///    limits) accept the payment's method, currency, country and action.
 /// 2. **Rules**: the first rule whose conditions all hold. A rule with weights draws one gateway by
-///    weight and puts it first, the others after it by descending weight; a rule without weights is
-///    a priority list.
+///    weight and puts it first, the others after it by descending weight; a rule that learns
+///    (``SuccessRateRouting``) orders its gateways by their scores; any other rule is a priority list.
 /// 3. **Fallback**: the merchant's default fallback list is appended; duplicates are dropped.
 /// 4. **Health**: a stable reordering — healthy, then degraded (low success rate), then open
 ///    circuits last. Nothing is dropped for health: if only an open circuit remains, it is tried.
@@ -147,7 +147,12 @@ public struct GatewayRouter: Sendable {
                 }
             }
             if let learning = rule.successRate, let scores {
-                let listed = rule.targets.filter { isEligible($0.gateway) && used & (1 << UInt64($0.gateway)) == 0 }.map(\.gateway)
+                var seen: UInt64 = used
+                let listed = rule.targets.map(\.gateway).filter { i in
+                    // Each eligible gateway once, in the listed order (a list may name one twice).
+                    defer { seen |= 1 << UInt64(i) }
+                    return isEligible(i) && seen & (1 << UInt64(i)) == 0
+                }
                 let learned = Self.learnedOrder(listed.map { gatewayIDs[$0] }, indices: listed, intent: intent, rule: rule.number,
                                                 settings: learning, scores: scores, generator: &generator, explain: explain)
                 for i in learned.order { add(i) }

@@ -59,11 +59,11 @@ public struct SuccessRateRouting: Sendable, Hashable, Codable {
     func validate(path: String) -> [ValidationIssue] {
         var issues: [ValidationIssue] = []
         func check(_ value: Double, _ range: ClosedRange<Double>, _ key: String) {
-            if !value.isFinite || !range.contains(value) {
-                issues.append(.init(field: "\(path).\(key)", code: .invalidField, message: "\(range.lowerBound) to \(range.upperBound)"))
-            }
+            issues += Validators.range(value, range, field: "\(path).\(key)")
         }
-        check(halfLifeSeconds, 10...604_800, "halfLifeSeconds")
+        // At least a minute: the server reads outcomes back in 10-second buckets, each aged from its middle (a weight
+        // off by at most 2^(5/60), 6 %). At most 4 hours: the window read every 10 s is six half-lives.
+        check(halfLifeSeconds, 60...14_400, "halfLifeSeconds")
         check(minSamples, 1...100_000, "minSamples")
         check(exploration, 0...0.5, "exploration")
         check(priorStrength, 0...10_000, "priorStrength")
@@ -73,8 +73,8 @@ public struct SuccessRateRouting: Sendable, Hashable, Codable {
         return issues
     }
 
-    /// How long outcomes are read back: six half-lives (an older one weighs under 2 %), at most a week.
-    public var window: Duration { .seconds(min(halfLifeSeconds * 6, 604_800)) }
+    /// How long outcomes are read back: six half-lives (an older one weighs under 2 %).
+    public var window: Duration { .seconds(halfLifeSeconds * 6) }
 }
 
 /// What a customer's answer on one attempt says for learning: approved, declined, or nothing (the gateway not working,
@@ -127,7 +127,7 @@ public struct SegmentKey: Sendable, Hashable {
 
 /// A card's scheme, told by its IIN's leading digits (the ranges the schemes publish); `unknown` without one.
 public enum CardNetwork: Int, Sendable {
-    case unknown, visa, mastercard, amex, discover, jcb, unionpay, diners, mada
+    case unknown, visa, mastercard, amex, discover, jcb, unionpay, diners
 
     public init(iin: String?) {
         let digits = Array((iin ?? "").utf8.prefix(6)).map { Int($0) - 48 }
@@ -137,10 +137,10 @@ public enum CardNetwork: Int, Sendable {
         case digits[0] == 4: self = .visa
         case (51...55).contains(two) || (2221...2720).contains(four): self = .mastercard
         case two == 34 || two == 37: self = .amex
-        case four == 6011 || two == 65: self = .discover
+        case four == 6011 || two == 65 || (644...649).contains(four / 10): self = .discover
         case (3528...3589).contains(four): self = .jcb
         case two == 62: self = .unionpay
-        case two == 36 || (300...305).contains(four / 10): self = .diners
+        case two == 36 || two == 38 || two == 39 || (300...305).contains(four / 10): self = .diners
         default: self = .unknown
         }
     }
@@ -172,6 +172,9 @@ public final class SuccessRateScores: Sendable {
 
     /// The rules that learn, by number (1-based, as the router counts them).
     public let rules: [Int: SuccessRateRouting]
+    /// Each learning rule's conditions but its amount and metadata ones: which stored outcomes it learns from.
+    private let matchers: [Int: CompiledRule]
+    private let vocabulary: Vocabulary
     private let clock: any TillClock
     private let table = Locked<[Key: Tally]>([:])
 
@@ -181,6 +184,17 @@ public final class SuccessRateScores: Sendable {
         for (index, rule) in rules.enumerated() { if let settings = rule.successRate { learning[index + 1] = settings } }
         self.rules = learning
         self.clock = clock
+        let loose = rules.map { rule in
+            var rule = rule
+            rule.when.amount = nil
+            rule.when.metadata = nil
+            return rule
+        }
+        let vocabulary = Vocabulary(rules: loose, capabilities: [])
+        self.vocabulary = vocabulary
+        matchers = Dictionary(uniqueKeysWithValues: learning.keys.map { number in
+            (number, CompiledRule(loose[number - 1], number: number, gatewayIndex: [:], vocabulary: vocabulary))
+        })
     }
 
     var seconds: Double { Self.seconds(clock.now) }
@@ -210,33 +224,44 @@ public final class SuccessRateScores: Sendable {
         public var currency: Currency
         public var country: String?
         public var cardIIN: String?
+        public var action: PaymentAction
         public var approved: Bool
-        /// How long before the read the outcomes came (a minute's outcomes share one age).
+        /// How long before the read the attempts started (those of one 10-second bucket share one age).
         public var age: Duration
         public var count: Int
 
-        public init(gateway: GatewayID, method: PaymentMethod, currency: Currency, country: String?, cardIIN: String?, approved: Bool,
-                    age: Duration, count: Int) {
+        public init(gateway: GatewayID, method: PaymentMethod, currency: Currency, country: String?, cardIIN: String?,
+                    action: PaymentAction = .sale, approved: Bool, age: Duration, count: Int) {
             self.gateway = gateway
             self.method = method
             self.currency = currency
             self.country = country
             self.cardIIN = cardIIN
+            self.action = action
             self.approved = approved
             self.age = age
             self.count = count
         }
     }
 
-    /// Replaces every tally with those made from `counts` (the store's recent outcomes, read at once).
+    /// Replaces every tally with those made from `counts` (the store's recent outcomes, read at once). Each learning
+    /// rule counts the outcomes of the payments its conditions take — all of them but an amount range and metadata,
+    /// which the store's counts do not carry — whichever rule routed them: a gateway's approvals of USD cards are one
+    /// fact.
     public func replace(with counts: [Count]) {
         let now = seconds
         var fresh: [Key: Tally] = [:]
+        let keys = counts.map { count -> IntentKey? in
+            guard let country = count.country.map({ try? CountryCode($0) }) ?? .some(nil) else { return nil }
+            return IntentKey(PaymentIntent(merchantReference: "-", amount: Money(minorUnits: 0, currency: count.currency), country: country,
+                                           method: count.method, action: count.action, cardIIN: count.cardIIN), vocabulary: vocabulary)
+        }
         for (number, settings) in rules {
             let limit = Self.seconds(settings.window)
-            for count in counts {
+            guard let matcher = matchers[number] else { continue }
+            for (count, key) in zip(counts, keys) {
                 let age = Self.seconds(count.age)
-                guard age <= limit else { continue }
+                guard age <= limit, let key, matcher.matches(key) else { continue }
                 let weight = Double(count.count) * exp2(-max(age, 0) / settings.halfLifeSeconds)
                 let segment = SegmentKey(dimensions: settings.segmentBy, method: count.method, currency: count.currency, country: count.country,
                                          cardIIN: count.cardIIN)

@@ -495,18 +495,19 @@ public final class PostgresPaymentStore: PaymentStore {
         try await client.withConnection { connection in
             let rows = try await connection.query("""
                 SELECT a.gateway, a.status, a.gateway_code, (p.intent_json::jsonb) ->> 'method', p.currency,
-                       (p.intent_json::jsonb) ->> 'country', left((p.intent_json::jsonb) ->> 'cardIIN', 6), a.updated_at / 60000, COUNT(*)
+                       (p.intent_json::jsonb) ->> 'country', left((p.intent_json::jsonb) ->> 'cardIIN', 6),
+                       coalesce((p.intent_json::jsonb) ->> 'action', 'sale'), a.created_at / \(unescaped: String(RoutingOutcomeCount.bucketMillis)), COUNT(*)
                 FROM till_attempts a JOIN till_payments p ON p.id = a.payment_id
                 WHERE a.created_at >= \(since.storedMillis) AND p.merchant_id = \(merchant)
                   AND a.status IN (\(unescaped: RoutingOutcomeCount.sqlList))
-                GROUP BY 1, 2, 3, 4, 5, 6, 7, 8
+                GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9
                 """, logger: self.logger)
             var out: [RoutingOutcomeCount] = []
-            for try await (gateway, status, code, method, currency, country, iin, minute, count)
-                in rows.decode((String, String, String?, String?, String, String?, String?, Int64, Int64).self) {
+            for try await (gateway, status, code, method, currency, country, iin, action, bucket, count)
+                in rows.decode((String, String, String?, String?, String, String?, String?, String, Int64, Int64).self) {
                 out.append(RoutingOutcomeCount(gateway: GatewayID(rawValue: gateway), status: PaymentStatus(rawValue: status), gatewayCode: code,
-                                               method: method ?? "", currency: currency, country: country, cardIIN: iin, minute: minute,
-                                               count: Int(count)))
+                                               method: method ?? "", currency: currency, country: country, cardIIN: iin, action: action,
+                                               bucket: bucket, count: Int(count)))
             }
             return out
         }

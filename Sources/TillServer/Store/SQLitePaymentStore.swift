@@ -342,13 +342,14 @@ public final class SQLitePaymentStore: PaymentStore {
         try await pool.read { db in
             try Row.fetchAll(db.cachedStatement(sql: """
                 SELECT a.gateway, a.status, a.gateway_code, json_extract(p.intent_json, '$.method'), p.currency,
-                       json_extract(p.intent_json, '$.country'), substr(json_extract(p.intent_json, '$.cardIIN'), 1, 6), a.updated_at / 60000, COUNT(*)
+                       json_extract(p.intent_json, '$.country'), substr(json_extract(p.intent_json, '$.cardIIN'), 1, 6),
+                       coalesce(json_extract(p.intent_json, '$.action'), 'sale'), a.created_at / \(RoutingOutcomeCount.bucketMillis), COUNT(*)
                 FROM till_attempts a JOIN till_payments p ON p.id = a.payment_id
                 WHERE a.created_at >= ? AND p.merchant_id = ? AND a.status IN (\(RoutingOutcomeCount.sqlList))
-                GROUP BY 1, 2, 3, 4, 5, 6, 7, 8
+                GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9
                 """), arguments: [since.storedMillis, merchant]).map { row in
                 RoutingOutcomeCount(gateway: GatewayID(rawValue: row[0]), status: PaymentStatus(rawValue: row[1]), gatewayCode: row[2],
-                                    method: row[3], currency: row[4], country: row[5], cardIIN: row[6], minute: row[7], count: row[8])
+                                    method: row[3], currency: row[4], country: row[5], cardIIN: row[6], action: row[7], bucket: row[8], count: row[9])
             }
         }
     }

@@ -314,7 +314,8 @@ public actor InMemoryPaymentStore: PaymentStore {
                 let key = RoutingOutcomeCount(gateway: attempt.gateway, status: attempt.status, gatewayCode: attempt.gatewayCode,
                                               method: payment.intent.method.rawValue, currency: payment.intent.amount.currency.code,
                                               country: payment.intent.country?.code, cardIIN: payment.intent.cardIIN.map { String($0.prefix(6)) },
-                                              minute: attempt.updatedAt.storedMillis / 60_000, count: 0)
+                                              action: payment.intent.action.rawValue,
+                                              bucket: attempt.createdAt.storedMillis / RoutingOutcomeCount.bucketMillis, count: 0)
                 counts[key, default: 0] += 1
             }
         }

@@ -52,7 +52,6 @@ public struct AuditEntry: Sendable, Hashable, Codable {
     }
 }
 
-/// How many of a merchant's attempts on one gateway ended in one status with one gateway code, in a window.
 /// Ended attempts of one kind, for routing that learns: see ``PaymentStore/routingOutcomes(merchant:since:)``.
 public struct RoutingOutcomeCount: Sendable, Hashable {
     public var gateway: GatewayID
@@ -62,12 +61,14 @@ public struct RoutingOutcomeCount: Sendable, Hashable {
     public var currency: String
     public var country: String?
     public var cardIIN: String?
-    /// The minute the attempts last changed (milliseconds since 1970 ÷ 60,000).
-    public var minute: Int64
+    /// The payment's action (`sale` when the stored intent has none).
+    public var action: String
+    /// The 10 seconds the attempts started in (milliseconds since 1970 ÷ 10,000).
+    public var bucket: Int64
     public var count: Int
 
     public init(gateway: GatewayID, status: PaymentStatus, gatewayCode: String?, method: String, currency: String, country: String?,
-                cardIIN: String?, minute: Int64, count: Int) {
+                cardIIN: String?, action: String, bucket: Int64, count: Int) {
         self.gateway = gateway
         self.status = status
         self.gatewayCode = gatewayCode
@@ -75,7 +76,8 @@ public struct RoutingOutcomeCount: Sendable, Hashable {
         self.currency = currency
         self.country = country
         self.cardIIN = cardIIN
-        self.minute = minute
+        self.action = action
+        self.bucket = bucket
         self.count = count
     }
 
@@ -83,8 +85,11 @@ public struct RoutingOutcomeCount: Sendable, Hashable {
     package static let endedStatuses: [PaymentStatus] = [.paid, .authorized, .partiallyRefunded, .refunded, .failed]
     /// The same, as an SQL list of string literals.
     package static var sqlList: String { endedStatuses.map { "'\($0.rawValue)'" }.joined(separator: ", ") }
+    /// The length of a bucket, in milliseconds.
+    package static let bucketMillis: Int64 = 10_000
 }
 
+/// How many of a merchant's attempts on one gateway ended in one status with one gateway code, in a window.
 public struct AttemptCount: Sendable, Hashable {
     public var gateway: GatewayID
     public var status: PaymentStatus

@@ -301,8 +301,8 @@ public protocol PaymentStore: Sendable {
     func attemptCounts(merchant: String, since: Date) async throws -> [AttemptCount]
 
     /// The merchant's attempts created at or after `since` that ended (paid, authorised, refunded or failed), counted by
-    /// gateway, status, gateway code, the payment's segment values and the minute they last changed: what routing that
-    /// learns reads (``RoutingScoresRefresher``).
+    /// gateway, status, gateway code, the payment's segment values and action, and the 10 seconds they started in: what
+    /// routing that learns reads (``RoutingScoresRefresher``).
     func routingOutcomes(merchant: String, since: Date) async throws -> [RoutingOutcomeCount]
 
     /// Releases connections.
