@@ -102,13 +102,18 @@ public enum RoutingSimulation {
         /// The share of payments sent first to a gateway at least 5 points worse (by true rate) than the best working
         /// one, counted only where nothing changed in the two half-lives before.
         public var worseShareSettled: Double
-        /// Learning only: of the payments routed while every gateway was healthy, the share sent first to a gateway its
-        /// scores knew to be worse than their best (``SuccessRateScores/Score/isKnownWorse(than:)``): at most the
-        /// exploration share.
+        /// Learning only: of the payments routed while every gateway was healthy and with a gateway its scores knew to be
+        /// worse than their best among the candidates (``SuccessRateScores/Score/isKnownWorse(than:)``), the share sent
+        /// first to such a gateway: at most the exploration share (give or take the draws' spread).
         public var knownWorseShare: Double?
-        /// Learning only: of those payments, how many had a gateway known to be worse among their candidates (how often
-        /// the bound above was put to the test at all).
+        /// Learning only: how many payments had a gateway known to be worse among their candidates (the share's base).
         public var knownWorseCases: Int?
+
+        /// Whether ``knownWorseShare`` keeps to `exploration`, allowing three standard deviations of its draws.
+        public func keepsExploration(_ exploration: Double) -> Bool {
+            guard let share = knownWorseShare, let cases = knownWorseCases, cases > 0 else { return true }
+            return share <= exploration + 3 * (exploration * (1 - exploration) / Double(cases)).squareRoot()
+        }
     }
 
     public struct Report: Codable, Sendable {
@@ -155,7 +160,7 @@ public enum RoutingSimulation {
             let health = strategy == .static || strategy == .oracle ? nil : HealthMonitor(settings: HealthSettings(), clock: clock)
             var routers: [Set<GatewayID>: GatewayRouter] = [:]
             var scores: SuccessRateScores?
-            var approved = 0, worse = 0, settledCount = 0, knownWorse = 0, checked = 0, knownWorseGateways = 0
+            var approved = 0, worse = 0, settledCount = 0, knownWorse = 0, knownWorseGateways = 0
             var generator = SeededGenerator(seed: seed ^ 0x5EED_0F_0A7E5)
             for payment in stream {
                 clock.advance(by: .milliseconds(Int64(payment.minute * 60_000)) - clock.now)
@@ -182,9 +187,10 @@ public enum RoutingSimulation {
                         let listed = scenario.order.filter(present.contains)
                         let scored = scores.scores(of: listed, segment: SegmentKey(intents[payment.segment], dimensions: learning.segmentBy), rule: 1)
                         let leader = scored.indices.max { (scored[$0].rate, $1) < (scored[$1].rate, $0) }.map { scored[$0] }
-                        checked += 1
-                        if let leader, scored.contains(where: { $0.isKnownWorse(than: leader) }) { knownWorseGateways += 1 }
-                        if let leader, let mine = scored.first(where: { $0.gateway == first }), mine.isKnownWorse(than: leader) { knownWorse += 1 }
+                        if let leader, scored.contains(where: { $0.isKnownWorse(than: leader) }) {
+                            knownWorseGateways += 1
+                            if let mine = scored.first(where: { $0.gateway == first }), mine.isKnownWorse(than: leader) { knownWorse += 1 }
+                        }
                     }
                 }
                 if settled(payment.minute), let first = candidates.first {
@@ -211,7 +217,7 @@ public enum RoutingSimulation {
             figures.append(Figures(strategy: strategy, payments: count, approved: approved, acceptance: Double(approved) / Double(max(count, 1)),
                                    ofOracle: Double(approved) / Double(max(oracleApproved, 1)), regret: oracleApproved - approved,
                                    worseShareSettled: Double(worse) / Double(max(settledCount, 1)),
-                                   knownWorseShare: strategy == .learning ? Double(knownWorse) / Double(max(checked, 1)) : nil,
+                                   knownWorseShare: strategy == .learning ? Double(knownWorse) / Double(max(knownWorseGateways, 1)) : nil,
                                    knownWorseCases: strategy == .learning ? knownWorseGateways : nil))
         }
         return Report(scenario: scenario.name, seed: seed, exploration: learning.exploration, figures: figures)
