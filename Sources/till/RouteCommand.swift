@@ -53,7 +53,7 @@ struct RouteCommand: AsyncParsableCommand {
         var scores: SuccessRateScores?
         if let storage, merchantConfig.routing.rules.contains(where: { $0.successRate != nil }) {
             if storage.hasPrefix("sqlite:"), !FileManager.default.fileExists(atPath: String(storage.dropFirst("sqlite:".count))) {
-                printError("--storage \(storage): no such file (the server's SQLite store)")
+                printError("--storage \(withoutPassword(storage)): no such file (the server's SQLite store)")
                 throw ExitCode.failure
             }
             let store = try openStore(storage)
@@ -65,7 +65,7 @@ struct RouteCommand: AsyncParsableCommand {
                 rows = try await store.routingOutcomes(merchant: merchantConfig.id, since: now.addingTimeInterval(-Double(window.components.seconds)))
             } catch {
                 try? await store.close()
-                printError("--storage \(storage): cannot read its attempts (is it a store `till server` has run on?): "
+                printError("--storage \(withoutPassword(storage)): cannot read its attempts (is it a store `till server` has run on?): "
                            + (String(describing: error).split(separator: "\n").first.map(String.init) ?? ""))
                 throw ExitCode.failure
             }
