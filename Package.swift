@@ -210,6 +210,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                // SIGHUP: `till server` reloads its configuration's keys and rate limits.
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
         // Starts child processes for the tests that run `till server` and Python (see ChildProcess.swift for

@@ -4,8 +4,13 @@ import Till
 /// One merchant: its gateways, routing, retry policy and health settings.
 public struct MerchantConfiguration: Sendable, Hashable, Codable {
     public var id: String
-    /// Where the merchant server reads this merchant's API key (the app sends it as a bearer token).
+    /// Where the merchant server reads this merchant's API key (its backend sends it as a bearer token): the
+    /// one-key form, a key with the id `default` and the full scope. ``apiKeys`` is the form with several.
     public var apiKey: CredentialReference?
+    /// The merchant's API keys, each with an id, a scope and an optional expiry (instead of ``apiKey``).
+    public var apiKeys: [APIKeyConfiguration]
+    /// Requests per second per API key and per client secret.
+    public var rateLimits: MerchantRateLimits
     public var gateways: [GatewayConfiguration]
     public var routing: RoutingConfiguration
     public var retry: RetryPolicy
@@ -25,8 +30,11 @@ public struct MerchantConfiguration: Sendable, Hashable, Codable {
     public init(id: String, apiKey: CredentialReference? = nil, gateways: [GatewayConfiguration],
                 routing: RoutingConfiguration = RoutingConfiguration(),
                 retry: RetryPolicy = RetryPolicy(), health: HealthSettings = HealthSettings(), maxAmounts: [String: Int64] = [:],
-                returnURLSchemes: [String] = [], allowLoopbackHTTPReturnURLs: Bool = false, webhooks: [WebhookEndpoint] = []) {
+                returnURLSchemes: [String] = [], allowLoopbackHTTPReturnURLs: Bool = false, webhooks: [WebhookEndpoint] = [],
+                apiKeys: [APIKeyConfiguration] = [], rateLimits: MerchantRateLimits = MerchantRateLimits()) {
         self.webhooks = webhooks
+        self.apiKeys = apiKeys
+        self.rateLimits = rateLimits
         self.id = id
         self.apiKey = apiKey
         self.gateways = gateways
@@ -44,7 +52,7 @@ public struct MerchantConfiguration: Sendable, Hashable, Codable {
     }
 
     private enum CodingKeys: String, CodingKey, CaseIterable {
-        case id, apiKey, gateways, routing, retry, health, maxAmounts, returnURLSchemes, allowLoopbackHTTPReturnURLs, webhooks
+        case id, apiKey, apiKeys, rateLimits, gateways, routing, retry, health, maxAmounts, returnURLSchemes, allowLoopbackHTTPReturnURLs, webhooks
     }
 
     public init(from decoder: any Decoder) throws {
@@ -52,6 +60,8 @@ public struct MerchantConfiguration: Sendable, Hashable, Codable {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         id = try c.decode(String.self, forKey: .id)
         apiKey = try c.decodeIfPresent(CredentialReference.self, forKey: .apiKey)
+        apiKeys = try c.decodeIfPresent([APIKeyConfiguration].self, forKey: .apiKeys) ?? []
+        rateLimits = try c.decodeIfPresent(MerchantRateLimits.self, forKey: .rateLimits) ?? MerchantRateLimits()
         gateways = try c.decode([GatewayConfiguration].self, forKey: .gateways)
         routing = try c.decodeIfPresent(RoutingConfiguration.self, forKey: .routing) ?? RoutingConfiguration()
         retry = try c.decodeIfPresent(RetryPolicy.self, forKey: .retry) ?? RetryPolicy()
@@ -62,12 +72,29 @@ public struct MerchantConfiguration: Sendable, Hashable, Codable {
         webhooks = try c.decodeIfPresent([WebhookEndpoint].self, forKey: .webhooks) ?? []
     }
 
+    /// Every API key: ``apiKey`` as the key `default` with the full scope, then ``apiKeys``, each with its path in the file.
+    public var keys: [(key: APIKeyConfiguration, path: String)] {
+        (apiKey.map { [(APIKeyConfiguration(id: "default", key: $0), "apiKey")] } ?? [])
+            + apiKeys.enumerated().map { ($0.element, "apiKeys[\($0.offset)]") }
+    }
+
     /// The enabled gateways, in configuration order.
     public var enabledGateways: [GatewayConfiguration] { gateways.filter(\.enabled) }
 
     public func validate(path: String, modules: [String: GatewayCapabilities]) -> [ValidationIssue] {
         var issues = Validators.reference(id, field: "\(path).id", maxLength: 64)
         if let apiKey { issues += apiKey.validate(path: "\(path).apiKey") }
+        if apiKey != nil && !apiKeys.isEmpty {
+            issues.append(.init(field: "\(path).apiKeys", code: .invalidField, message: "give apiKey (one key) or apiKeys (several), not both"))
+        }
+        var keyIDs: Set<String> = []
+        for (index, key) in apiKeys.enumerated() {
+            issues += key.validate(path: "\(path).apiKeys[\(index)]")
+            if !keyIDs.insert(key.id).inserted {
+                issues.append(.init(field: "\(path).apiKeys[\(index)].id", code: .invalidField, message: "duplicate key id \"\(CheckoutError.printable(key.id))\""))
+            }
+        }
+        issues += rateLimits.validate(path: "\(path).rateLimits")
         if gateways.isEmpty { issues.append(.init(field: "\(path).gateways", code: .missingField, message: "at least one gateway is required")) }
         for (code, ceiling) in maxAmounts.sorted(by: { $0.key < $1.key }) {
             if Currency.lookup(code) == nil {

@@ -5,12 +5,12 @@ import Till
 import TillOrchestration
 import TillGatewayKit
 
-/// One merchant, ready to serve: its API key, router, health and gateway instances.
+/// One merchant, ready to serve: its router, health and gateway instances. Its API keys and rate limits are in
+/// ``ServerState/access``, which a reload replaces.
 public struct MerchantRuntime: Sendable {
+    /// The merchant as configured when the server started (a reload changes only its keys and rate limits, in
+    /// ``ServerState/access``).
     public let configuration: MerchantConfiguration
-    /// The SHA-256 of the merchant's API key: what a presented key's digest is compared with (the key
-    /// itself is not kept).
-    let apiKeyDigest: [UInt8]
     public let router: GatewayRouter
     public let health: HealthMonitor
     /// Recent approval rates for the routing rules that learn (`successRate`); nil when none does. Every instance
@@ -46,7 +46,12 @@ public struct StartupError: Error, CustomStringConvertible, Sendable {
 
 /// Everything the server needs from its configuration, with every secret resolved.
 public struct ServerState: Sendable {
+    /// The configuration the server started with.
+    public let configuration: TillConfiguration
     public let settings: ServerSettings
+    /// The merchants' API keys and rate limits: what a reload (``adopt(_:)``) changes while the server runs. Every copy
+    /// of this state shares it.
+    public let access: AccessControl
     public let merchants: [MerchantRuntime]
     /// The server's clock for budgets and circuits (a virtual one in the chaos run).
     public let clock: any TillClock
@@ -75,17 +80,21 @@ public struct ServerState: Sendable {
         var problems: [String] = []
         var merchants: [MerchantRuntime] = []
         var keys: Set<String> = []
+        var resolvedKeys: [AccessControl.Key] = []
         for (m, merchant) in configuration.merchants.enumerated() {
             let path = "merchants[\(m)]"
-            var apiKey = ""
-            if let reference = merchant.apiKey {
+            if merchant.keys.isEmpty {
+                problems.append("\(path).apiKey: the server needs an API key (apiKey, or apiKeys) for every merchant")
+            }
+            for (key, keyPath) in merchant.keys {
+                let field = "\(path).\(keyPath)\(keyPath == "apiKey" ? "" : ".key")"
                 do {
-                    apiKey = try reference.resolve(field: "\(path).apiKey", environment: environment)
-                    if apiKey.count < 16 { problems.append("\(path).apiKey: an API key needs at least 16 characters") }
-                    if !keys.insert(apiKey).inserted { problems.append("\(path).apiKey: two merchants share one API key") }
+                    let value = try key.key.resolve(field: field, environment: environment)
+                    if value.count < 16 { problems.append("\(field): an API key needs at least 16 characters") }
+                    if !keys.insert(value).inserted { problems.append("\(field): the same API key twice (two keys, or two merchants, share it)") }
+                    resolvedKeys.append(.init(digest: Array(SHA256.hash(data: Data(value.utf8))), merchantID: merchant.id,
+                                              identity: MerchantKey(id: key.id, scope: key.scope), expiresAt: key.expiresAt))
                 } catch { problems.append(error.description) }
-            } else {
-                problems.append("\(path).apiKey: the server needs an API key reference for every merchant")
             }
             var gateways: [GatewayID: any GatewayServerHalf] = [:]
             for (g, gateway) in merchant.gateways.enumerated() where gateway.enabled {
@@ -129,7 +138,7 @@ public struct ServerState: Sendable {
             do {
                 let router = try GatewayRouter(merchant: merchant, modules: catalog.mapValues(\.capabilities))
                 let policy = AttemptPolicy(merchant: merchant, moduleTables: gateways.mapValues(\.decisionTable))
-                merchants.append(MerchantRuntime(configuration: merchant, apiKeyDigest: Array(SHA256.hash(data: Data(apiKey.utf8))), router: router,
+                merchants.append(MerchantRuntime(configuration: merchant, router: router,
                                                  health: HealthMonitor(settings: merchant.health, clock: clock),
                                                  scores: merchant.routing.rules.contains { $0.successRate != nil }
                                                     ? SuccessRateScores(rules: merchant.routing.rules, clock: clock) : nil,
@@ -142,6 +151,9 @@ public struct ServerState: Sendable {
         guard problems.isEmpty else { throw StartupError(problems: problems) }
         settings = configuration.server ?? ServerSettings()
         self.merchants = merchants
+        self.configuration = configuration
+        access = AccessControl(keys: resolvedKeys, limits: Dictionary(configuration.merchants.map { ($0.id, $0.rateLimits) }, uniquingKeysWith: { a, _ in a }),
+                               server: settings.rateLimits)
     }
 
     /// URLSession, logging each exchange (redacted) under `till.gateway.<id>`.
@@ -149,15 +161,111 @@ public struct ServerState: Sendable {
         LoggingTransport(URLSessionTransport(), logger: Logger(label: "till.gateway.\(id)"))
     }
 
-    /// The merchant whose API key is `key`, compared in constant time per merchant.
-    func merchant(apiKey key: String) -> MerchantRuntime? {
-        // Digests have one length, so neither the comparison nor its timing reveals a key's length.
-        let given = Array(SHA256.hash(data: Data(key.utf8)))
-        var found: MerchantRuntime?
-        for merchant in merchants where ConstantTime.equals(given, merchant.apiKeyDigest) { found = merchant }
-        return found
+    /// The merchant whose API key is `key` (one that has not expired), and which key it is.
+    package func merchant(apiKey key: String, now: Date = Date()) -> (MerchantRuntime, MerchantKey)? {
+        guard let found = access.key(key, now: now), let merchant = merchant(id: found.merchantID) else { return nil }
+        return (merchant, found.identity)
+    }
+
+    /// Takes what a reload may change from `new` (the whole file, already resolved and validated by building it): every
+    /// merchant's API keys and rate limits, and `server.rateLimits`. Returns what the log should say: each merchant's key
+    /// ids now, and each change that needs a restart (a gateway, routing, a new merchant, another server setting).
+    public func adopt(_ new: ServerState) -> [String] {
+        var notes: [String] = []
+        let running = Set(merchants.map(\.configuration.id))
+        var limits: [String: MerchantRateLimits] = [:]
+        for merchant in new.configuration.merchants {
+            guard running.contains(merchant.id) else {
+                notes.append("merchant \(merchant.id) is new: it is served after a restart")
+                continue
+            }
+            limits[merchant.id] = merchant.rateLimits
+            let ids = merchant.keys.map { key in
+                key.key.id + (key.key.scope == .readOnly ? " (read-only)" : "") + (key.key.expiresAt.map { " (expires \($0.formatted(.iso8601)))" } ?? "")
+            }
+            notes.append("merchant \(merchant.id): keys \(ids.joined(separator: ", "))")
+            if let old = self.merchant(id: merchant.id)?.configuration, Self.withoutAccess(old) != Self.withoutAccess(merchant) {
+                notes.append("merchant \(merchant.id): changes other than apiKey, apiKeys and rateLimits take effect at the next start")
+            }
+        }
+        for id in running.subtracting(new.configuration.merchants.map(\.id)).sorted() {
+            notes.append("merchant \(id) is no longer in the file: its keys are refused; its payments are still settled until a restart")
+        }
+        var oldServer = settings, newServer = new.settings
+        oldServer.rateLimits = ServerRateLimits()
+        newServer.rateLimits = ServerRateLimits()
+        if oldServer != newServer { notes.append("changes to server settings other than server.rateLimits take effect at the next start") }
+        access.replace(keys: new.access.keys.filter { running.contains($0.merchantID) }, limits: limits, server: new.settings.rateLimits)
+        return notes
+    }
+
+    /// A merchant's configuration without what a reload changes.
+    private static func withoutAccess(_ merchant: MerchantConfiguration) -> MerchantConfiguration {
+        var merchant = merchant
+        merchant.apiKey = nil
+        merchant.apiKeys = []
+        merchant.rateLimits = MerchantRateLimits()
+        return merchant
     }
 
     /// The merchant with `id`.
     public func merchant(id: String) -> MerchantRuntime? { merchants.first { $0.configuration.id == id } }
+}
+
+/// The merchant API key a request authenticated with: its id (what the log names, never the key) and its scope.
+public struct MerchantKey: Sendable, Hashable {
+    public let id: String
+    public let scope: APIKeyScope
+
+    public init(id: String, scope: APIKeyScope) {
+        self.id = id
+        self.scope = scope
+    }
+}
+
+/// The merchants' API keys (as digests) and rate limits: what a configuration reload replaces while the server runs,
+/// shared by every copy of a ``ServerState``.
+public final class AccessControl: Sendable {
+    /// One API key as the server checks it: the SHA-256 of its value (the value is not kept).
+    struct Key: Sendable {
+        let digest: [UInt8]
+        let merchantID: String
+        let identity: MerchantKey
+        let expiresAt: Date?
+    }
+
+    private struct Snapshot: Sendable {
+        var keys: [Key]
+        var limits: [String: MerchantRateLimits]
+        var server: ServerRateLimits
+    }
+
+    private let current: Locked<Snapshot>
+
+    init(keys: [Key], limits: [String: MerchantRateLimits], server: ServerRateLimits) {
+        current = Locked(Snapshot(keys: keys, limits: limits, server: server))
+    }
+
+    var keys: [Key] { current.withLock { $0.keys } }
+
+    /// The rate limits of merchant `id` now.
+    public func limits(merchant id: String) -> MerchantRateLimits { current.withLock { $0.limits[id] ?? MerchantRateLimits() } }
+
+    /// `server.rateLimits` now.
+    public var server: ServerRateLimits { current.withLock { $0.server } }
+
+    /// The key whose value is `value`, if it has not expired at `now`. Every key's digest is compared, in constant
+    /// time, whether or not an earlier one matched.
+    func key(_ value: String, now: Date) -> Key? {
+        // Digests have one length, so neither the comparison nor its timing reveals a key's length.
+        let given = Array(SHA256.hash(data: Data(value.utf8)))
+        var found: Key?
+        for key in keys where ConstantTime.equals(given, key.digest) { found = key }
+        guard let found, found.expiresAt.map({ now < $0 }) ?? true else { return nil }
+        return found
+    }
+
+    func replace(keys: [Key], limits: [String: MerchantRateLimits], server: ServerRateLimits) {
+        current.withLock { $0 = Snapshot(keys: keys, limits: limits, server: server) }
+    }
 }

@@ -23,9 +23,18 @@ public struct ServiceError: Error, Sendable, Hashable {
     public var message: String
     public var field: String?
     public var category: CheckoutError.Category?
+    /// With `429`: the whole seconds after which a try may succeed (`Retry-After`).
+    public var retryAfterSeconds: Int?
 
     package static let unauthorized = ServiceError(status: .unauthorized, code: "unauthorized", message: "missing or invalid API key or client secret")
     package static func notFound(_ what: String) -> ServiceError { ServiceError(status: .notFound, code: "not_found", message: "no such \(what)") }
+    /// `429`: a rate limit's bucket is empty; `what` says whose.
+    package static func tooManyRequests(_ what: String, retryAfter seconds: Int) -> ServiceError {
+        var error = ServiceError(status: .tooManyRequests, code: CheckoutError.Code.rateLimited.rawValue,
+                                 message: "too many requests \(what); retry after \(seconds) s", category: .unavailable)
+        error.retryAfterSeconds = seconds
+        return error
+    }
 
     public init(status: HTTPResponse.Status, code: String, message: String, field: String? = nil, category: CheckoutError.Category? = nil) {
         self.status = status
@@ -206,13 +215,15 @@ public struct PaymentService: Sendable {
     /// Who a request comes from: the merchant's backend (its API key: every route of that merchant), or an
     /// app holding one payment's client secret (that payment's routes only).
     public enum Caller: Sendable {
-        case merchant(MerchantRuntime)
+        /// The merchant's backend (or a support tool), with one of the merchant's API keys.
+        case merchant(MerchantRuntime, key: MerchantKey)
+        /// A payment's app, with the payment's client secret.
         case payment(MerchantRuntime, paymentID: String)
 
         /// The merchant either way.
         public var merchant: MerchantRuntime {
             switch self {
-            case .merchant(let merchant), .payment(let merchant, _): merchant
+            case .merchant(let merchant, _), .payment(let merchant, _): merchant
             }
         }
     }
@@ -221,7 +232,7 @@ public struct PaymentService: Sendable {
     /// compared in constant time with the stored one).
     /// - Throws: ``ServiceError`` 401 `unauthorized` for anything else.
     public func caller(bearer token: String) async throws -> Caller {
-        if let merchant = state.merchant(apiKey: token) { return .merchant(merchant) }
+        if let (merchant, key) = state.merchant(apiKey: token) { return .merchant(merchant, key: key) }
         guard let (paymentID, secret) = ClientSecret.split(token) else { throw ServiceError.unauthorized }
         // The digest is computed and compared whether or not the payment exists, so the answer's timing does
         // not tell which payment ids exist.
@@ -234,7 +245,7 @@ public struct PaymentService: Sendable {
     /// The merchant, when `caller` may use a merchant-only route (creating payments, the quarantine).
     /// - Throws: ``ServiceError`` 403 `forbidden` for a client secret.
     public func merchantOnly(_ caller: Caller) throws -> MerchantRuntime {
-        guard case .merchant(let merchant) = caller else {
+        guard case .merchant(let merchant, _) = caller else {
             throw ServiceError(status: .forbidden, code: "forbidden",
                                message: "this route needs the merchant API key; a client secret reaches only its own payment")
         }

@@ -76,6 +76,9 @@ public struct ServerSettings: Sendable, Hashable, Codable {
     public var metrics: MetricsSettings
     /// `server.console`: the operator console's own listener and operators (off by default).
     public var console: ConsoleSettings
+    /// `server.rateLimits`: the buckets by source address (failed authentication, refused notifications) and how many
+    /// buckets are kept. Each merchant's own (per API key, per client secret) are in its `rateLimits`.
+    public var rateLimits: ServerRateLimits
     /// A connection on which nothing arrives for this long is closed (between requests, or mid-request).
     public var idleTimeoutSeconds: Double
     /// A request's head and body must arrive within this long of its first byte, however slowly they
@@ -104,6 +107,7 @@ public struct ServerSettings: Sendable, Hashable, Codable {
         self.events = EventDeliverySettings()
         self.metrics = MetricsSettings()
         self.console = ConsoleSettings()
+        self.rateLimits = ServerRateLimits()
         self.idleTimeoutSeconds = idleTimeoutSeconds
         self.requestReadTimeoutSeconds = requestReadTimeoutSeconds
         self.maxConnections = maxConnections
@@ -112,7 +116,7 @@ public struct ServerSettings: Sendable, Hashable, Codable {
 
     private enum CodingKeys: String, CodingKey, CaseIterable {
         case listen, storage, publicURL, maxBodyBytes, reconciliation, events, metrics, console, idleTimeoutSeconds, requestReadTimeoutSeconds, maxConnections,
-             postgresConnections
+             postgresConnections, rateLimits
     }
 
     public init(from decoder: any Decoder) throws {
@@ -127,6 +131,7 @@ public struct ServerSettings: Sendable, Hashable, Codable {
         events = try c.decodeIfPresent(EventDeliverySettings.self, forKey: .events) ?? d.events
         metrics = try c.decodeIfPresent(MetricsSettings.self, forKey: .metrics) ?? d.metrics
         console = try c.decodeIfPresent(ConsoleSettings.self, forKey: .console) ?? d.console
+        rateLimits = try c.decodeIfPresent(ServerRateLimits.self, forKey: .rateLimits) ?? d.rateLimits
         idleTimeoutSeconds = try c.decodeIfPresent(Double.self, forKey: .idleTimeoutSeconds) ?? d.idleTimeoutSeconds
         requestReadTimeoutSeconds = try c.decodeIfPresent(Double.self, forKey: .requestReadTimeoutSeconds) ?? d.requestReadTimeoutSeconds
         maxConnections = try c.decodeIfPresent(Int.self, forKey: .maxConnections) ?? d.maxConnections
@@ -183,6 +188,7 @@ public struct ServerSettings: Sendable, Hashable, Codable {
         }
         issues += reconciliation.validate(path: "\(path).reconciliation")
         issues += events.validate(path: "\(path).events")
+        issues += rateLimits.validate(path: "\(path).rateLimits")
         issues += metrics.validate(path: "\(path).metrics", apiListen: listen)
         issues += console.validate(path: "\(path).console", apiListen: listen, metricsListen: metrics.listen)
         return issues

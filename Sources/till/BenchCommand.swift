@@ -7,7 +7,7 @@ struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Measure Till's own speed. Prints one JSON object per line.",
-        subcommands: [Router.self, ServerBench.self, SearchBench.self, EncryptBench.self])
+        subcommands: [Router.self, ServerBench.self, SearchBench.self, EncryptBench.self, FloodBench.self])
 
     struct Router: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

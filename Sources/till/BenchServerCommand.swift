@@ -154,7 +154,9 @@ struct ServerBench: AsyncParsableCommand {
             merchants: [MerchantConfiguration(
                 id: merchant, apiKey: CredentialReference(env: "BENCH_API_KEY"),
                 gateways: [GatewayConfiguration(id: "fake", module: "fake",
-                                                credentials: ["notification_secret": CredentialReference(env: "BENCH_SECRET")])])],
+                                                credentials: ["notification_secret": CredentialReference(env: "BENCH_SECRET")])],
+                // The load generator is one client with one key and one client secret, far past any sensible limit.
+                rateLimits: .none)],
             server: ServerSettings(listen: "127.0.0.1:0", storage: url, postgresConnections: pool ?? ServerSettings.defaultPostgresConnections))
         // The fake module hands out one gateway, whose ledger the capture and refund rows seed.
         let fake = FakeGateway(id: "fake", secret: secret)
@@ -333,7 +335,8 @@ struct ServerBench: AsyncParsableCommand {
         }
     }
 
-    func startServer(url: String, pool: Int?, recordsEvents: Bool, logger: Logger) async throws -> BenchServer {
+    func startServer(url: String, pool: Int?, recordsEvents: Bool, logger: Logger,
+                     rateLimits: MerchantRateLimits = .none) async throws -> BenchServer {
         let apiKey = "bench-api-key-\(UUID().uuidString)"
         let secret = "bench-notification-secret"
         let merchant = "bench-\(UUID().uuidString.prefix(8).lowercased())"
@@ -341,7 +344,10 @@ struct ServerBench: AsyncParsableCommand {
             merchants: [MerchantConfiguration(
                 id: merchant, apiKey: CredentialReference(env: "BENCH_API_KEY"),
                 gateways: [GatewayConfiguration(id: "fake", module: "fake",
-                                                credentials: ["notification_secret": CredentialReference(env: "BENCH_SECRET")])])],
+                                                credentials: ["notification_secret": CredentialReference(env: "BENCH_SECRET")])],
+                // The load generator is one client with one key and one client secret, far past any sensible limit (the flood
+                // bench passes the defaults).
+                rateLimits: rateLimits)],
             server: ServerSettings(listen: "127.0.0.1:0", storage: url, postgresConnections: pool ?? ServerSettings.defaultPostgresConnections))
         let fake = FakeGateway(id: "fake", secret: secret)
         let plugin = GatewayPlugin(module: "fake", capabilities: fake.capabilities, makeServerHalf: { _ in fake }, makeAppHalf: { _ in fake })

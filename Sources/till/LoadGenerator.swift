@@ -14,12 +14,17 @@ struct LoadGenerator {
         var failures: Int
         var seconds: Double
         var latenciesNanos: [Int]
+        /// Of the failures, the answers `429` (a rate limit).
+        var limited = 0
 
         var requestsPerSecond: Double { Double(requests) / seconds }
-        var p99Millis: Double {
+        var p99Millis: Double { percentileMillis(99) }
+
+        /// The `percent`-th percentile latency in milliseconds.
+        func percentileMillis(_ percent: Int) -> Double {
             guard !latenciesNanos.isEmpty else { return 0 }
             let sorted = latenciesNanos.sorted()
-            return Double(sorted[min(sorted.count - 1, sorted.count * 99 / 100)]) / 1e6
+            return Double(sorted[min(sorted.count - 1, sorted.count * percent / 100)]) / 1e6
         }
     }
 
@@ -27,6 +32,12 @@ struct LoadGenerator {
     let connections: Int
     let duration: Duration
     let maxRequests: Int
+    /// With it, each connection starts a request at most once per `interval` (a paced client, whose latency is what a
+    /// client at that rate sees); without it, each sends the next as soon as the last is answered.
+    var interval: Duration? = nil
+    /// The loopback address the connections come from (`127.0.0.2`: another client, as the server sees it); the
+    /// system's choice without it.
+    var source: String? = nil
 
     /// Runs `request(i)` for i = 0, 1, 2, … until the time or the request budget is used up. A
     /// non-2xx answer counts as a failure.
@@ -36,9 +47,12 @@ struct LoadGenerator {
         var next = 0
         var latencies: [Int] = []
         var failures = 0
+        var limited = 0
 
         func take() -> Int { lock.lock(); defer { lock.unlock() }; next += 1; return next - 1 }
-        func add(_ local: [Int], failures count: Int) { lock.lock(); latencies += local; failures += count; lock.unlock() }
+        func add(_ local: [Int], failures count: Int, limited refused: Int = 0) {
+            lock.lock(); latencies += local; failures += count; limited += refused; lock.unlock()
+        }
     }
 
     /// The connections are threads of their own; the caller awaits them without holding one of Swift
@@ -52,14 +66,21 @@ struct LoadGenerator {
             group.enter()
             Thread {
                 defer { group.leave() }
-                guard let socket = Self.connect(port: port) else {
+                guard let socket = Self.connect(port: port, from: source) else {
                     shared.add([], failures: 1)
                     return
                 }
                 defer { close(socket) }
                 var local: [Int] = []
                 var localFailures = 0
+                var localLimited = 0
+                var next = ContinuousClock.now
                 while ContinuousClock.now < deadline {
+                    if let interval {
+                        let wait = next - ContinuousClock.now
+                        if wait > .zero { Thread.sleep(forTimeInterval: Double(wait.components.attoseconds) / 1e18 + Double(wait.components.seconds)) }
+                        next += interval
+                    }
                     let index = shared.take()
                     if index >= maxRequests { break }
                     let bytes = request(index)
@@ -67,9 +88,12 @@ struct LoadGenerator {
                     guard Self.send(socket, bytes), let status = Self.readResponse(socket) else { localFailures += 1; break }
                     let elapsed = ContinuousClock.now - t0
                     local.append(Int(elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000))
-                    if !(200..<300).contains(status) { localFailures += 1 }
+                    if !(200..<300).contains(status) {
+                        localFailures += 1
+                        if status == 429 { localLimited += 1 }
+                    }
                 }
-                shared.add(local, failures: localFailures)
+                shared.add(local, failures: localFailures, limited: localLimited)
             }.start()
         }
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
@@ -78,7 +102,8 @@ struct LoadGenerator {
         let elapsed = ContinuousClock.now - start
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         return shared.lock.withLock {
-            Result(requests: shared.latencies.count, failures: shared.failures, seconds: seconds, latenciesNanos: shared.latencies)
+            Result(requests: shared.latencies.count, failures: shared.failures, seconds: seconds, latenciesNanos: shared.latencies,
+                   limited: shared.limited)
         }
     }
 
@@ -89,7 +114,7 @@ struct LoadGenerator {
         return Data((text + "\r\n").utf8) + body
     }
 
-    private static func connect(port: UInt16) -> Int32? {
+    private static func connect(port: UInt16, from source: String?) -> Int32? {
         #if canImport(Glibc)
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else
@@ -98,6 +123,15 @@ struct LoadGenerator {
         guard fd >= 0 else { return nil }
         var yes: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &yes, socklen_t(MemoryLayout<Int32>.size))
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            local.sin_addr.s_addr = inet_addr(source)
+            let bound = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard bound == 0 else { close(fd); return nil }
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian

@@ -4,8 +4,10 @@ import Logging
 import Metrics
 import ServiceLifecycle
 import Till
+import TillOrchestration
 import TillService
 import TillServer
+import UnixSignals
 
 struct ServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -14,7 +16,9 @@ struct ServerCommand: AsyncParsableCommand {
         discussion: """
             Secrets are read from the environment or files named in the configuration; the server \
             refuses to start when one is missing. The first line on standard output, once listening, is \
-            "till server listening on http://HOST:PORT".
+            "till server listening on http://HOST:PORT". On SIGHUP it reads the configuration file again and, if it is \
+            valid and every secret it names can be read, takes its API keys and rate limits (the rest at the next start); \
+            otherwise it keeps what runs and logs why.
             """)
 
     @Option(help: "The configuration file (JSON) with merchants and a `server` block.")
@@ -53,6 +57,7 @@ struct ServerCommand: AsyncParsableCommand {
         if let listen { settings.listen = listen }
         if let storage { settings.storage = storage }
         configuration.server = settings
+        let overrides = (listen: listen, storage: storage)
         // Metrics are kept only when something serves them (server.metrics.listen), in a registry of the server's own.
         let serverMetrics = settings.metrics.listen != nil ? ServerMetrics() : nil
         let metrics: any MetricsFactory = serverMetrics?.factory ?? NOOPMetricsHandler.instance
@@ -120,6 +125,10 @@ struct ServerCommand: AsyncParsableCommand {
         // Routing that learns reads every instance's outcomes from the store, refreshed beside the API.
         let refresher = RoutingScoresRefresher(state: state, store: store)
         if refresher.isNeeded { others.append(refresher) }
+        let reloadLogger = Logger(label: "till.reload")
+        others.append(ReloadOnHangup { [config] in
+            Self.reload(config, overrides: overrides, into: state, logger: reloadLogger)
+        })
         if let serverMetrics, let (metricsHost, metricsPort) = settings.metrics.hostAndPort {
             let logger = Logger(label: "till.metrics")
             others.append(buildMetricsApplication(serverMetrics, state: state, host: metricsHost, port: metricsPort, logger: logger) { port in
@@ -136,6 +145,41 @@ struct ServerCommand: AsyncParsableCommand {
         }
         try await runServer(app, reconciler: reconciler, deliverer: deliverer, others: others)
         try await store.close()
+    }
+}
+
+extension ServerCommand {
+    /// SIGHUP: reads `file` again, with the command line's overrides, builds the whole server state from it (every
+    /// secret read, every gateway module built: the checks a start makes) and, only if that succeeds, has `state` take
+    /// its keys and rate limits (``ServerState/adopt(_:)``). A file that fails leaves everything as it runs.
+    static func reload(_ file: String, overrides: (listen: String?, storage: String?), into state: ServerState, logger: Logger) {
+        logger.notice("SIGHUP: reading \(file) again")
+        switch ConfigurationLoader.load(contentsOf: URL(fileURLWithPath: file), modules: Gateways.capabilities) {
+        case .failure(let error):
+            logger.error("reload refused, the running configuration stays: \(error.issues.map(\.description).joined(separator: "; "))")
+        case .success(var configuration):
+            var settings = configuration.server ?? ServerSettings()
+            if let listen = overrides.listen { settings.listen = listen }
+            if let storage = overrides.storage { settings.storage = storage }
+            configuration.server = settings
+            do {
+                let new = try ServerState(configuration: configuration, plugins: Gateways.plugins)
+                for note in state.adopt(new) { logger.notice("reloaded: \(note)") }
+            } catch let error as StartupError {
+                logger.error("reload refused, the running configuration stays: \(error.problems.joined(separator: "; "))")
+            } catch {
+                logger.error("reload refused, the running configuration stays: \(type(of: error))")
+            }
+        }
+    }
+}
+
+/// Calls `reload` on every SIGHUP until the server stops.
+struct ReloadOnHangup: Service {
+    let reload: @Sendable () -> Void
+
+    func run() async throws {
+        for await _ in await UnixSignalsSequence(trapping: .sighup).cancelOnGracefulShutdown() { reload() }
     }
 }
 

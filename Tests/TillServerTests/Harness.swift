@@ -79,6 +79,8 @@ final class ServerHarness: @unchecked Sendable {
     let baseURL: URL
     let apiKey: String
     let merchant: String
+    /// The secrets the test gave beside the merchant's key (more keys, by variable name).
+    let environment: [String: String]
     private let task: Task<Void, any Error>
 
     static let secret = "harness-notification-secret"
@@ -93,9 +95,10 @@ final class ServerHarness: @unchecked Sendable {
          clock: any TillClock = SystemClock(), operations: OperationCapabilities = FakeGateway.allOperations,
          notificationTiming: FakeNotificationTiming = .immediate,
          settings: (inout ServerSettings) -> Void = { _ in },
-         merchantSettings: (inout MerchantConfiguration) -> Void = { _ in }) async throws {
+         merchantSettings: (inout MerchantConfiguration) -> Void = { _ in }, environment: [String: String] = [:]) async throws {
         merchant = "m-\(UUID().uuidString.prefix(8).lowercased())"
         apiKey = "key-\(UUID().uuidString)"
+        self.environment = environment
         // Gateways post their notifications to this server, as a real gateway would.
         let address = Mailbox()
         let gateways = ids.map { id in
@@ -128,7 +131,7 @@ final class ServerHarness: @unchecked Sendable {
                 settings(&server)
                 return server
             }())
-        let state = try ServerState(configuration: configuration, plugins: [plugin], environment: ["API_KEY": apiKey], clock: clock)
+        let state = try ServerState(configuration: configuration, plugins: [plugin], environment: environment.merging(["API_KEY": apiKey]) { a, _ in a }, clock: clock)
         self.state = state
         store = try await kind.open()
         let (stream, continuation) = AsyncStream<Int>.makeStream()

@@ -148,7 +148,7 @@ package struct MerchantServerCall: Sendable {
         switch status {
         case 400, 404, 409, 413, 422: .invalidInput
         case 401, 403: .configuration
-        case 503: .unavailable
+        case 429, 503: .unavailable
         default: .unknownOutcome
         }
     }

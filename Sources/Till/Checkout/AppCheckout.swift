@@ -354,10 +354,16 @@ public struct AppCheckout: Sendable {
         let deadline = ContinuousClock.now + confirmationTimeout
         var last: StatusReport?
         while true {
-            last = try await backend.status(of: attempt)
+            var wait = confirmationInterval
+            do {
+                last = try await backend.status(of: attempt)
+            } catch let error as CheckoutError where error.code == .rateLimited {
+                // The server's rate limit for this payment's client secret (nothing was done): poll again, slower.
+                wait = max(wait, .seconds(1))
+            }
             if let last, last.status.isFinal || last.status == .authorized { return last }
             if ContinuousClock.now >= deadline { return last }
-            try await Task.sleep(for: confirmationInterval)
+            try await Task.sleep(for: wait)
         }
     }
 }

@@ -80,6 +80,9 @@ public struct CheckoutError: Error, Hashable, Sendable, Codable, CustomStringCon
         /// An inquiry's answer: the gateway has no such attempt (yet). By itself it proves nothing until the
         /// attempt's documented lifetime has passed (``GatewayCapabilities/attemptLifetimeSeconds``).
         public static let attemptNotFound: Code = "attempt_not_found"
+        /// The merchant server's rate limit for this credential (or its address) was reached; nothing was done. Its
+        /// answer's `Retry-After` says when to try again.
+        public static let rateLimited: Code = "rate_limited"
 
         /// The category an error with this code falls in unless stated otherwise.
         public var defaultCategory: Category {
@@ -89,7 +92,7 @@ public struct CheckoutError: Error, Hashable, Sendable, Codable, CustomStringCon
             case .declined: .declinedHard
             case .insufficientFunds: .declinedSoft
             case .cancelledByCustomer, .returnCancelled: .cancelled
-            case .gatewayUnreachable: .unavailable
+            case .gatewayUnreachable, .rateLimited: .unavailable
             case .timeout, .gatewayError, .unknownOutcome, .returnTimedOut: .unknownOutcome
             case .signatureMismatch: .verification
             case .missingSecret, .misconfigured: .configuration

@@ -17,6 +17,8 @@ public struct TillRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     /// The address of the connection's peer (the app, or a proxy in front of the server).
     public let remoteAddress: SocketAddress?
+    /// Who the request authenticated as, once it did: what the request's log line names.
+    let credential = CredentialNote()
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
@@ -54,7 +56,8 @@ package func buildApplication(
     guard let (host, port) = state.settings.hostAndPort else {
         throw StartupError(problems: ["server.listen: expected host:port"])
     }
-    let router = makeRouter(API(service: PaymentService(state: state, store: store, logger: logger, metrics: metrics, crashPoint: crashPoint)),
+    let router = makeRouter(API(service: PaymentService(state: state, store: store, logger: logger, metrics: metrics, crashPoint: crashPoint),
+                                limits: RequestLimits(capacity: state.settings.rateLimits.maxTrackedClients, metrics: metrics)),
                             load: load)
     let settings = state.settings
     let readLimit = TimeAmount.nanoseconds(Int64(settings.requestReadTimeoutSeconds * 1_000_000_000))
@@ -131,6 +134,7 @@ struct RequestIDMiddleware<Context: RequestContext>: RouterMiddleware {
         let id = given ?? UUID().uuidString.lowercased()
         var context = context
         context.logger[metadataKey: "request_id"] = .string(id)
+        let started = ContinuousClock.now
         var response: Response
         do {
             response = try await next(request, context)
@@ -147,7 +151,22 @@ struct RequestIDMiddleware<Context: RequestContext>: RouterMiddleware {
         }
         response.headers[.requestID] = id
         response.headers[.contentTypeOptions] = "nosniff"
+        // One line per request: what was asked, the answer, and which key (by id) or client secret (by payment) asked.
+        // The path without its query (a search's query may hold a customer's e-mail); never a key or a secret.
+        if context.logger.logLevel <= .info {
+            var metadata: Logger.Metadata = ["status": .stringConvertible(response.status.code),
+                                             "ms": .stringConvertible(Self.milliseconds(ContinuousClock.now - started))]
+            if let note = (context as? TillRequestContext)?.credential.metadata { metadata.merge(note) { a, _ in a } }
+            context.logger.info("\(request.method) \(CheckoutError.printable(request.uri.path))", metadata: metadata)
+        }
         return response
+    }
+}
+
+extension RequestIDMiddleware {
+    /// A duration in whole milliseconds.
+    static func milliseconds(_ duration: Duration) -> Int64 {
+        duration.components.seconds * 1_000 + duration.components.attoseconds / 1_000_000_000_000_000
     }
 }
 
@@ -163,16 +182,33 @@ extension HTTPField.Name {
     static let idempotencyKey = HTTPField.Name("Idempotency-Key")!
     static let idempotentReplayed = HTTPField.Name("Idempotent-Replayed")!
     static let contentTypeOptions = HTTPField.Name("X-Content-Type-Options")!
+    static let retryAfter = HTTPField.Name("Retry-After")!
 }
 
-/// The HTTP adapter over ``PaymentService``: authentication, bodies, JSON answers.
+/// Who a request authenticated as, noted by ``API/authenticate(_:_:)`` for the request's log line: the merchant and
+/// the API key's id, or the payment whose client secret it was. Never the key or the secret.
+final class CredentialNote: Sendable {
+    private let value = Locked<Logger.Metadata>([:])
+
+    func note(_ metadata: Logger.Metadata) { value.withLock { $0 = metadata } }
+    var metadata: Logger.Metadata { value.withLock { $0 } }
+}
+
+/// The HTTP adapter over ``PaymentService``: authentication, rate limits, bodies, JSON answers.
 struct API: Sendable {
     let service: PaymentService
+    /// The token buckets, shared by every request.
+    let limits: RequestLimits
+
+    init(service: PaymentService, limits: RequestLimits? = nil) {
+        self.service = service
+        self.limits = limits ?? RequestLimits(capacity: service.state.settings.rateLimits.maxTrackedClients)
+    }
     let readinessProbe = ReadinessProbe()
     var state: ServerState { service.state }
 
     func createPayment(_ request: Request, _ context: TillRequestContext) async throws -> Response {
-        let merchant = try service.merchantOnly(try await authenticate(request))
+        let merchant = try service.merchantOnly(try await authenticate(request, context))
         let intent = try decode(PaymentIntent.self, try await body(request), field: "body")
         let (payment, replayed) = try await service.createPayment(intent, merchant: merchant, idempotencyKey: request.headers[.idempotencyKey],
                                                                   logger: context.logger)
@@ -183,7 +219,7 @@ struct API: Sendable {
 
     func getPayment(_ request: Request, _ context: TillRequestContext) async throws -> Response {
         let id = try context.parameters.require("id")
-        let caller = try await authenticate(request)
+        let caller = try await authenticate(request, context)
         let merchant = try service.authorize(caller, payment: id)
         let forMerchant = if case .merchant = caller { true } else { false }
         return try Self.json(try await service.payment(id: id, merchant: merchant, forMerchant: forMerchant), status: .ok)
@@ -191,14 +227,14 @@ struct API: Sendable {
 
     func updatePayment(_ request: Request, _ context: TillRequestContext) async throws -> Response {
         let id = try context.parameters.require("id")
-        let merchant = try service.merchantOnly(try await authenticate(request))
+        let merchant = try service.merchantOnly(try await authenticate(request, context))
         let update = try decode(PaymentUpdate.self, try await body(request), field: "body")
         return try Self.json(try await service.updatePayment(id: id, merchant: merchant, update: update, logger: context.logger), status: .ok)
     }
 
     func prepare(_ request: Request, _ context: TillRequestContext) async throws -> Response {
         let id = try context.parameters.require("id")
-        let merchant = try service.authorize(try await authenticate(request), payment: id)
+        let merchant = try service.authorize(try await authenticate(request, context), payment: id)
         let raw = try await body(request)
         let input = raw.readableBytes == 0 ? PrepareRequest() : try decode(PrepareRequest.self, raw, field: "body")
         return try Self.json(try await service.prepare(paymentID: id, merchant: merchant, request: input, logger: context.logger),
@@ -207,7 +243,7 @@ struct API: Sendable {
 
     func submit(_ request: Request, _ context: TillRequestContext) async throws -> Response {
         let reference = AttemptReference(rawValue: try context.parameters.require("reference"))
-        let merchant = try await service.authorize(try await authenticate(request), attempt: reference)
+        let merchant = try await service.authorize(try await authenticate(request, context), attempt: reference)
         let submission = try decode(Submission.self, try await body(request), field: "body")
         return try Self.json(try await service.submit(submission, attempt: reference, merchant: merchant, customerIP: context.peerIP,
                                                       logger: context.logger),
@@ -218,7 +254,7 @@ struct API: Sendable {
     /// outcome (502) answers the error shape with the operation beside it.
     func operate(_ kind: OperationKind, _ request: Request, _ context: TillRequestContext) async throws -> Response {
         let id = try context.parameters.require("id")
-        let merchant = try service.merchantOnly(try await authenticate(request))
+        let merchant = try service.merchantOnly(try await authenticate(request, context))
         let raw = try await body(request)
         let command = raw.readableBytes == 0 ? OperationCommand() : try decode(OperationCommand.self, raw, field: "body")
         let answer = try await service.operate(kind, paymentID: id, merchant: merchant, command: command,
@@ -244,25 +280,25 @@ struct API: Sendable {
 
     func getOperation(_ kind: OperationKind?, _ request: Request, _ context: TillRequestContext) async throws -> Response {
         let id = try context.parameters.require("id")
-        let merchant = try service.merchantOnly(try await authenticate(request))
+        let merchant = try service.merchantOnly(try await authenticate(request, context))
         return try Self.json(try await service.operation(id, kind: kind, merchant: merchant), status: .ok)
     }
 
     func inquireOperation(_ request: Request, _ context: TillRequestContext) async throws -> Response {
         let id = try context.parameters.require("id")
-        let merchant = try service.merchantOnly(try await authenticate(request))
+        let merchant = try service.merchantOnly(try await authenticate(request, context))
         return try Self.json(try await service.inquireOperation(id, merchant: merchant), status: .ok)
     }
 
     func getAttempt(_ request: Request, _ context: TillRequestContext) async throws -> Response {
         let reference = AttemptReference(rawValue: try context.parameters.require("reference"))
-        let merchant = try await service.authorize(try await authenticate(request), attempt: reference)
+        let merchant = try await service.authorize(try await authenticate(request, context), attempt: reference)
         return try Self.json(try await service.payment(attempt: reference, merchant: merchant), status: .ok)
     }
 
     func inquireAttempt(_ request: Request, _ context: TillRequestContext) async throws -> Response {
         let reference = AttemptReference(rawValue: try context.parameters.require("reference"))
-        let caller = try await authenticate(request)
+        let caller = try await authenticate(request, context)
         let merchant = try await service.authorize(caller, attempt: reference)
         let fromApp = if case .payment = caller { true } else { false }
         return try Self.json(try await service.inquire(attempt: reference, merchant: merchant, fromApp: fromApp), status: .ok)
@@ -270,14 +306,14 @@ struct API: Sendable {
 
     func reportOutcome(_ request: Request, _ context: TillRequestContext) async throws -> Response {
         let reference = AttemptReference(rawValue: try context.parameters.require("reference"))
-        let merchant = try await service.authorize(try await authenticate(request), attempt: reference)
+        let merchant = try await service.authorize(try await authenticate(request, context), attempt: reference)
         let outcome = try decode(ClientOutcome.self, try await body(request), field: "body")
         return try Self.json(try await service.reportOutcome(outcome, attempt: reference, merchant: merchant, logger: context.logger),
                              status: .accepted)
     }
 
     func quarantine(_ request: Request, _ context: TillRequestContext) async throws -> Response {
-        let merchant = try service.merchantOnly(try await authenticate(request))
+        let merchant = try service.merchantOnly(try await authenticate(request, context))
         let limit = request.uri.queryParameters.get("limit").flatMap(Int.init) ?? 100
         return try Self.json(try await service.quarantine(merchant: merchant, limit: limit), status: .ok)
     }
@@ -285,7 +321,7 @@ struct API: Sendable {
     /// `GET /v1/events`: a page of the merchant's events. The query may name only the list's parameters, each once: a
     /// misspelt one (`?stat=failed`) would otherwise be ignored and list every event as if it had been obeyed.
     func listEvents(_ request: Request, _ context: TillRequestContext) async throws -> Response {
-        let merchant = try service.merchantOnly(try await authenticate(request))
+        let merchant = try service.merchantOnly(try await authenticate(request, context))
         var list = EventListRequest()
         var seen: Set<Substring> = []
         for (name, value) in request.uri.queryParameters {
@@ -312,7 +348,7 @@ struct API: Sendable {
 
     /// `GET /v1/payments`: a page of the merchant's payments, newest first, filtered (``PaymentSearchRequest``).
     func searchPayments(_ request: Request, _ context: TillRequestContext) async throws -> Response {
-        let merchant = try service.merchantOnly(try await authenticate(request))
+        let merchant = try service.merchantOnly(try await authenticate(request, context))
         let search = try PaymentSearchRequest(request.uri.queryParameters.map { (String($0.key), String($0.value)) })
         return try Self.json(try await service.searchPayments(merchant: merchant, request: search), status: .ok)
     }
@@ -320,7 +356,7 @@ struct API: Sendable {
     /// `GET /v1/payments/export?format=csv|ndjson&…`: every payment the same filters match, streamed page by page (one
     /// page of the store in memory at a time), newest first. A bad parameter is answered before anything is streamed.
     func exportPayments(_ request: Request, _ context: TillRequestContext) async throws -> Response {
-        let merchant = try service.merchantOnly(try await authenticate(request))
+        let merchant = try service.merchantOnly(try await authenticate(request, context))
         var pairs = request.uri.queryParameters.map { (String($0.key), String($0.value)) }
         let formats = pairs.filter { $0.0 == "format" }
         guard formats.count <= 1 else { throw ServiceError(status: .badRequest, code: "duplicate_field", message: "given twice", field: "format") }
@@ -367,22 +403,37 @@ struct API: Sendable {
     /// `GET /v1/events/{id}`: one of the merchant's events with every try at delivering it.
     func getEvent(_ request: Request, _ context: TillRequestContext) async throws -> Response {
         let id = try context.parameters.require("id")
-        let merchant = try service.merchantOnly(try await authenticate(request))
+        let merchant = try service.merchantOnly(try await authenticate(request, context))
         return try Self.json(try await service.event(id, merchant: merchant), status: .ok)
     }
 
     /// `POST /v1/events/{id}/redeliver`: the event is pending again and due now; 202, as the delivery happens later.
     func redeliverEvent(_ request: Request, _ context: TillRequestContext) async throws -> Response {
         let id = try context.parameters.require("id")
-        let merchant = try service.merchantOnly(try await authenticate(request))
+        let merchant = try service.merchantOnly(try await authenticate(request, context))
         return try Self.json(try await service.redeliver(id, merchant: merchant), status: .accepted)
     }
 
     func notification(_ request: Request, _ context: TillRequestContext) async throws -> Response {
-        let gatewayID = GatewayID(rawValue: try context.parameters.require("gateway"))
-        let body = try await body(request)
-        let ack = try await service.receiveNotification(gateway: gatewayID, headers: headers(request), body: Data(buffer: body),
+        // An address that has spent its bucket on notifications nothing verifies is refused before the body is read.
+        // A verified notification takes no token, so a gateway's genuine ones are never held back.
+        let limit = state.access.server.rejectedNotificationsPerAddress
+        let address = context.peerIP ?? "unknown"
+        let now = TokenBuckets.monotonicSeconds()
+        if limit != nil, let wait = limits.rejectedNotifications.emptyFor(address, now: now) {
+            limits.refused("rejected_notifications")
+            throw ServiceError.tooManyRequests("from this address after refused notifications", retryAfter: wait)
+        }
+        let ack: NotificationAcknowledgement
+        do {
+            let gatewayID = GatewayID(rawValue: try context.parameters.require("gateway"))
+            let body = try await body(request)
+            ack = try await service.receiveNotification(gateway: gatewayID, headers: headers(request), body: Data(buffer: body),
                                                         logger: context.logger)
+        } catch let error as ServiceError where (400..<500).contains(error.status.code) {
+            if let limit { _ = limits.rejectedNotifications.take(address, limit: limit, now: now) }
+            throw error
+        }
         return Response(status: .init(code: ack.statusCode), headers: [.contentType: ack.contentType],
                         body: .init(byteBuffer: ByteBuffer(bytes: ack.body)))
     }
@@ -404,11 +455,61 @@ struct API: Sendable {
     }
 
     /// The caller of a request: `Authorization: Bearer <merchant API key | client secret>` (the scheme
-    /// name in any case, as HTTP authentication schemes are; exactly one space before the credential).
-    func authenticate(_ request: Request) async throws -> PaymentService.Caller {
-        guard let header = request.headers[.authorization], header.count > 7,
-              header.prefix(7).lowercased() == "bearer " else { throw ServiceError.unauthorized }
-        return try await service.caller(bearer: String(header.dropFirst(7)))
+    /// name in any case, as HTTP authentication schemes are; exactly one space before the credential), within its
+    /// rate limits (`429` with `Retry-After` past them) and its key's scope (`403` for a read-only key's write).
+    ///
+    /// The buckets, in order: an API key is recognised first (in memory, no store read), so a merchant's backend is never
+    /// held back by others' failures at its address. Anything else may read the store (a client secret's payment), so
+    /// an address whose failed authentications emptied its bucket is refused first, and then a client secret's payment
+    /// whose bucket is empty. Once authenticated, the API key's or the client secret's own bucket is charged. A failed
+    /// authentication charges its address.
+    func authenticate(_ request: Request, _ context: TillRequestContext) async throws -> PaymentService.Caller {
+        let access = state.access
+        let now = TokenBuckets.monotonicSeconds()
+        let header = request.headers[.authorization]
+        let token = header.flatMap { $0.count > 7 && $0.prefix(7).lowercased() == "bearer " ? String($0.dropFirst(7)) : nil }
+        let caller: PaymentService.Caller
+        if let token, let (merchant, key) = state.merchant(apiKey: token) {
+            caller = .merchant(merchant, key: key)
+        } else {
+            let address = context.peerIP ?? "unknown"
+            let failedLimit = access.server.failedAuthenticationPerAddress
+            if failedLimit != nil, let wait = limits.failedAuthentication.emptyFor(address, now: now) {
+                limits.refused("failed_authentication")
+                throw ServiceError.tooManyRequests("from this address after failed authentication", retryAfter: wait)
+            }
+            do {
+                guard let token else { throw ServiceError.unauthorized }
+                if let (paymentID, _) = ClientSecret.split(token), let wait = limits.clientSecrets.emptyFor(paymentID, now: now) {
+                    limits.refused("client_secret")
+                    throw ServiceError.tooManyRequests("for this payment's client secret", retryAfter: wait)
+                }
+                caller = try await service.caller(bearer: token)
+            } catch let error as ServiceError where error.status == .unauthorized {
+                if let failedLimit { _ = limits.failedAuthentication.take(address, limit: failedLimit, now: now) }
+                throw error
+            }
+        }
+        let merchantLimits = access.limits(merchant: caller.merchant.configuration.id)
+        switch caller {
+        case .merchant(let merchant, let key):
+            context.credential.note(["merchant": .string(merchant.configuration.id), "key_id": .string(key.id)])
+            if key.scope == .readOnly && request.method != .get && request.method != .head {
+                throw ServiceError(status: .forbidden, code: "read_only_key", message: "API key \(key.id) is read-only: it may only read")
+            }
+            if let limit = merchantLimits.apiKey,
+               let wait = limits.apiKeys.take("\(merchant.configuration.id)/\(key.id)", limit: limit, now: now) {
+                limits.refused("api_key")
+                throw ServiceError.tooManyRequests("for API key \(key.id)", retryAfter: wait)
+            }
+        case .payment(let merchant, let paymentID):
+            context.credential.note(["merchant": .string(merchant.configuration.id), "client_secret_of": .string(paymentID)])
+            if let limit = merchantLimits.clientSecret, let wait = limits.clientSecrets.take(paymentID, limit: limit, now: now) {
+                limits.refused("client_secret")
+                throw ServiceError.tooManyRequests("for this payment's client secret", retryAfter: wait)
+            }
+        }
+        return caller
     }
 
     func body(_ request: Request) async throws -> ByteBuffer {
@@ -469,10 +570,12 @@ struct API: Sendable {
         } catch let error as ServiceError {
             // A field's path may hold a key the caller typed (a metadata key, an appData key): a card number typed
             // as one is answered masked, whichever check named it.
-            return (try? Self.json(ErrorBody(error: .init(code: error.code, message: error.message,
-                                                          field: error.field.map { Redactor.maskCardNumbers(in: $0) },
-                                                          category: error.category?.rawValue)), status: error.status))
+            var response = (try? Self.json(ErrorBody(error: .init(code: error.code, message: error.message,
+                                                                  field: error.field.map { Redactor.maskCardNumbers(in: $0) },
+                                                                  category: error.category?.rawValue)), status: error.status))
                 ?? Response(status: error.status)
+            if let seconds = error.retryAfterSeconds { response.headers[.retryAfter] = String(seconds) }
+            return response
         } catch {
             context.logger.error("request failed", metadata: ["error": .string(String(describing: type(of: error)))])
             return (try? Self.json(ErrorBody(error: .init(code: "internal", message: "the server could not complete the request")),

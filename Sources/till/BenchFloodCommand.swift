@@ -1,0 +1,117 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Till
+import TillOrchestration
+import TillService
+import TillServer
+
+/// `till bench flood`: one client secret (or thousands of made-up ones) flooding the real server with its default rate
+/// limits, while a paced client reads other payments with their own secrets; the other payments' latency during the
+/// flood over the same client's latency before it, and the process's memory.
+struct FloodBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "flood",
+        abstract: "A flood from one client secret (and from made-up ones) against the default rate limits: others' latency and memory.",
+        discussion: """
+            One JSON object per line. Phase "quiet": a paced client (--paced-connections connections, each a request every \
+            --interval-ms, cycling over --others payments, each with its own client secret) for --seconds. Phase \
+            "flood": the same paced client while --connections connections from 127.0.0.2 (another client address) send \
+            --flood requests, spread evenly over --seconds (as fast as they can if the server is slower), with one payment's \
+            client secret. Phase "distinctSecrets": the same, with a made-up client secret per \
+            request. Each phase line: the paced client's p50 and p99 and their ratio to the quiet phase (the \
+            yardstick, measured in the same run), its failures (none expected), the flood's requests, answers 429 and \
+            rate, the buckets kept, and the process's resident memory (MiB). SQLite in a temporary folder.
+            """)
+
+    @Option(help: "Seconds per phase.")
+    var seconds = 10
+    @Option(help: "Requests the flood sends (at most; it stops after --seconds).")
+    var flood = 50_000
+    @Option(help: "The flood's connections.")
+    var connections = 8
+    @Option(help: "The other payments the paced client reads.")
+    var others = 80
+    @Option(name: .customLong("paced-connections"), help: "The paced client's connections.")
+    var pacedConnections = 4
+    @Option(name: .customLong("interval-ms"), help: "Each paced connection's interval between requests, in milliseconds.")
+    var intervalMs = 20
+
+    struct Line: Encodable {
+        let phase: String
+        let othersRequests: Int
+        let othersFailures: Int
+        let othersP50Millis: Double
+        let othersP99Millis: Double
+        let p50RatioToQuiet: Double
+        let p99RatioToQuiet: Double
+        let floodRequests: Int
+        let floodLimited: Int
+        let floodPerSecond: Double
+        let residentMiB: Double
+    }
+
+    func run() async throws {
+        var logger = Logger(label: "till.bench")
+        logger.logLevel = .critical
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("till-flood-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let yardstick = try ServerBench.parse([])
+        // The defaults a merchant gets: 500/s per key, 5/s with bursts of 30 per client secret, 10/s with bursts of 100
+        // failed authentications per address.
+        let server = try await yardstick.startServer(url: "sqlite:\(folder.appendingPathComponent("flood.sqlite").path)", pool: nil,
+                                                     recordsEvents: true, logger: logger, rateLimits: MerchantRateLimits())
+        defer { Task { try? await server.stop() } }
+        let client = MerchantAPIClient(baseURL: URL(string: "http://127.0.0.1:\(server.port)")!, apiKey: server.apiKey, transport: URLSessionTransport())
+        var payments: [(id: String, secret: String)] = []
+        for n in 0...others {
+            let created = try await client.createPayment(PaymentIntent(merchantReference: "flood-\(n)",
+                                                                       amount: Money(minorUnits: 1000, currency: Currency.lookup("USD")!), method: .card))
+            payments.append((created.id, created.clientSecret?.rawValue ?? ""))
+        }
+        let target = payments.removeFirst()
+        let paced = payments
+        func pacedClient() async -> LoadGenerator.Result {
+            await LoadGenerator(port: server.port, connections: pacedConnections, duration: .seconds(seconds), maxRequests: .max,
+                                interval: .milliseconds(intervalMs)).run { i in
+                let payment = paced[i % paced.count]
+                return LoadGenerator.request("GET", "/v1/payments/\(payment.id)", headers: ["Authorization": "Bearer \(payment.secret)"])
+            }
+        }
+        func floodClient(distinct: Bool) async -> LoadGenerator.Result {
+            // From 127.0.0.2: the flooder is another client than the paced one, as it would be on a network.
+            // Paced to spread the --flood requests over the whole phase, so all of the paced client's window is under it.
+            await LoadGenerator(port: server.port, connections: connections, duration: .seconds(seconds), maxRequests: flood,
+                                interval: .nanoseconds(Int64(seconds) * 1_000_000_000 * Int64(connections) / Int64(max(flood, 1))),
+                                source: "127.0.0.2").run { i in
+                let secret = distinct ? "\(target.id)_secret_made-up-\(i)" : target.secret
+                return LoadGenerator.request("GET", "/v1/payments/\(target.id)", headers: ["Authorization": "Bearer \(secret)"])
+            }
+        }
+        let quiet = await pacedClient()
+        try printJSONLine(line("quiet", quiet, quiet: quiet, flood: nil))
+        for (phase, distinct) in [("flood", false), ("distinctSecrets", true)] {
+            async let others = pacedClient()
+            let flooding = await floodClient(distinct: distinct)
+            try printJSONLine(line(phase, await others, quiet: quiet, flood: flooding))
+            // Let the buckets refill before the next phase.
+            try await Task.sleep(for: .seconds(2))
+        }
+    }
+
+    func line(_ phase: String, _ others: LoadGenerator.Result, quiet: LoadGenerator.Result, flood: LoadGenerator.Result?) -> Line {
+        let (p50, p99) = (others.percentileMillis(50), others.percentileMillis(99))
+        return Line(phase: phase, othersRequests: others.requests, othersFailures: others.failures, othersP50Millis: p50, othersP99Millis: p99,
+                    p50RatioToQuiet: p50 / max(quiet.percentileMillis(50), 0.001), p99RatioToQuiet: p99 / max(quiet.percentileMillis(99), 0.001),
+                    floodRequests: flood?.requests ?? 0, floodLimited: flood?.limited ?? 0, floodPerSecond: flood?.requestsPerSecond ?? 0,
+                    residentMiB: Self.residentMiB())
+    }
+
+    /// This process's resident memory, from /proc/self/statm (0 where there is none).
+    static func residentMiB() -> Double {
+        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8),
+              let pages = text.split(separator: " ").dropFirst().first.flatMap({ Double($0) }) else { return 0 }
+        return pages * Double(sysconf(Int32(_SC_PAGESIZE))) / 1_048_576
+    }
+}
