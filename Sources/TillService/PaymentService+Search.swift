@@ -132,8 +132,7 @@ public struct PaymentSearchRequest: Sendable, Hashable {
     /// An ISO 8601 time, with or without fractions of a second.
     static func date(_ text: String) -> Date? {
         guard text.utf8.count <= 40 else { return nil }
-        if let date = try? Date(text, strategy: Date.ISO8601FormatStyle()) { return date }
-        return try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+        return RFC3339.date(text)
     }
 }
 

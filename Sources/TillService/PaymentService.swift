@@ -541,7 +541,7 @@ public struct PaymentService: Sendable {
             issues.append(ValidationIssue(field: "body.fields", code: .invalidField, message: "at most 32 fields"))
         }
         for (name, value) in submission.fields.sorted(by: { $0.key < $1.key }) {
-            if name.isEmpty || name.count > 64 || name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            if name.isEmpty || name.unicodeScalars.count > 64 || name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
                 issues.append(ValidationIssue(field: "body.fields", code: .invalidField, message: "field names are 1 to 64 printable characters"))
             }
             issues += Validators.length(value, field: "body.fields.\(name)", maxLength: 32_768)

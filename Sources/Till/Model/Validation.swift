@@ -29,8 +29,8 @@ public enum Validators {
     /// A reference: 1...maxLength characters of `A-Z a-z 0-9 - _ .`.
     public static func reference(_ value: String, field: String, maxLength: Int) -> [ValidationIssue] {
         if value.isEmpty { return [.init(field: field, code: .missingField, message: "must not be empty")] }
-        if value.count > maxLength {
-            return [.init(field: field, code: .fieldTooLong, message: "at most \(maxLength) characters, got \(value.count)")]
+        if value.unicodeScalars.count > maxLength {
+            return [.init(field: field, code: .fieldTooLong, message: "at most \(maxLength) characters, got \(value.unicodeScalars.count)")]
         }
         let allowed = value.unicodeScalars.allSatisfy {
             $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "-" || $0 == "_" || $0 == ".")
@@ -42,7 +42,7 @@ public enum Validators {
     /// A plausible e-mail address: one `@`, a non-empty local part and a dotted domain, at most 254 characters.
     public static func email(_ value: String, field: String) -> [ValidationIssue] {
         let parts = value.split(separator: "@", omittingEmptySubsequences: false)
-        let ok = value.count <= 254 && parts.count == 2 && !parts[0].isEmpty && parts[1].contains(".")
+        let ok = value.unicodeScalars.count <= 254 && parts.count == 2 && !parts[0].isEmpty && parts[1].contains(".")
             && !parts[1].hasPrefix(".") && !parts[1].hasSuffix(".") && !value.contains(where: \.isWhitespace)
         return ok ? [] : [.init(field: field, code: .invalidField, message: "not a valid e-mail address")]
     }
@@ -52,8 +52,11 @@ public enum Validators {
         guard let value, !value.isEmpty else {
             return required ? [.init(field: field, code: .missingField, message: "is required")] : []
         }
-        return value.count > maxLength
-            ? [.init(field: field, code: .fieldTooLong, message: "at most \(maxLength) characters, got \(value.count)")]
+        // Characters are Unicode scalars (code points), as JSON Schema's maxLength counts them: a grapheme cluster
+        // (an `a` with 3,000 combining accents is one) would let a value far past the limit through.
+        let count = value.unicodeScalars.count
+        return count > maxLength
+            ? [.init(field: field, code: .fieldTooLong, message: "at most \(maxLength) characters, got \(count)")]
             : []
     }
 

@@ -228,7 +228,7 @@ struct API: Sendable {
     func updatePayment(_ request: Request, _ context: TillRequestContext) async throws -> Response {
         let id = try context.parameters.require("id")
         let merchant = try service.merchantOnly(try await authenticate(request, context))
-        let update = try decode(PaymentUpdate.self, try await body(request), field: "body")
+        let update = try decode(PaymentUpdate.self, try await body(request), field: "body", nullable: ["customer", "description", "metadata"])
         return try Self.json(try await service.updatePayment(id: id, merchant: merchant, update: update, logger: context.logger), status: .ok)
     }
 
@@ -314,7 +314,13 @@ struct API: Sendable {
 
     func quarantine(_ request: Request, _ context: TillRequestContext) async throws -> Response {
         let merchant = try service.merchantOnly(try await authenticate(request, context))
-        let limit = request.uri.queryParameters.get("limit").flatMap(Int.init) ?? 100
+        var limit = 100
+        if let given = try Self.query(request, allowed: ["limit"])["limit"] {
+            guard let value = Int(given), (1...1_000).contains(value) else {
+                throw ServiceError(status: .badRequest, code: "invalid_field", message: "an integer, 1 to 1000", field: "limit")
+            }
+            limit = value
+        }
         return try Self.json(try await service.quarantine(merchant: merchant, limit: limit), status: .ok)
     }
 
@@ -323,18 +329,7 @@ struct API: Sendable {
     func listEvents(_ request: Request, _ context: TillRequestContext) async throws -> Response {
         let merchant = try service.merchantOnly(try await authenticate(request, context))
         var list = EventListRequest()
-        var seen: Set<Substring> = []
-        for (name, value) in request.uri.queryParameters {
-            if name.isEmpty && value.isEmpty { continue }   // `?` alone, or `&&`
-            guard Self.eventListParameters.contains(name) else {
-                throw ServiceError(status: .badRequest, code: "invalid_field",
-                                   message: "not a parameter of this list (\(Self.eventListParameters.joined(separator: ", ")))",
-                                   field: CheckoutError.printable(String(name)))
-            }
-            guard seen.insert(name).inserted else {
-                throw ServiceError(status: .badRequest, code: "duplicate_field", message: "given twice", field: String(name))
-            }
-            let value = String(value)
+        for (name, value) in try Self.query(request, allowed: Self.eventListParameters) {
             switch name {
             case "type": list.type = value
             case "payment": list.paymentID = value
@@ -398,7 +393,26 @@ struct API: Sendable {
     }
 
     /// The query parameters `GET /v1/events` takes.
-    static let eventListParameters: [Substring] = ["type", "payment", "state", "cursor", "limit"]
+    static let eventListParameters = ["type", "payment", "state", "cursor", "limit"]
+
+    /// A list's query: each parameter one of `allowed`, each given once. A misspelt one (`?stat=failed`) would otherwise be
+    /// ignored, and the answer would look as if it had been obeyed.
+    static func query(_ request: Request, allowed: [String]) throws -> [String: String] {
+        var parameters: [String: String] = [:]
+        for (name, value) in request.uri.queryParameters {
+            if name.isEmpty && value.isEmpty { continue }   // `?` alone, or `&&`
+            let name = String(name)
+            guard allowed.contains(name) else {
+                throw ServiceError(status: .badRequest, code: "invalid_field",
+                                   message: "not a parameter of this list (\(allowed.joined(separator: ", ")))",
+                                   field: CheckoutError.printable(name))
+            }
+            guard parameters.updateValue(String(value), forKey: name) == nil else {
+                throw ServiceError(status: .badRequest, code: "duplicate_field", message: "given twice", field: name)
+            }
+        }
+        return parameters
+    }
 
     /// `GET /v1/events/{id}`: one of the merchant's events with every try at delivering it.
     func getEvent(_ request: Request, _ context: TillRequestContext) async throws -> Response {
@@ -521,7 +535,10 @@ struct API: Sendable {
         }
     }
 
-    func decode<T: Decodable>(_ type: T.Type, _ buffer: ByteBuffer, field: String) throws -> T {
+    /// - Parameter nullable: the top-level keys whose `null` means something (a change's "clear it"); anywhere else a
+    ///   `null` is refused by its path, since the document gives no key a `null` value and a reader that took it as
+    ///   "absent" would accept a body the document calls wrong.
+    func decode<T: Decodable>(_ type: T.Type, _ buffer: ByteBuffer, field: String, nullable: Set<String> = []) throws -> T {
         let data = Data(buffer: buffer)
         // Every body is read first by the strict RFC 8259 reader, and only what it accepts reaches JSONDecoder.
         // A key given twice is refused by its path: JSONDecoder keeps the first silently, while the merchant's
@@ -529,14 +546,19 @@ struct API: Sendable {
         // disagree about the amount. Anything else the strict reader refuses — a byte-order mark, UTF-16, a
         // trailing comma, a lone surrogate, `007` — is not JSON, even where JSONDecoder would take it; taking it
         // would let a duplicate key past the check.
+        let parsed: OrderedJSON
         do {
-            _ = try OrderedJSON.parse(data, field: field)
+            parsed = try OrderedJSON.parse(data, field: field)
         } catch where error.code == .duplicateField {
             // The path names a key the caller typed: a card number typed as a key is answered masked.
             throw ServiceError(status: .badRequest, code: error.code.rawValue, message: error.message,
                                field: error.field.map { Redactor.maskCardNumbers(in: $0) })
         } catch {
             throw ServiceError(status: .badRequest, code: "malformed_json", message: "the body is not valid JSON (\(error.message))", field: field)
+        }
+        if let path = Self.firstNull(in: parsed, path: field, nullable: nullable) {
+            throw ServiceError(status: .badRequest, code: CheckoutError.Code.invalidField.rawValue,
+                               message: "null is not a value here: leave the key out", field: Redactor.maskCardNumbers(in: path))
         }
         do {
             return try JSONDecoder().decode(type, from: data)
@@ -550,6 +572,27 @@ struct API: Sendable {
             throw ServiceError(status: .badRequest, code: code,
                                message: malformed ? "the body is not valid JSON" : issue.code == .malformedBody ? "not a valid value" : issue.message,
                                field: path)
+        }
+    }
+
+    /// The path of the first `null` in `value` other than at a top-level key in `nullable`.
+    static func firstNull(in value: OrderedJSON, path: String, nullable: Set<String>, depth: Int = 0) -> String? {
+        switch value {
+        case .null: return path
+        case .object(let members):
+            for member in members {
+                if depth == 0, case .null = member.value, nullable.contains(member.key) { continue }
+                if let found = firstNull(in: member.value, path: "\(path).\(CheckoutError.printable(member.key))", nullable: nullable, depth: depth + 1) {
+                    return found
+                }
+            }
+            return nil
+        case .array(let items):
+            for (index, item) in items.enumerated() {
+                if let found = firstNull(in: item, path: "\(path)[\(index)]", nullable: nullable, depth: depth + 1) { return found }
+            }
+            return nil
+        default: return nil
         }
     }
 
