@@ -59,7 +59,7 @@ indirect enum JSONValue: Equatable, Sendable, Decodable {
 /// docs/openapi.yaml as a contract: which routes exist, and whether a request or answer the server really
 /// exchanged is what the document says. The schema subset it checks: `type` (one or a list), `properties`,
 /// `required`, `additionalProperties`, `items`, `enum`, `const`, `$ref` to `#/components/schemas`, `oneOf`,
-/// `anyOf`, `allOf`, `minimum`, `maximum`, `minLength`, `maxLength`, `pattern`, `minItems`, `maxItems`.
+/// `anyOf`, `allOf`, `if`/`then`/`else`, `minimum`, `maximum`, `minLength`, `maxLength`, `pattern`, `minItems`, `maxItems`.
 /// Any other keyword in a schema is itself a failure, so the document never says more than is checked.
 struct OpenAPIContract: Sendable {
     let document: JSONValue
@@ -75,7 +75,7 @@ struct OpenAPIContract: Sendable {
     static let keywords: Set<String> = ["type", "properties", "required", "additionalProperties", "items", "enum", "const", "$ref", "oneOf",
                                         "anyOf", "allOf", "minimum", "maximum", "minLength", "maxLength", "pattern", "minItems", "maxItems",
                                         "description", "title", "examples", "example", "format", "default", "deprecated", "readOnly",
-                                        "writeOnly", "propertyNames"]
+                                        "writeOnly", "propertyNames", "if", "then", "else"]
 
     /// Every documented operation as `METHOD /path/{param}`.
     var operations: Set<String> {
@@ -177,6 +177,10 @@ struct OpenAPIContract: Sendable {
         }
         if let constant = schema["const"], constant != value { problems.append("\(path): expected \(Self.describe(constant))") }
         for part in schema["allOf"]?.array ?? [] { problems += validate(value, part, at: path) }
+        if let condition = schema["if"] {
+            let branch = validate(value, condition, at: path).isEmpty ? schema["then"] : schema["else"]
+            if let branch { problems += validate(value, branch, at: path) }
+        }
         if let parts = schema["anyOf"]?.array, !parts.contains(where: { validate(value, $0, at: path).isEmpty }) {
             problems.append("\(path): matches none of anyOf")
         }
