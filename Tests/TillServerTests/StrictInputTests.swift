@@ -73,6 +73,15 @@ struct StrictInputTests {
         }
     }
 
+    @Test("an e-mail address is read as Unicode scalars: an @ followed by an emoji modifier is still the @; control characters are refused")
+    func emails() {
+        #expect(Validators.email("a@\u{1F3FB}x.y", field: "e").isEmpty)
+        #expect(Validators.email("p\u{00D1}@b\u{0301}.c", field: "e").isEmpty)
+        for bad in ["a@b", "a@.b", "a@b.", "@b.c", "a@b@c.d", "a b@c.d", "a\u{0006}@c.d", "a@c\u{001F}.d", "a@c\u{0085}.d", "a@c\u{00A0}.d"] {
+            #expect(!Validators.email(bad, field: "e").isEmpty, "\(bad.unicodeScalars.map { String($0.value, radix: 16) })")
+        }
+    }
+
     @Test("an IP address is what inet_pton reads: ':::' and '1:2:3' are not")
     func ipAddresses() {
         for good in ["203.0.113.7", "2001:db8::1", "::1", "::", "::ffff:192.0.2.1", "1:2:3:4:5:6:7:8"] { #expect(PaymentIntent.isIPAddress(good), "\(good)") }

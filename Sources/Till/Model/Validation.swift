@@ -40,10 +40,15 @@ public enum Validators {
     }
 
     /// A plausible e-mail address: one `@`, a non-empty local part and a dotted domain, at most 254 characters.
+    ///
+    /// Read as Unicode scalars, as docs/openapi.yaml's pattern reads it: as `Character`s, an `@` followed by a combining
+    /// mark or an emoji modifier is one character that is not `@`. No white space and no control character anywhere.
     public static func email(_ value: String, field: String) -> [ValidationIssue] {
-        let parts = value.split(separator: "@", omittingEmptySubsequences: false)
-        let ok = value.unicodeScalars.count <= 254 && parts.count == 2 && !parts[0].isEmpty && parts[1].contains(".")
-            && !parts[1].hasPrefix(".") && !parts[1].hasSuffix(".") && !value.contains(where: \.isWhitespace)
+        let scalars = Array(value.unicodeScalars)
+        let parts = scalars.split(separator: "@", omittingEmptySubsequences: false)
+        let ok = scalars.count <= 254 && parts.count == 2 && !parts[0].isEmpty && parts[1].contains(".")
+            && parts[1].first != "." && parts[1].last != "."
+            && !scalars.contains(where: { $0.properties.isWhitespace || $0.properties.generalCategory == .control })
         return ok ? [] : [.init(field: field, code: .invalidField, message: "not a valid e-mail address")]
     }
 

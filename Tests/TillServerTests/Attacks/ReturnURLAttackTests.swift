@@ -108,7 +108,7 @@ struct ReturnURLAttackTests {
         }
     }
 
-    @Test("a prepare carrying both fields: returnURLs wins and returnURL's javascript: never reaches the store or the gateway; with returnURLs empty the gateway gets none; with returnURLs null the single field is checked (422)",
+    @Test("a prepare carrying both fields: returnURLs wins and returnURL's javascript: never reaches the store or the gateway; with returnURLs empty the gateway gets none; the single field alone is checked (422); returnURLs null is refused (400)",
           arguments: StoreKind.available)
     func bothFields(kind: StoreKind) async throws {
         let h = try await ServerHarness(kind)
@@ -124,9 +124,12 @@ struct ReturnURLAttackTests {
             #expect(!String(decoding: answer.body, as: UTF8.self).contains("javascript"))
         }
         let (id, secret) = try await Self.payment(h)
-        let single = try await h.send("POST", "v1/payments/\(id)/attempts", json: #"{"returnURLs":null,"returnURL":"JavaScript:alert(1)"}"#,
-                                      key: .some(secret))
+        let single = try await h.send("POST", "v1/payments/\(id)/attempts", json: #"{"returnURL":"JavaScript:alert(1)"}"#, key: .some(secret))
         #expect(single.status == 422 && single.errorField == "body.returnURL")
+        // `null` is no value: refused by its path before anything is read from it.
+        let null = try await h.send("POST", "v1/payments/\(id)/attempts", json: #"{"returnURLs":null,"returnURL":"JavaScript:alert(1)"}"#,
+                                    key: .some(secret))
+        #expect(null.status == 400 && null.errorField == "body.returnURLs")
     }
 
     @Test("accepted by design, and harmless to the customer: https to any host (evil.example, an IDN homograph sent as punycode, a percent-encoded host), the merchant's own scheme carrying 'javascript:' as its path; CR-LF, markup and spaces in a path or query reach the gateway percent-encoded",
