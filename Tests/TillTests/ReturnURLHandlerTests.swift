@@ -217,6 +217,23 @@ struct ReturnURLHandlerTests {
         #expect(states.allSatisfy { $0.count == 43 })
     }
 
+    @Test("a route's path is written as a URL carries it: a space is refused (the fuzzer's find: such a route never matched the URL built on it); a percent-encoded path round-trips")
+    func routePaths() throws {
+        let error = #expect(throws: CheckoutError.self) { try ReturnRoute.customScheme("tillpayi", host: "4ill", path: "/ill /rreturn") }
+        #expect(error?.field == "returnRoute.path")
+        for bad in ["/caf\u{E9}", "/a%2", "/a%zz", "/a\\b", "/a\"b", "/a<b>", "/a\u{0}"] {
+            #expect(throws: CheckoutError.self, "\(bad)") { try ReturnRoute.universalLink(host: "shop.example.com", path: bad) }
+        }
+        for good in ["/caf%C3%A9/return", "/till/return", "/a-b_c.d~e!$&'()*+,;=:@/f"] {
+            let handler = try ReturnURLHandler(routes: [.customScheme("tillpay", host: "till", path: good), .universalLink(host: "shop.example.com", path: good)])
+            for route in 0..<2 {
+                // One return per expectation: the state is spent by the first URL accepted.
+                let url = try handler.expectReturnOnAnyRoute().urls[route]
+                #expect(handler.handle(url), "\(url)")
+            }
+        }
+    }
+
     @Test("bad routes are configuration errors naming the field")
     func badRoutes() {
         #expect(throws: CheckoutError.self) { try ReturnRoute.customScheme("https") }

@@ -44,6 +44,12 @@ public struct ReturnRoute: Sendable, Hashable, Codable, CustomStringConvertible 
         guard path.hasPrefix("/"), !path.contains("?"), !path.contains("#") else {
             throw CheckoutError(.misconfigured, field: "returnRoute.path", message: "path must start with '/' and hold no query or fragment")
         }
+        // The path is written as a URL carries it (RFC 3986 path characters, anything else percent-encoded), since that
+        // is what a returning URL is compared with: a route with a space in it would never match the URL built on it.
+        guard Self.isPercentEncodedPath(path) else {
+            throw CheckoutError(.misconfigured, field: "returnRoute.path",
+                                message: "path must be written as in a URL: letters, digits, -._~!$&'()*+,;=:@/ and %XX (a space is %20)")
+        }
         self.scheme = scheme
         self.host = host
         self.path = path
@@ -77,12 +83,33 @@ public struct ReturnRoute: Sendable, Hashable, Codable, CustomStringConvertible 
         var components = URLComponents()
         components.scheme = scheme
         components.host = host
-        components.path = path
+        components.percentEncodedPath = path
         components.queryItems = [URLQueryItem(name: parameter, value: state)]
         guard let url = components.url else {
             throw CheckoutError(.misconfigured, field: "returnRoute", message: "cannot build a URL on \(self)")
         }
         return url
+    }
+
+    /// Whether `path` holds only RFC 3986 path characters and well-formed `%XX` escapes.
+    static func isPercentEncodedPath(_ path: String) -> Bool {
+        let scalars = Array(path.unicodeScalars)
+        var index = 0
+        while index < scalars.count {
+            let c = scalars[index]
+            if c == "%" {
+                guard index + 2 < scalars.count, scalars[index + 1].properties.isASCIIHexDigit, scalars[index + 2].properties.isASCIIHexDigit else {
+                    return false
+                }
+                index += 3
+                continue
+            }
+            guard c.isASCII, c.properties.isAlphabetic || ("0"..."9").contains(c) || "-._~!$&'()*+,;=:@/".unicodeScalars.contains(c) else {
+                return false
+            }
+            index += 1
+        }
+        return true
     }
 
     /// Whether `components` are on this route (ignoring the query).
