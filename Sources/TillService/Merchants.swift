@@ -191,10 +191,15 @@ public struct ServerState: Sendable {
         for id in running.subtracting(new.configuration.merchants.map(\.id)).sorted() {
             notes.append("merchant \(id) is no longer in the file: its keys are refused; its payments are still settled until a restart")
         }
+        // The two address limits are taken; the number of buckets kept is fixed at start (the tables are made then).
         var oldServer = settings, newServer = new.settings
-        oldServer.rateLimits = ServerRateLimits()
-        newServer.rateLimits = ServerRateLimits()
-        if oldServer != newServer { notes.append("changes to server settings other than server.rateLimits take effect at the next start") }
+        for limits in [\ServerSettings.rateLimits.failedAuthenticationPerAddress, \ServerSettings.rateLimits.rejectedNotificationsPerAddress] {
+            oldServer[keyPath: limits] = nil
+            newServer[keyPath: limits] = nil
+        }
+        if oldServer != newServer {
+            notes.append("changes to server settings other than server.rateLimits' two address limits take effect at the next start")
+        }
         access.replace(keys: new.access.keys.filter { running.contains($0.merchantID) }, limits: limits, server: new.settings.rateLimits)
         return notes
     }

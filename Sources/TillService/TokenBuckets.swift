@@ -92,32 +92,45 @@ public final class TokenBuckets: Sendable {
     /// Takes one token from `key`'s bucket (made full at `limit` when new). Returns nil when taken, else how many
     /// seconds until one is there (at least 1, whole seconds, for `Retry-After`).
     public func take(_ key: String, limit: RateLimit, now: Double) -> Int? {
-        shard(key).withLock { table -> Int? in
-            var bucket = table[key].map { $0.limit == limit ? $0 : Bucket(tokens: min($0.tokens, Double(limit.burst)), updated: $0.updated, limit: limit) }
-                ?? Bucket(tokens: Double(limit.burst), updated: now, limit: limit)
-            bucket.tokens = bucket.level(at: now)
-            bucket.updated = max(bucket.updated, now)
-            let wait: Int?
-            if bucket.tokens >= 1 {
-                bucket.tokens -= 1
-                wait = nil
-            } else {
-                wait = Self.seconds(until: bucket)
-            }
-            if table[key] == nil && table.count >= perShard { Self.evict(&table, now: now) }
-            table[key] = bucket
-            return wait
+        update(key, limit: limit, now: now, create: true) { bucket in
+            guard bucket.tokens >= 1 else { return Self.seconds(until: bucket) }
+            bucket.tokens -= 1
+            return nil
         }
     }
 
-    /// Whether `key`'s bucket is empty now, without charging it or making one: the seconds until a token is there, or
-    /// nil (a key never charged is never empty).
-    public func emptyFor(_ key: String, now: Double) -> Int? {
+    /// Charges one token for work found costly only once done (a failed authentication, a refused notification), even
+    /// when none is left: the bucket goes into debt, down to −`burst`, repaid at its rate. So requests that all passed
+    /// ``emptyFor(_:limit:now:)`` at once are each paid for, and refused until the debt is repaid. Returns nil when a
+    /// token was there, else how many seconds until one is.
+    public func charge(_ key: String, limit: RateLimit, now: Double) -> Int? {
+        update(key, limit: limit, now: now, create: true) { bucket in
+            let had = bucket.tokens
+            bucket.tokens = max(bucket.tokens - 1, -Double(limit.burst))
+            return had >= 1 ? nil : Self.seconds(until: bucket)
+        }
+    }
+
+    /// Whether `key`'s bucket is empty now, at `limit` as it is now (its own limit when nil), without charging it or making
+    /// one: the seconds until a token is there, or nil (a key never charged is never empty).
+    public func emptyFor(_ key: String, limit: RateLimit?, now: Double) -> Int? {
+        update(key, limit: limit, now: now, create: false) { bucket in bucket.tokens >= 1 ? nil : Self.seconds(until: bucket) }
+    }
+
+    /// Brings `key`'s bucket to `now` at `limit` (a limit changed by a reload applies at once, its saved tokens kept up
+    /// to the new burst), lets `change` act on it, and keeps it; a missing bucket is made full only when `create`.
+    private func update(_ key: String, limit: RateLimit?, now: Double, create: Bool, _ change: (inout Bucket) -> Int?) -> Int? {
         shard(key).withLock { table -> Int? in
-            guard var bucket = table[key] else { return nil }
+            guard let existing = table[key] ?? (create ? limit.map { Bucket(tokens: Double($0.burst), updated: now, limit: $0) } : nil) else { return nil }
+            let limit = limit ?? existing.limit
+            var bucket = existing
             bucket.tokens = bucket.level(at: now)
             bucket.updated = max(bucket.updated, now)
-            return bucket.tokens >= 1 ? nil : Self.seconds(until: bucket)
+            if bucket.limit != limit { bucket = Bucket(tokens: min(bucket.tokens, Double(limit.burst)), updated: bucket.updated, limit: limit) }
+            let wait = change(&bucket)
+            if table[key] == nil && table.count >= perShard { Self.evict(&table, now: now) }
+            table[key] = bucket
+            return wait
         }
     }
 

@@ -16,8 +16,8 @@ struct RateLimitTests {
         let limit = RateLimit(perSecond: 2, burst: 3)
         for _ in 0..<3 { #expect(buckets.take("k", limit: limit, now: 100) == nil) }
         #expect(buckets.take("k", limit: limit, now: 100) == 1)
-        #expect(buckets.emptyFor("k", now: 100) == 1)
-        #expect(buckets.emptyFor("k", now: 100.5) == nil, "half a second at 2 a second is a token")
+        #expect(buckets.emptyFor("k", limit: limit, now: 100) == 1)
+        #expect(buckets.emptyFor("k", limit: limit, now: 100.5) == nil, "half a second at 2 a second is a token")
         #expect(buckets.take("k", limit: limit, now: 100.5) == nil)
         #expect(buckets.take("k", limit: limit, now: 100.5) == 1)
         // A slow rate's wait is rounded up: 0.1 a second is 10 s for a token.
@@ -28,8 +28,36 @@ struct RateLimitTests {
         #expect(buckets.take("k", limit: limit, now: 10_000) == nil)
         #expect(buckets.take("k", limit: limit, now: 10_000) == nil)
         #expect(buckets.take("k", limit: limit, now: 10_000) == 1)
-        #expect(buckets.emptyFor("never-charged", now: 0) == nil)
+        #expect(buckets.emptyFor("never-charged", limit: limit, now: 0) == nil)
         #expect(buckets.count == 2)
+    }
+
+    @Test("a charge after the work goes into debt (to -burst): requests that passed the check together each pay; a loosened limit applies at once")
+    func debt() {
+        let buckets = TokenBuckets(capacity: 1_000)
+        let limit = RateLimit(perSecond: 1, burst: 2)
+        // Ten requests checked at once, with one token left: all pass the check, all are charged.
+        #expect(buckets.charge("a", limit: limit, now: 0) == nil)
+        #expect(buckets.emptyFor("a", limit: limit, now: 0) == nil)
+        for _ in 0..<10 { _ = buckets.charge("a", limit: limit, now: 0) }
+        // In debt to -2: three seconds at one a second before a token is there again.
+        #expect(buckets.emptyFor("a", limit: limit, now: 0) == 3)
+        #expect(buckets.emptyFor("a", limit: limit, now: 2.5) == 1)
+        #expect(buckets.emptyFor("a", limit: limit, now: 3) == nil)
+        // A reload that loosens the limit: the same debt repaid at the new rate.
+        for _ in 0..<5 { _ = buckets.charge("b", limit: limit, now: 0) }
+        let loosened = RateLimit(perSecond: 100, burst: 2)
+        #expect(buckets.emptyFor("b", limit: loosened, now: 0.05) == 1, "the time before it was at the old rate; Retry-After is at least 1 s")
+        #expect(buckets.emptyFor("b", limit: loosened, now: 0.1) == nil, "from then on, the new rate: 5 tokens in 0.05 s")
+    }
+
+    @Test("an address's bucket key: IPv4 as it is, IPv4-mapped IPv6 as IPv4, IPv6 by its /64")
+    func addressKeys() {
+        #expect(RequestLimits.addressKey("203.0.113.7") == "203.0.113.7")
+        #expect(RequestLimits.addressKey("::ffff:203.0.113.7") == "203.0.113.7")
+        #expect(RequestLimits.addressKey("2001:db8:1:2:aaaa::1") == RequestLimits.addressKey("2001:db8:1:2:ffff:ffff:ffff:ffff"))
+        #expect(RequestLimits.addressKey("2001:db8:1:2::1") != RequestLimits.addressKey("2001:db8:1:3::1"))
+        #expect(RequestLimits.addressKey(nil) == "unknown")
     }
 
     @Test("a flood of a million distinct keys keeps at most the capacity; a key being limited stays limited")
@@ -105,7 +133,7 @@ struct RateLimitTests {
         #expect(try await h.send("GET", "v1/payments/\(id)").status == 200, "the merchant's key is recognised before the address's bucket")
     }
 
-    @Test("refused notifications from one address: 429 past the burst; verified notifications never take a token")
+    @Test("refused notifications from one address: 429 past the burst; verified notifications never take a token and are never refused")
     func notifications() async throws {
         let h = try await ServerHarness(.sqlite, settings: {
             $0.rateLimits.rejectedNotificationsPerAddress = RateLimit(perSecond: 0.01, burst: 3)
@@ -123,7 +151,11 @@ struct RateLimitTests {
         #expect(refused.status == 429)
         #expect(refused.headers["retry-after"] != nil)
         #expect(try await h.send("POST", "v1/notifications/unknown", json: "{}", key: .some(nil)).status == 429,
-                "an address that spent its bucket is refused before anything is read")
+                "past its bucket, an address's refusals are answered 429")
+        // The same address's genuine notification, with its bucket empty: still verified and taken (a gateway's own
+        // addresses may carry another account's posts, which must not hold back this merchant's).
+        let (_, attempt, gateway) = try await h.createAndPrepare("genuine-after")
+        #expect(try await h.notifyPaid(attempt, gateway: gateway, eventID: "ev-after").status == 200)
     }
 }
 

@@ -43,7 +43,8 @@ private func exercise(_ merchant: MerchantConfiguration) {
         let decision = router.route(intent, using: &generator, explain: true)
         for gateway in decision.candidates { _ = decision.notes(about: gateway) }
     }
-    for gateway in merchant.gateways { _ = merchant.maxAmount(for: Currency.lookup("USD")!); _ = gateway.enabled }
+    for intent in intents { _ = merchant.maxAmount(for: intent.amount.currency) }
+    _ = merchant.enabledGateways
     _ = merchant.keys
     _ = merchant.returnURLRule
 }

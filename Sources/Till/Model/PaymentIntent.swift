@@ -150,7 +150,8 @@ public struct PaymentIntent: Hashable, Sendable, Codable {
     /// Whether `text` is an IPv4 address (four decimal octets) or an IPv6 address (RFC 4291's text forms, an embedded
     /// IPv4 allowed), at most 45 characters: what the system's own `inet_pton` reads, so `:::` or `1:2:3` is not one.
     package static func isIPAddress(_ text: String) -> Bool {
-        guard (2...45).contains(text.utf8.count), text.allSatisfy(\.isASCII) else { return false }
+        // Printable ASCII only: the C string inet_pton reads would end at a NUL, and take what came before it.
+        guard (2...45).contains(text.utf8.count), text.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else { return false }
         if text.contains(":") {
             var address = in6_addr()
             return inet_pton(AF_INET6, text, &address) == 1

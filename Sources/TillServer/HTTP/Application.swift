@@ -429,15 +429,12 @@ struct API: Sendable {
     }
 
     func notification(_ request: Request, _ context: TillRequestContext) async throws -> Response {
-        // An address that has spent its bucket on notifications nothing verifies is refused before the body is read.
-        // A verified notification takes no token, so a gateway's genuine ones are never held back.
+        // Every notification is read and verified (a signature over a body of at most maxBodyBytes): a verified one is
+        // never refused, however many its sender's address also sent that were not. Only a refusal is charged to the
+        // address, and once its bucket is empty the refusal is answered 429 (the sender backs off): a gateway posting
+        // another account's notifications here, or a forger, cannot have a gateway's genuine ones held back.
         let limit = state.access.server.rejectedNotificationsPerAddress
-        let address = context.peerIP ?? "unknown"
         let now = TokenBuckets.monotonicSeconds()
-        if limit != nil, let wait = limits.rejectedNotifications.emptyFor(address, now: now) {
-            limits.refused("rejected_notifications")
-            throw ServiceError.tooManyRequests("from this address after refused notifications", retryAfter: wait)
-        }
         let ack: NotificationAcknowledgement
         do {
             let gatewayID = GatewayID(rawValue: try context.parameters.require("gateway"))
@@ -445,7 +442,10 @@ struct API: Sendable {
             ack = try await service.receiveNotification(gateway: gatewayID, headers: headers(request), body: Data(buffer: body),
                                                         logger: context.logger)
         } catch let error as ServiceError where (400..<500).contains(error.status.code) {
-            if let limit { _ = limits.rejectedNotifications.take(address, limit: limit, now: now) }
+            if let limit, let wait = limits.rejectedNotifications.charge(RequestLimits.addressKey(context.peerIP), limit: limit, now: now) {
+                limits.refused("rejected_notifications")
+                throw ServiceError.tooManyRequests("from this address after refused notifications", retryAfter: wait)
+            }
             throw error
         }
         return Response(status: .init(code: ack.statusCode), headers: [.contentType: ack.contentType],
@@ -486,21 +486,22 @@ struct API: Sendable {
         if let token, let (merchant, key) = state.merchant(apiKey: token) {
             caller = .merchant(merchant, key: key)
         } else {
-            let address = context.peerIP ?? "unknown"
+            let address = RequestLimits.addressKey(context.peerIP)
             let failedLimit = access.server.failedAuthenticationPerAddress
-            if failedLimit != nil, let wait = limits.failedAuthentication.emptyFor(address, now: now) {
+            if let failedLimit, let wait = limits.failedAuthentication.emptyFor(address, limit: failedLimit, now: now) {
                 limits.refused("failed_authentication")
                 throw ServiceError.tooManyRequests("from this address after failed authentication", retryAfter: wait)
             }
             do {
                 guard let token else { throw ServiceError.unauthorized }
-                if let (paymentID, _) = ClientSecret.split(token), let wait = limits.clientSecrets.emptyFor(paymentID, now: now) {
+                if let (paymentID, _) = ClientSecret.split(token), let wait = limits.clientSecrets.emptyFor(paymentID, limit: nil, now: now) {
                     limits.refused("client_secret")
                     throw ServiceError.tooManyRequests("for this payment's client secret", retryAfter: wait)
                 }
                 caller = try await service.caller(bearer: token)
             } catch let error as ServiceError where error.status == .unauthorized {
-                if let failedLimit { _ = limits.failedAuthentication.take(address, limit: failedLimit, now: now) }
+                // Charged even past empty: requests that passed the check above together each pay.
+                if let failedLimit { _ = limits.failedAuthentication.charge(address, limit: failedLimit, now: now) }
                 throw error
             }
         }
@@ -508,13 +509,14 @@ struct API: Sendable {
         switch caller {
         case .merchant(let merchant, let key):
             context.credential.note(["merchant": .string(merchant.configuration.id), "key_id": .string(key.id)])
-            if key.scope == .readOnly && request.method != .get && request.method != .head {
-                throw ServiceError(status: .forbidden, code: "read_only_key", message: "API key \(key.id) is read-only: it may only read")
-            }
+            // The bucket first: a read-only key's refused writes are requests too.
             if let limit = merchantLimits.apiKey,
                let wait = limits.apiKeys.take("\(merchant.configuration.id)/\(key.id)", limit: limit, now: now) {
                 limits.refused("api_key")
                 throw ServiceError.tooManyRequests("for API key \(key.id)", retryAfter: wait)
+            }
+            if key.scope == .readOnly && request.method != .get && request.method != .head {
+                throw ServiceError(status: .forbidden, code: "read_only_key", message: "API key \(key.id) is read-only: it may only read")
             }
         case .payment(let merchant, let paymentID):
             context.credential.note(["merchant": .string(merchant.configuration.id), "client_secret_of": .string(paymentID)])

@@ -1,4 +1,10 @@
+import Foundation
 import Metrics
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import TillService
 
 /// The server's token buckets, one table per kind, shared by every request; each table keeps at most `capacity`
@@ -21,6 +27,20 @@ final class RequestLimits: Sendable {
         failedAuthentication = TokenBuckets(capacity: capacity)
         rejectedNotifications = TokenBuckets(capacity: capacity)
         self.metrics = metrics
+    }
+
+    /// The bucket key of a peer's address: an IPv4 address as it is (an IPv4-mapped IPv6 one as its IPv4), an IPv6
+    /// address by its /64 (one host is commonly given a whole /64, and would otherwise have 2⁶⁴ buckets), and
+    /// `unknown` when there is none.
+    static func addressKey(_ ip: String?) -> String {
+        guard let ip else { return "unknown" }
+        var v6 = in6_addr()
+        guard ip.contains(":"), inet_pton(AF_INET6, ip, &v6) == 1 else { return ip }
+        let bytes = withUnsafeBytes(of: &v6) { Array($0) }
+        if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF {
+            return bytes[12..<16].map(String.init).joined(separator: ".")
+        }
+        return bytes[0..<8].map { String(format: "%02x", $0) }.joined() + "::/64"
     }
 
     /// Counts a request refused `429` by the `limit` bucket kind (`till_rate_limited_total{limit}`).
