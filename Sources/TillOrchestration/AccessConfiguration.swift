@@ -92,6 +92,13 @@ public struct RateLimit: Sendable, Hashable, Codable {
     }
 }
 
+extension KeyedDecodingContainer {
+    /// A rate limit that may be absent (its `default`) or `null` (no limit): the one reading of every limit's key.
+    package func decodeLimit(forKey key: Key, default value: RateLimit?) throws -> RateLimit? {
+        contains(key) ? try decodeIfPresent(RateLimit.self, forKey: key) : value
+    }
+}
+
 /// A merchant's `rateLimits`: one bucket per API key and one per payment's client secret. Either may be `null`
 /// (no limit); a key absent takes the default.
 public struct MerchantRateLimits: Sendable, Hashable, Codable {
@@ -118,8 +125,8 @@ public struct MerchantRateLimits: Sendable, Hashable, Codable {
         try decoder.reportUnknownKeys(CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         // Absent: the default. Present as null: no limit.
-        apiKey = c.contains(.apiKey) ? try c.decodeIfPresent(RateLimit.self, forKey: .apiKey) : Self.defaultAPIKey
-        clientSecret = c.contains(.clientSecret) ? try c.decodeIfPresent(RateLimit.self, forKey: .clientSecret) : Self.defaultClientSecret
+        apiKey = try c.decodeLimit(forKey: .apiKey, default: Self.defaultAPIKey)
+        clientSecret = try c.decodeLimit(forKey: .clientSecret, default: Self.defaultClientSecret)
     }
 
     public func encode(to encoder: any Encoder) throws {

@@ -233,6 +233,13 @@ public struct PaymentService: Sendable {
     /// - Throws: ``ServiceError`` 401 `unauthorized` for anything else.
     public func caller(bearer token: String) async throws -> Caller {
         if let (merchant, key) = state.merchant(apiKey: token) { return .merchant(merchant, key: key) }
+        return try await caller(clientSecret: token)
+    }
+
+    /// Authenticates a bearer token that is not an API key (the HTTP layer has already looked for one): a payment's
+    /// client secret, whose digest is compared in constant time with the stored one.
+    /// - Throws: ``ServiceError`` 401 `unauthorized` for anything else.
+    package func caller(clientSecret token: String) async throws -> Caller {
         guard let (paymentID, secret) = ClientSecret.split(token) else { throw ServiceError.unauthorized }
         // The digest is computed and compared whether or not the payment exists, so the answer's timing does
         // not tell which payment ids exist.

@@ -35,10 +35,8 @@ public struct ServerRateLimits: Sendable, Hashable, Codable {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         let d = ServerRateLimits()
         // Absent: the default. Present as null: no limit.
-        failedAuthenticationPerAddress = c.contains(.failedAuthenticationPerAddress)
-            ? try c.decodeIfPresent(RateLimit.self, forKey: .failedAuthenticationPerAddress) : d.failedAuthenticationPerAddress
-        rejectedNotificationsPerAddress = c.contains(.rejectedNotificationsPerAddress)
-            ? try c.decodeIfPresent(RateLimit.self, forKey: .rejectedNotificationsPerAddress) : d.rejectedNotificationsPerAddress
+        failedAuthenticationPerAddress = try c.decodeLimit(forKey: .failedAuthenticationPerAddress, default: d.failedAuthenticationPerAddress)
+        rejectedNotificationsPerAddress = try c.decodeLimit(forKey: .rejectedNotificationsPerAddress, default: d.rejectedNotificationsPerAddress)
         maxTrackedClients = try c.decodeIfPresent(Int.self, forKey: .maxTrackedClients) ?? d.maxTrackedClients
     }
 

@@ -498,7 +498,7 @@ struct API: Sendable {
                     limits.refused("client_secret")
                     throw ServiceError.tooManyRequests("for this payment's client secret", retryAfter: wait)
                 }
-                caller = try await service.caller(bearer: token)
+                caller = try await service.caller(clientSecret: token)
             } catch let error as ServiceError where error.status == .unauthorized {
                 // Charged even past empty: requests that passed the check above together each pay.
                 if let failedLimit { _ = limits.failedAuthentication.charge(address, limit: failedLimit, now: now) }
