@@ -99,7 +99,7 @@ struct CheckoutFlowTests {
         let h = try await Harness(.approve, timing: .duplicate(count: 4))
         let result = try await h.app.pay(Harness.intent())
         #expect(result.status == .paid)
-        let receipts = await h.backend.receipts
+        let receipts = h.backend.receipts
         #expect(receipts.filter { $0 == .applied(.paid) }.count == 1)
         #expect(receipts.filter { $0 == .duplicate }.count == 3)
     }
@@ -113,7 +113,7 @@ struct CheckoutFlowTests {
         let ack = await h.backend.receive(h.gateway.signedNotification(for: late))
         #expect(ack != nil)   // acknowledged (stored), but not applied
         #expect(try await h.backend.status(of: result.preparation.attempt)?.status == .paid)
-        if case .stale = await h.backend.receipts.last {} else { Issue.record("expected a stale receipt") }
+        if case .stale = h.backend.receipts.last {} else { Issue.record("expected a stale receipt") }
     }
 
     @Test("tampered and unsigned notifications are rejected and change nothing")
