@@ -34,7 +34,8 @@ public struct EventListRequest: Sendable, Hashable {
             query.type = EventType(rawValue: type)
         }
         if let paymentID {
-            guard (1...128).contains(paymentID.utf8.count) else {
+            // Characters as the document's maxLength counts them: Unicode scalars.
+            guard (1...128).contains(paymentID.unicodeScalars.count) else {
                 throw ServiceError(status: .badRequest, code: "invalid_field", message: "a payment id", field: "payment")
             }
             query.paymentID = paymentID

@@ -106,11 +106,12 @@ public struct PaymentSearchRequest: Sendable, Hashable {
             throw invalid("amountMax", "at least amountMin")
         }
         if let reference = values["merchantReference"] {
-            guard (1...128).contains(reference.utf8.count) else { throw invalid("merchantReference", "1 to 128 characters") }
+            // Characters as the document's maxLength counts them: Unicode scalars (as every limit on a body counts).
+            guard (1...128).contains(reference.unicodeScalars.count) else { throw invalid("merchantReference", "1 to 128 characters") }
             query.merchantReference = reference
         }
         if let email = values["customerEmail"] {
-            guard (3...254).contains(email.utf8.count), email.contains("@") else { throw invalid("customerEmail", "an e-mail address") }
+            guard (3...254).contains(email.unicodeScalars.count), email.contains("@") else { throw invalid("customerEmail", "an e-mail address") }
             query.customerEmail = email.lowercased()
         }
         for name in ["createdFrom", "createdTo"] {

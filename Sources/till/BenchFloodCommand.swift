@@ -16,12 +16,16 @@ struct FloodBench: AsyncParsableCommand {
         discussion: """
             One JSON object per line. Phase "quiet": a paced client (--paced-connections connections, each a request every \
             --interval-ms, cycling over --others payments, each with its own client secret) for --seconds. Phase \
-            "flood": the same paced client while --connections connections from 127.0.0.2 (another client address) send \
-            --flood requests, spread evenly over --seconds (as fast as they can if the server is slower), with one payment's \
-            client secret. Phase "distinctSecrets": the same, with a made-up client secret per \
-            request. Each phase line: the paced client's p50 and p99 and their ratio to the quiet phase (the \
+            "floor": the same paced client while --connections connections from 127.0.0.2 (another client address) send \
+            --flood requests of GET /healthz, spread evenly over --seconds (as fast as they can if the server is slower): \
+            what that many requests cost by themselves, the cheapest answer the server gives, no limit involved. Phase \
+            "flood": the same flood with one payment's client secret on GET /v1/payments/{id}. Phase "distinctSecrets": the \
+            same, with a made-up client secret per request. The flood's threads run at the lowest scheduling priority \
+            (--flood-priority low, the default: a flooder's CPU is not the server's, as on a network) or at the server's \
+            (--flood-priority same: the flooder's own work on the server's cores). Each phase line: the paced client's p50 and p99 and their ratio to the quiet phase (the \
             yardstick, measured in the same run), its failures (none expected), the flood's requests, answers 429 and \
-            rate, the buckets kept, and the process's resident memory (MiB). SQLite in a temporary folder.
+            rate, how many of its threads ran at nice 19, and the process's resident memory (MiB). The paced client's \
+            latency counts from when each request was due, so a request sent late behind a slow one counts its wait. SQLite in a temporary folder.
             """)
 
     @Option(help: "Seconds per phase.")
@@ -36,6 +40,10 @@ struct FloodBench: AsyncParsableCommand {
     var pacedConnections = 4
     @Option(name: .customLong("interval-ms"), help: "Each paced connection's interval between requests, in milliseconds.")
     var intervalMs = 20
+    @Option(name: .customLong("flood-priority"), help: "The flood's threads: low (nice 19, CPU the server leaves idle) or same.")
+    var floodPriority: FloodPriority = .low
+
+    enum FloodPriority: String, ExpressibleByArgument { case low, same }
 
     struct Line: Encodable {
         let phase: String
@@ -48,6 +56,7 @@ struct FloodBench: AsyncParsableCommand {
         let floodRequests: Int
         let floodLimited: Int
         let floodPerSecond: Double
+        let floodThreadsAtLowPriority: Int
         let residentMiB: Double
     }
 
@@ -79,23 +88,31 @@ struct FloodBench: AsyncParsableCommand {
                 return LoadGenerator.request("GET", "/v1/payments/\(payment.id)", headers: ["Authorization": "Bearer \(payment.secret)"])
             }
         }
-        func floodClient(distinct: Bool) async -> LoadGenerator.Result {
+        enum Flood { case healthz, oneSecret, madeUpSecrets }
+        func floodClient(_ kind: Flood) async -> LoadGenerator.Result {
             // From 127.0.0.2: the flooder is another client than the paced one, as it would be on a network.
             // Paced to spread the --flood requests over the whole phase, so all of the paced client's window is under it.
             await LoadGenerator(port: server.port, connections: connections, duration: .seconds(seconds), maxRequests: flood,
                                 interval: .nanoseconds(Int64(seconds) * 1_000_000_000 * Int64(connections) / Int64(max(flood, 1))),
-                                source: "127.0.0.2").run { i in
-                let secret = distinct ? "\(target.id)_secret_made-up-\(i)" : target.secret
-                return LoadGenerator.request("GET", "/v1/payments/\(target.id)", headers: ["Authorization": "Bearer \(secret)"])
+                                source: "127.0.0.2", lowPriority: floodPriority == .low).run { i in
+                switch kind {
+                case .healthz: return LoadGenerator.request("GET", "/healthz")
+                case .oneSecret:
+                    return LoadGenerator.request("GET", "/v1/payments/\(target.id)", headers: ["Authorization": "Bearer \(target.secret)"])
+                case .madeUpSecrets:
+                    return LoadGenerator.request("GET", "/v1/payments/\(target.id)",
+                                                 headers: ["Authorization": "Bearer \(target.id)_secret_made-up-\(i)"])
+                }
             }
         }
         let quiet = await pacedClient()
         try printJSONLine(line("quiet", quiet, quiet: quiet, flood: nil))
-        for (phase, distinct) in [("flood", false), ("distinctSecrets", true)] {
+        for (phase, kind) in [("floor", Flood.healthz), ("flood", .oneSecret), ("distinctSecrets", .madeUpSecrets)] {
             async let others = pacedClient()
-            let flooding = await floodClient(distinct: distinct)
+            let flooding = await floodClient(kind)
             try printJSONLine(line(phase, await others, quiet: quiet, flood: flooding))
-            // Let the buckets refill before the next phase.
+            // A pause between phases, for the server to settle. Each phase empties buckets of its own (the one secret's
+            // payment's; the made-up secrets' address's failed authentication), so none needs a full refill.
             try await Task.sleep(for: .seconds(2))
         }
     }
@@ -105,6 +122,7 @@ struct FloodBench: AsyncParsableCommand {
         return Line(phase: phase, othersRequests: others.requests, othersFailures: others.failures, othersP50Millis: p50, othersP99Millis: p99,
                     p50RatioToQuiet: p50 / max(quiet.percentileMillis(50), 0.001), p99RatioToQuiet: p99 / max(quiet.percentileMillis(99), 0.001),
                     floodRequests: flood?.requests ?? 0, floodLimited: flood?.limited ?? 0, floodPerSecond: flood?.requestsPerSecond ?? 0,
+                    floodThreadsAtLowPriority: flood?.lowPriorityThreads ?? 0,
                     residentMiB: Self.residentMiB())
     }
 

@@ -16,6 +16,9 @@ struct LoadGenerator {
         var latenciesNanos: [Int]
         /// Of the failures, the answers `429` (a rate limit).
         var limited = 0
+        /// The connections' threads that run at nice 19 (with ``LoadGenerator/lowPriority``; 0 without, or where
+        /// `setpriority` refused).
+        var lowPriorityThreads = 0
 
         var requestsPerSecond: Double { Double(requests) / seconds }
         var p99Millis: Double { percentileMillis(99) }
@@ -33,11 +36,15 @@ struct LoadGenerator {
     let duration: Duration
     let maxRequests: Int
     /// With it, each connection starts a request at most once per `interval` (a paced client, whose latency is what a
-    /// client at that rate sees); without it, each sends the next as soon as the last is answered.
+    /// client at that rate sees, counted from when the request was due: a request sent late because the one before
+    /// was slow counts its wait too); without it, each sends the next as soon as the last is answered.
     var interval: Duration? = nil
     /// The loopback address the connections come from (`127.0.0.2`: another client, as the server sees it); the
     /// system's choice without it.
     var source: String? = nil
+    /// With it, each connection's thread runs at the lowest scheduling priority (nice 19), so it takes only the CPU the
+    /// server leaves idle: a client whose CPU is not the server's, as a flooder on a network is.
+    var lowPriority = false
 
     /// Runs `request(i)` for i = 0, 1, 2, … until the time or the request budget is used up. A
     /// non-2xx answer counts as a failure.
@@ -48,11 +55,13 @@ struct LoadGenerator {
         var latencies: [Int] = []
         var failures = 0
         var limited = 0
+        var lowered = 0
 
         func take() -> Int { lock.lock(); defer { lock.unlock() }; next += 1; return next - 1 }
         func add(_ local: [Int], failures count: Int, limited refused: Int = 0) {
             lock.lock(); latencies += local; failures += count; limited += refused; lock.unlock()
         }
+        func addLowered() { lock.lock(); lowered += 1; lock.unlock() }
     }
 
     /// The connections are threads of their own; the caller awaits them without holding one of Swift
@@ -61,11 +70,14 @@ struct LoadGenerator {
         let shared = Shared()
         let deadline = ContinuousClock.now + duration
         let start = ContinuousClock.now
-        let group = DispatchGroup()
+        // Each connection's thread signals when it ends; a thread of the caller's priority waits for them all and resumes
+        // the caller, so no thread a low-priority connection would start (one inherits its creator's nice value) ever
+        // runs anything but the connection.
+        let finished = DispatchSemaphore(value: 0)
         for _ in 0..<connections {
-            group.enter()
             Thread {
-                defer { group.leave() }
+                defer { finished.signal() }
+                if lowPriority && Self.lowerThisThreadsPriority() { shared.addLowered() }
                 guard let socket = Self.connect(port: port, from: source) else {
                     shared.add([], failures: 1)
                     return
@@ -76,15 +88,17 @@ struct LoadGenerator {
                 var localLimited = 0
                 var next = ContinuousClock.now
                 while ContinuousClock.now < deadline {
+                    var due: ContinuousClock.Instant?
                     if let interval {
                         let wait = next - ContinuousClock.now
                         if wait > .zero { Thread.sleep(forTimeInterval: Double(wait.components.attoseconds) / 1e18 + Double(wait.components.seconds)) }
+                        due = next
                         next += interval
                     }
                     let index = shared.take()
                     if index >= maxRequests { break }
                     let bytes = request(index)
-                    let t0 = ContinuousClock.now
+                    let t0 = due.map { min($0, ContinuousClock.now) } ?? ContinuousClock.now
                     guard Self.send(socket, bytes), let status = Self.readResponse(socket) else { localFailures += 1; break }
                     let elapsed = ContinuousClock.now - t0
                     local.append(Int(elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000))
@@ -97,14 +111,28 @@ struct LoadGenerator {
             }.start()
         }
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            group.notify(queue: .global()) { done.resume() }
+            Thread {
+                for _ in 0..<connections { finished.wait() }
+                done.resume()
+            }.start()
         }
         let elapsed = ContinuousClock.now - start
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         return shared.lock.withLock {
             Result(requests: shared.latencies.count, failures: shared.failures, seconds: seconds, latenciesNanos: shared.latencies,
-                   limited: shared.limited)
+                   limited: shared.limited, lowPriorityThreads: shared.lowered)
         }
+    }
+
+    /// The calling thread at nice 19; whether it is. On Linux a nice value belongs to a thread, and
+    /// `setpriority(PRIO_PROCESS, 0, …)` sets the calling thread's (setpriority(2), "Notes"); nothing elsewhere, where it
+    /// would be the whole process's.
+    private static func lowerThisThreadsPriority() -> Bool {
+        #if os(Linux)
+        return setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19) == 0
+        #else
+        return false
+        #endif
     }
 
     /// An HTTP/1.1 request as bytes.

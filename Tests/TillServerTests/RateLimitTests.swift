@@ -60,6 +60,20 @@ struct RateLimitTests {
         #expect(RequestLimits.addressKey(nil) == "unknown")
     }
 
+    @Test("each refusal counted as till_rate_limited_total by its kind, with the label values the docs name")
+    func refusalsCounted() {
+        let metrics = ServerMetrics()
+        let limits = RequestLimits(capacity: 10, metrics: metrics.factory)
+        limits.refused(.clientSecret)
+        limits.refused(.clientSecret)
+        limits.refused(.failedAuthentication)
+        let text = String(decoding: metrics.registry.emitToBuffer(), as: UTF8.self)
+        #expect(text.contains(#"till_rate_limited_total{limit="client_secret"} 2"#), "\(text)")
+        #expect(text.contains(#"till_rate_limited_total{limit="failed_authentication"} 1"#))
+        #expect(text.contains(#"till_rate_limited_total{limit="api_key"} 0"#))
+        #expect(text.contains(#"till_rate_limited_total{limit="rejected_notifications"} 0"#))
+    }
+
     @Test("a flood of a million distinct keys keeps at most the capacity; a key being limited stays limited")
     func boundedMemory() {
         let buckets = TokenBuckets(capacity: 10_000)

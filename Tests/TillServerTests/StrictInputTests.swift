@@ -57,6 +57,28 @@ struct StrictInputTests {
         }
     }
 
+    @Test("a list's text filters count characters as the document's maxLength does: 128 two-byte letters are taken, 129 are not")
+    func filterLengths() async throws {
+        let h = try await ServerHarness(.sqlite)
+        defer { Task { await h.stop() } }
+        func get(_ path: String, _ name: String, _ value: String) async throws -> (status: Int, field: String?) {
+            var components = URLComponents(string: "\(h.baseURL.absoluteString)/\(path)")!
+            components.queryItems = [URLQueryItem(name: name, value: value)]
+            var request = URLRequest(url: components.url!)
+            request.setValue("Bearer \(h.apiKey)", forHTTPHeaderField: "Authorization")
+            let (data, response) = try await URLSession.shared.data(for: request)
+            let error = (try? JSONSerialization.jsonObject(with: data) as? [String: Any])?["error"] as? [String: Any]
+            return ((response as? HTTPURLResponse)?.statusCode ?? 0, error?["field"] as? String)
+        }
+        let letters = String(repeating: "é", count: 128)   // 256 bytes of UTF-8
+        for (path, name, value) in [("v1/events", "payment", letters), ("v1/payments", "merchantReference", letters),
+                                    ("v1/payments", "customerEmail", String(repeating: "é", count: 120) + "@" + String(repeating: "é", count: 120))] {
+            #expect(try await get(path, name, value).status == 200, "\(path) \(name)")
+        }
+        #expect(try await get("v1/events", "payment", letters + "é").field == "payment")
+        #expect(try await get("v1/payments", "merchantReference", letters + "é").field == "merchantReference")
+    }
+
     @Test("RFC 3339 times: t and z in either case, offsets to 23:59, leap seconds, fractions; impossible dates refused")
     func times() {
         #expect(RFC3339.date("2026-11-28T14:05:00Z") == Date(timeIntervalSince1970: 1_795_874_700))

@@ -443,7 +443,7 @@ struct API: Sendable {
                                                         logger: context.logger)
         } catch let error as ServiceError where (400..<500).contains(error.status.code) {
             if let limit, let wait = limits.rejectedNotifications.charge(RequestLimits.addressKey(context.peerIP), limit: limit, now: now) {
-                limits.refused("rejected_notifications")
+                limits.refused(.rejectedNotifications)
                 throw ServiceError.tooManyRequests("from this address after refused notifications", retryAfter: wait)
             }
             throw error
@@ -489,13 +489,13 @@ struct API: Sendable {
             let address = RequestLimits.addressKey(context.peerIP)
             let failedLimit = access.server.failedAuthenticationPerAddress
             if let failedLimit, let wait = limits.failedAuthentication.emptyFor(address, limit: failedLimit, now: now) {
-                limits.refused("failed_authentication")
+                limits.refused(.failedAuthentication)
                 throw ServiceError.tooManyRequests("from this address after failed authentication", retryAfter: wait)
             }
             do {
                 guard let token else { throw ServiceError.unauthorized }
                 if let (paymentID, _) = ClientSecret.split(token), let wait = limits.clientSecrets.emptyFor(paymentID, limit: nil, now: now) {
-                    limits.refused("client_secret")
+                    limits.refused(.clientSecret)
                     throw ServiceError.tooManyRequests("for this payment's client secret", retryAfter: wait)
                 }
                 caller = try await service.caller(clientSecret: token)
@@ -512,7 +512,7 @@ struct API: Sendable {
             // The bucket first: a read-only key's refused writes are requests too.
             if let limit = merchantLimits.apiKey,
                let wait = limits.apiKeys.take("\(merchant.configuration.id)/\(key.id)", limit: limit, now: now) {
-                limits.refused("api_key")
+                limits.refused(.apiKey)
                 throw ServiceError.tooManyRequests("for API key \(key.id)", retryAfter: wait)
             }
             if key.scope == .readOnly && request.method != .get && request.method != .head {
@@ -521,7 +521,7 @@ struct API: Sendable {
         case .payment(let merchant, let paymentID):
             context.credential.note(["merchant": .string(merchant.configuration.id), "client_secret_of": .string(paymentID)])
             if let limit = merchantLimits.clientSecret, let wait = limits.clientSecrets.take(paymentID, limit: limit, now: now) {
-                limits.refused("client_secret")
+                limits.refused(.clientSecret)
                 throw ServiceError.tooManyRequests("for this payment's client secret", retryAfter: wait)
             }
         }

@@ -19,14 +19,25 @@ final class RequestLimits: Sendable {
     let failedAuthentication: TokenBuckets
     /// By source address: notifications refused.
     let rejectedNotifications: TokenBuckets
-    private let metrics: any MetricsFactory
+    /// `till_rate_limited_total{limit}`, one counter per kind, made once: a refusal under a flood only increments.
+    private let refusals: [Limit: Counter]
+
+    /// A kind of limit, as the metric's `limit` label names it.
+    enum Limit: String, CaseIterable {
+        case apiKey = "api_key"
+        case clientSecret = "client_secret"
+        case failedAuthentication = "failed_authentication"
+        case rejectedNotifications = "rejected_notifications"
+    }
 
     init(capacity: Int, metrics: any MetricsFactory = MetricsSystem.factory) {
         apiKeys = TokenBuckets(capacity: capacity)
         clientSecrets = TokenBuckets(capacity: capacity)
         failedAuthentication = TokenBuckets(capacity: capacity)
         rejectedNotifications = TokenBuckets(capacity: capacity)
-        self.metrics = metrics
+        refusals = Dictionary(uniqueKeysWithValues: Limit.allCases.map { limit in
+            (limit, Counter(label: "till_rate_limited_total", dimensions: [("limit", limit.rawValue)], factory: metrics))
+        })
     }
 
     /// The bucket key of a peer's address: an IPv4 address as it is (an IPv4-mapped IPv6 one as its IPv4), an IPv6
@@ -44,7 +55,7 @@ final class RequestLimits: Sendable {
     }
 
     /// Counts a request refused `429` by the `limit` bucket kind (`till_rate_limited_total{limit}`).
-    func refused(_ limit: String) {
-        Counter(label: "till_rate_limited_total", dimensions: [("limit", limit)], factory: metrics).increment()
+    func refused(_ limit: Limit) {
+        refusals[limit]?.increment()
     }
 }
