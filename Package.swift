@@ -293,6 +293,8 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "Yams", package: "Yams"),
+                // A connection's handlers, driven without a socket.
+                .product(name: "NIOEmbedded", package: "swift-nio"),
             ],
             exclude: ["Fixtures"]
         ),

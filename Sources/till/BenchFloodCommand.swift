@@ -24,7 +24,9 @@ struct FloodBench: AsyncParsableCommand {
             (--flood-priority low, the default: a flooder's CPU is not the server's, as on a network) or at the server's \
             (--flood-priority same: the flooder's own work on the server's cores). Each phase line: the paced client's p50 and p99 and their ratio to the quiet phase (the \
             yardstick, measured in the same run), its failures (none expected), the flood's requests, answers 429 and \
-            rate, how many of its threads ran at nice 19, and the process's resident memory (MiB). The paced client's \
+            rate, how many of its threads ran at nice 19, the process's CPU time over the phase (server, paced client and \
+            flooder together) and, over the quiet phase's, per flood request (microseconds), and the process's resident \
+            memory (MiB). The paced client's \
             latency counts from when each request was due, so a request sent late behind a slow one counts its wait. SQLite in a temporary folder.
             """)
 
@@ -57,6 +59,11 @@ struct FloodBench: AsyncParsableCommand {
         let floodLimited: Int
         let floodPerSecond: Double
         let floodThreadsAtLowPriority: Int
+        /// The process's CPU time (user and system) over the phase: the server, the paced client and the flooder.
+        let cpuSeconds: Double
+        /// The phase's CPU time over the quiet phase's, per request of the flood: what one flood request costs the
+        /// machine, its sending and reading included (0 in the quiet phase).
+        let cpuMicrosPerFloodRequest: Double
         let residentMiB: Double
     }
 
@@ -105,25 +112,42 @@ struct FloodBench: AsyncParsableCommand {
                 }
             }
         }
+        var started = Self.cpuSeconds()
         let quiet = await pacedClient()
-        try printJSONLine(line("quiet", quiet, quiet: quiet, flood: nil))
+        let quietCPU = Self.cpuSeconds() - started
+        try printJSONLine(line("quiet", quiet, quiet: quiet, flood: nil, cpu: quietCPU, quietCPU: quietCPU))
         for (phase, kind) in [("floor", Flood.healthz), ("flood", .oneSecret), ("distinctSecrets", .madeUpSecrets)] {
+            started = Self.cpuSeconds()
             async let others = pacedClient()
             let flooding = await floodClient(kind)
-            try printJSONLine(line(phase, await others, quiet: quiet, flood: flooding))
+            let answered = await others
+            try printJSONLine(line(phase, answered, quiet: quiet, flood: flooding, cpu: Self.cpuSeconds() - started, quietCPU: quietCPU))
             // A pause between phases, for the server to settle. Each phase empties buckets of its own (the one secret's
             // payment's; the made-up secrets' address's failed authentication), so none needs a full refill.
             try await Task.sleep(for: .seconds(2))
         }
     }
 
-    func line(_ phase: String, _ others: LoadGenerator.Result, quiet: LoadGenerator.Result, flood: LoadGenerator.Result?) -> Line {
+    func line(_ phase: String, _ others: LoadGenerator.Result, quiet: LoadGenerator.Result, flood: LoadGenerator.Result?,
+              cpu: Double, quietCPU: Double) -> Line {
         let (p50, p99) = (others.percentileMillis(50), others.percentileMillis(99))
         return Line(phase: phase, othersRequests: others.requests, othersFailures: others.failures, othersP50Millis: p50, othersP99Millis: p99,
                     p50RatioToQuiet: p50 / max(quiet.percentileMillis(50), 0.001), p99RatioToQuiet: p99 / max(quiet.percentileMillis(99), 0.001),
                     floodRequests: flood?.requests ?? 0, floodLimited: flood?.limited ?? 0, floodPerSecond: flood?.requestsPerSecond ?? 0,
-                    floodThreadsAtLowPriority: flood?.lowPriorityThreads ?? 0,
+                    floodThreadsAtLowPriority: flood?.lowPriorityThreads ?? 0, cpuSeconds: cpu,
+                    cpuMicrosPerFloodRequest: flood.map { $0.requests > 0 ? (cpu - quietCPU) / Double($0.requests) * 1_000_000 : 0 } ?? 0,
                     residentMiB: Self.residentMiB())
+    }
+
+    /// This process's CPU time so far, user and system, in seconds.
+    static func cpuSeconds() -> Double {
+        var usage = rusage()
+        #if canImport(Glibc)
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        #else
+        getrusage(RUSAGE_SELF, &usage)
+        #endif
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1_000_000
     }
 
     /// This process's resident memory, from /proc/self/statm (0 where there is none).

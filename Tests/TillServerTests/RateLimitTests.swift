@@ -1,4 +1,11 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import HTTPTypes
+import NIOCore
+import NIOEmbedded
+import NIOHTTPTypes
 import Testing
 import Till
 import TillOrchestration
@@ -170,6 +177,132 @@ struct RateLimitTests {
         // addresses may carry another account's posts, which must not hold back this merchant's).
         let (_, attempt, gateway) = try await h.createAndPrepare("genuine-after")
         #expect(try await h.notifyPaid(attempt, gateway: gateway, eventID: "ev-after").status == 200)
+    }
+}
+
+extension RateLimitTests {
+    @Test("past its bucket, a client secret is refused at the connection with the API's own answer, counted; the connection kept")
+    func refusedAtConnection() async throws {
+        let metrics = ServerMetrics()
+        let h = try await ServerHarness(.sqlite, metrics: metrics.factory, merchantSettings: {
+            $0.rateLimits = MerchantRateLimits(apiKey: nil, clientSecret: RateLimit(perSecond: 0.01, burst: 1))
+        })
+        defer { Task { await h.stop() } }
+        let a = try await h.send("POST", "v1/payments", json: ServerHarness.intentJSON("early-a"))
+        let (idA, secretA) = (try #require(a.json["id"] as? String), try #require(a.json["clientSecret"] as? String))
+        #expect(try await h.send("GET", "v1/payments/\(idA)", key: .some(secretA)).status == 200)
+        // Through the API's usual client: the answer the document gives a refusal, the caller's request id echoed.
+        let refused = try await h.send("GET", "v1/payments/\(idA)", key: .some(secretA), headers: ["X-Request-Id": "flood-1"])
+        #expect(refused.status == 429)
+        #expect(refused.errorCode == "rate_limited")
+        #expect(refused.headers["retry-after"].flatMap(Int.init) ?? 0 >= 1)
+        #expect(refused.headers["x-request-id"] == "flood-1")
+        #expect(refused.headers["x-content-type-options"] == "nosniff")
+        #expect((refused.json["error"] as? [String: Any])?["message"] as? String
+                == API.errorBody(.tooManyRequests("for this payment's client secret", retryAfter: Int(refused.headers["retry-after"]!)!)).error.message)
+
+        // On one connection: a refused POST with a body, then the merchant's own request, then a refused one pipelined
+        // behind it, then one that asks to close. Answered in order; the refused body did not become the next request.
+        let connection = try RawConnection(port: h.baseURL.port!)
+        let body = ServerHarness.intentJSON("early-body")
+        connection.send("POST /v1/payments/\(idA)/attempts HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(secretA)\r\n"
+                        + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+                        + "GET /v1/payments/\(idA) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(h.apiKey)\r\n\r\n"
+                        + "GET /v1/payments/\(idA) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(secretA)\r\n\r\n")
+        #expect(connection.statuses(count: 3) == [429, 200, 429])
+        connection.send("GET /v1/payments/\(idA) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: bearer \(secretA)\r\nConnection: close\r\n\r\n")
+        #expect(connection.statuses(count: 1) == [429])
+        #expect(connection.closedByServer, "Connection: close is honoured")
+        // A gateway's notification route is never refused by a client secret's bucket.
+        #expect(try await h.send("POST", "v1/notifications/fake", json: "{}", key: .some(secretA)).status != 429)
+        let text = String(decoding: metrics.registry.emitToBuffer(), as: UTF8.self)
+        #expect(text.contains(#"till_rate_limited_total{limit="client_secret"} 4"#), "\(text)")
+        #expect(try await h.send("GET", "v1/payments/\(idA)").status == 200)
+    }
+
+    @Test("the early refusal's routes are exactly those that authenticate: every route, sent no credential, is 401 just when it says so")
+    func earlyRefusalRoutes() async throws {
+        let h = try await ServerHarness(.sqlite, settings: { $0.rateLimits.failedAuthenticationPerAddress = nil })
+        defer { Task { await h.stop() } }
+        let router = makeRouter(API(service: PaymentService(state: h.state, store: h.store)))
+        #expect(router.routes.count > 20)
+        for route in router.routes {
+            let path = "\(route.path)".split(separator: "/").map { $0.hasPrefix(":") ? "fake" : String($0) }.joined(separator: "/")
+            // A gateway's routes answer by their own verification (a forged notification is 401 too).
+            guard !path.hasPrefix("v1/notifications/") else {
+                #expect(!API.authenticates(path: "/" + path))
+                continue
+            }
+            let answer = try await h.send(route.method.rawValue, path, json: route.method == .get ? nil : "{}", key: .some(nil))
+            #expect((answer.status == 401) == API.authenticates(path: "/" + path), "\(route.method) /\(path): \(answer.status)")
+        }
+        #expect(API.authenticates(path: "/v1/payments?merchantReference=x"))
+        #expect(!API.authenticates(path: "/v1/notifications/payfort?x=1"))
+        #expect(!API.authenticates(path: "/healthz"))
+    }
+}
+
+extension RateLimitTests {
+    @Test("the connection's handler: a refused request never reaches the application; one behind a request in progress does")
+    func earlyRefusalHandler() async throws {
+        let h = try await ServerHarness(.sqlite)
+        defer { Task { await h.stop() } }
+        let created = try await h.send("POST", "v1/payments", json: ServerHarness.intentJSON("early-handler"))
+        let (id, secret) = (try #require(created.json["id"] as? String), try #require(created.json["clientSecret"] as? String))
+        let api = API(service: PaymentService(state: h.state, store: h.store))
+        #expect(api.limits.clientSecrets.take(id, limit: RateLimit(perSecond: 0.001, burst: 1), now: TokenBuckets.monotonicSeconds()) == nil)
+        let channel = EmbeddedChannel(handler: EarlyRefusal(api: api))
+        func request(_ credential: String, method: HTTPRequest.Method = .get) -> HTTPRequestPart {
+            var request = HTTPRequest(method: method, scheme: nil, authority: "127.0.0.1", path: "/v1/payments/\(id)")
+            request.headerFields[.authorization] = "Bearer \(credential)"
+            return .head(request)
+        }
+        func passedOn() throws -> Bool { try channel.readInbound(as: HTTPRequestPart.self) != nil }
+
+        try channel.writeInbound(request(secret))
+        try channel.writeInbound(HTTPRequestPart.body(ByteBuffer(string: "dropped")))
+        try channel.writeInbound(HTTPRequestPart.end(nil))
+        #expect(try !passedOn(), "refused on the connection")
+        guard case .head(let head) = try channel.readOutbound(as: HTTPResponsePart.self) else { Issue.record("no answer"); return }
+        #expect(head.status == .tooManyRequests)
+        #expect(head.headerFields[.retryAfter] != nil)
+        guard case .body(let body) = try channel.readOutbound(as: HTTPResponsePart.self) else { Issue.record("no body"); return }
+        #expect(String(buffer: body).contains(#""code":"rate_limited""#))
+        guard case .end = try channel.readOutbound(as: HTTPResponsePart.self) else { Issue.record("no end"); return }
+
+        // HEAD, and anything while an earlier request is being answered, goes the usual way.
+        try channel.writeInbound(request(secret, method: .head))
+        #expect(try passedOn(), "HEAD is the application's")
+        try channel.writeInbound(HTTPRequestPart.end(nil))
+        #expect(try passedOn())
+        try channel.writeInbound(request(secret))
+        #expect(try passedOn(), "pipelined behind the HEAD still being answered")
+        try channel.writeInbound(HTTPRequestPart.end(nil))
+        #expect(try passedOn())
+        try channel.writeOutbound(HTTPResponsePart.end(nil))
+        try channel.writeOutbound(HTTPResponsePart.end(nil))
+        // Both answered: refused on the connection again; a merchant's key never is.
+        try channel.writeInbound(request(secret))
+        #expect(try !passedOn())
+        try channel.writeInbound(HTTPRequestPart.end(nil))
+        try channel.writeInbound(request(h.apiKey))
+        #expect(try passedOn())
+        _ = try channel.finish(acceptAlreadyClosed: true)
+    }
+}
+
+extension RawConnection {
+    /// The status codes of the next `count` answers on the connection, in order (waits up to 5 s for them).
+    func statuses(count: Int) -> [Int] {
+        var received = ""
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        let deadline = Date().addingTimeInterval(5)
+        while received.components(separatedBy: "HTTP/1.1 ").count - 1 < count, Date() < deadline {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n == 0 { break }
+            if n > 0 { received += String(decoding: buffer[0..<n], as: UTF8.self) }
+        }
+        return received.components(separatedBy: "HTTP/1.1 ").dropFirst().compactMap { Int($0.prefix(3)) }
     }
 }
 

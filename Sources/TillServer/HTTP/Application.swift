@@ -56,14 +56,15 @@ package func buildApplication(
     guard let (host, port) = state.settings.hostAndPort else {
         throw StartupError(problems: ["server.listen: expected host:port"])
     }
-    let router = makeRouter(API(service: PaymentService(state: state, store: store, logger: logger, metrics: metrics, crashPoint: crashPoint),
-                                limits: RequestLimits(capacity: state.settings.rateLimits.maxTrackedClients, metrics: metrics)),
-                            load: load)
+    let api = API(service: PaymentService(state: state, store: store, logger: logger, metrics: metrics, crashPoint: crashPoint),
+                  limits: RequestLimits(capacity: state.settings.rateLimits.maxTrackedClients, metrics: metrics))
+    let router = makeRouter(api, load: load)
     let settings = state.settings
     let readLimit = TimeAmount.nanoseconds(Int64(settings.requestReadTimeoutSeconds * 1_000_000_000))
     return Application(
         router: router,
-        server: .http1(configuration: .init(additionalChannelHandlers: [RequestDeadline(limit: readLimit)],
+        // Per connection: the read deadline, then the early refusal of a credential whose bucket is already empty.
+        server: .http1(configuration: .init(additionalChannelHandlers: [RequestDeadline(limit: readLimit), EarlyRefusal(api: api)],
                                             idleTimeout: .nanoseconds(Int64(settings.idleTimeoutSeconds * 1_000_000_000)))),
         configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: "till",
                                                 availableConnectionsDelegate: MaximumAvailableConnections(settings.maxConnections)),
@@ -130,8 +131,7 @@ struct LoadMiddleware<Context: RequestContext>: RouterMiddleware {
 /// notification's acknowledgement included), so no browser guesses another type for what the server sends.
 struct RequestIDMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let given = request.headers[.requestID].flatMap { !$0.isEmpty && $0.count <= 64 && $0.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" } ? $0 : nil }
-        let id = given ?? UUID().uuidString.lowercased()
+        let id = Self.requestID(given: request.headers[.requestID])
         var context = context
         context.logger[metadataKey: "request_id"] = .string(id)
         let started = ContinuousClock.now
@@ -163,7 +163,16 @@ struct RequestIDMiddleware<Context: RequestContext>: RouterMiddleware {
     }
 }
 
+/// The request id of a request that gave `given` as its `X-Request-Id`: echoed when it is 1–64 letters, digits and
+/// dashes, else a new one (every answer carries one, an early refusal's included).
+func requestID(given: String?) -> String {
+    given.flatMap { !$0.isEmpty && $0.count <= 64 && $0.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" } ? $0 : nil }
+        ?? UUID().uuidString.lowercased()
+}
+
 extension RequestIDMiddleware {
+    static func requestID(given: String?) -> String { TillServer.requestID(given: given) }
+
     /// A duration in whole milliseconds.
     static func milliseconds(_ duration: Duration) -> Int64 {
         duration.components.seconds * 1_000 + duration.components.attoseconds / 1_000_000_000_000_000
@@ -182,7 +191,6 @@ extension HTTPField.Name {
     static let idempotencyKey = HTTPField.Name("Idempotency-Key")!
     static let idempotentReplayed = HTTPField.Name("Idempotent-Replayed")!
     static let contentTypeOptions = HTTPField.Name("X-Content-Type-Options")!
-    static let retryAfter = HTTPField.Name("Retry-After")!
 }
 
 /// Who a request authenticated as, noted by ``API/authenticate(_:_:)`` for the request's log line: the merchant and
@@ -468,40 +476,79 @@ struct API: Sendable {
         return headers
     }
 
+    /// What a request's credential and address say before anything is read from the store: the one rule that both
+    /// ``authenticate(_:_:)`` and a connection's ``EarlyRefusal`` follow.
+    enum Admission {
+        /// A merchant's API key, its bucket not empty (charged later, by ``authenticate(_:_:)``).
+        case apiKey(MerchantRuntime, MerchantKey)
+        /// Anything else — a client secret, a wrong credential, none (`token` nil) — from `address` (its bucket key),
+        /// neither the address's failed-authentication bucket nor the client secret's payment's bucket empty.
+        case other(token: String?, address: String)
+        /// Refused `429`: a bucket the request would pay from is already empty.
+        case refused(RequestLimits.Limit, ServiceError)
+    }
+
+    /// The buckets, in order: an API key is recognised first (in memory, no store read), so a merchant's backend is
+    /// never held back by others' failures at its address; then an address whose failed authentications emptied its
+    /// bucket; then a client secret's payment whose bucket is empty. Checks only: nothing is charged here.
+    func admit(authorization header: String?, peerIP: String?, now: Double) -> Admission {
+        let token = header.flatMap { $0.count > 7 && $0.prefix(7).lowercased() == "bearer " ? String($0.dropFirst(7)) : nil }
+        let access = state.access
+        if let token, let (merchant, key) = state.merchant(apiKey: token) {
+            if let limit = access.limits(merchant: merchant.configuration.id).apiKey,
+               let wait = limits.apiKeys.emptyFor(Self.apiKeyBucket(merchant, key), limit: limit, now: now) {
+                return .refused(.apiKey, .tooManyRequests("for API key \(key.id)", retryAfter: wait))
+            }
+            return .apiKey(merchant, key)
+        }
+        let address = RequestLimits.addressKey(peerIP)
+        if let failedLimit = access.server.failedAuthenticationPerAddress,
+           let wait = limits.failedAuthentication.emptyFor(address, limit: failedLimit, now: now) {
+            return .refused(.failedAuthentication, .tooManyRequests("from this address after failed authentication", retryAfter: wait))
+        }
+        if let token, let (paymentID, _) = ClientSecret.split(token), let wait = limits.clientSecrets.emptyFor(paymentID, limit: nil, now: now) {
+            return .refused(.clientSecret, .tooManyRequests("for this payment's client secret", retryAfter: wait))
+        }
+        return .other(token: token, address: address)
+    }
+
+    /// An API key's bucket: by merchant and key id.
+    static func apiKeyBucket(_ merchant: MerchantRuntime, _ key: MerchantKey) -> String { "\(merchant.configuration.id)/\(key.id)" }
+
+    /// Whether a route authenticates its caller (``authenticate(_:_:)``): every route under `/v1/` but the gateways'
+    /// notifications and their endpoint checks, which verify a gateway's signature instead. `path` may carry a query.
+    static func authenticates(path: String) -> Bool {
+        let segments = path.prefix { $0 != "?" }.split(separator: "/", maxSplits: 2, omittingEmptySubsequences: false)
+        return segments.count >= 3 && segments[0].isEmpty && segments[1] == "v1"
+            && segments[2] != "notifications" && !segments[2].hasPrefix("notifications/")
+    }
+
     /// The caller of a request: `Authorization: Bearer <merchant API key | client secret>` (the scheme
     /// name in any case, as HTTP authentication schemes are; exactly one space before the credential), within its
     /// rate limits (`429` with `Retry-After` past them) and its key's scope (`403` for a read-only key's write).
     ///
-    /// The buckets, in order: an API key is recognised first (in memory, no store read), so a merchant's backend is never
-    /// held back by others' failures at its address. Anything else may read the store (a client secret's payment), so
-    /// an address whose failed authentications emptied its bucket is refused first, and then a client secret's payment
-    /// whose bucket is empty. Once authenticated, the API key's or the client secret's own bucket is charged. A failed
+    /// The buckets are checked first (``admit(authorization:peerIP:now:)``), before anything may read the store (a client
+    /// secret's payment). Once authenticated, the API key's or the client secret's own bucket is charged. A failed
     /// authentication charges its address.
     func authenticate(_ request: Request, _ context: TillRequestContext) async throws -> PaymentService.Caller {
         let access = state.access
         let now = TokenBuckets.monotonicSeconds()
-        let header = request.headers[.authorization]
-        let token = header.flatMap { $0.count > 7 && $0.prefix(7).lowercased() == "bearer " ? String($0.dropFirst(7)) : nil }
         let caller: PaymentService.Caller
-        if let token, let (merchant, key) = state.merchant(apiKey: token) {
+        switch admit(authorization: request.headers[.authorization], peerIP: context.peerIP, now: now) {
+        case .refused(let limit, let error):
+            limits.refused(limit)
+            throw error
+        case .apiKey(let merchant, let key):
             caller = .merchant(merchant, key: key)
-        } else {
-            let address = RequestLimits.addressKey(context.peerIP)
-            let failedLimit = access.server.failedAuthenticationPerAddress
-            if let failedLimit, let wait = limits.failedAuthentication.emptyFor(address, limit: failedLimit, now: now) {
-                limits.refused(.failedAuthentication)
-                throw ServiceError.tooManyRequests("from this address after failed authentication", retryAfter: wait)
-            }
+        case .other(let token, let address):
             do {
                 guard let token else { throw ServiceError.unauthorized }
-                if let (paymentID, _) = ClientSecret.split(token), let wait = limits.clientSecrets.emptyFor(paymentID, limit: nil, now: now) {
-                    limits.refused(.clientSecret)
-                    throw ServiceError.tooManyRequests("for this payment's client secret", retryAfter: wait)
-                }
                 caller = try await service.caller(clientSecret: token)
             } catch let error as ServiceError where error.status == .unauthorized {
                 // Charged even past empty: requests that passed the check above together each pay.
-                if let failedLimit { _ = limits.failedAuthentication.charge(address, limit: failedLimit, now: now) }
+                if let failedLimit = access.server.failedAuthenticationPerAddress {
+                    _ = limits.failedAuthentication.charge(address, limit: failedLimit, now: now)
+                }
                 throw error
             }
         }
@@ -511,7 +558,7 @@ struct API: Sendable {
             context.credential.note(["merchant": .string(merchant.configuration.id), "key_id": .string(key.id)])
             // The bucket first: a read-only key's refused writes are requests too.
             if let limit = merchantLimits.apiKey,
-               let wait = limits.apiKeys.take("\(merchant.configuration.id)/\(key.id)", limit: limit, now: now) {
+               let wait = limits.apiKeys.take(Self.apiKeyBucket(merchant, key), limit: limit, now: now) {
                 limits.refused(.apiKey)
                 throw ServiceError.tooManyRequests("for API key \(key.id)", retryAfter: wait)
             }
@@ -613,12 +660,7 @@ struct API: Sendable {
         do {
             return try await body()
         } catch let error as ServiceError {
-            // A field's path may hold a key the caller typed (a metadata key, an appData key): a card number typed
-            // as one is answered masked, whichever check named it.
-            var response = (try? Self.json(ErrorBody(error: .init(code: error.code, message: error.message,
-                                                                  field: error.field.map { Redactor.maskCardNumbers(in: $0) },
-                                                                  category: error.category?.rawValue)), status: error.status))
-                ?? Response(status: error.status)
+            var response = (try? Self.json(Self.errorBody(error), status: error.status)) ?? Response(status: error.status)
             if let seconds = error.retryAfterSeconds { response.headers[.retryAfter] = String(seconds) }
             return response
         } catch {
@@ -628,12 +670,23 @@ struct API: Sendable {
         }
     }
 
+    /// The body of `error`'s answer. A field's path may hold a key the caller typed (a metadata key, an appData key): a
+    /// card number typed as one is answered masked, whichever check named it.
+    static func errorBody(_ error: ServiceError) -> ErrorBody {
+        ErrorBody(error: .init(code: error.code, message: error.message, field: error.field.map { Redactor.maskCardNumbers(in: $0) },
+                               category: error.category?.rawValue))
+    }
+
     static func json(_ value: some Encodable, status: HTTPResponse.Status) throws -> Response {
+        Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: try jsonBytes(value))))
+    }
+
+    /// The bytes of every JSON answer: keys sorted, dates in ISO 8601.
+    static func jsonBytes(_ value: some Encodable) throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         encoder.dateEncodingStrategy = .iso8601
-        return Response(status: status, headers: [.contentType: "application/json"],
-                        body: .init(byteBuffer: ByteBuffer(bytes: try encoder.encode(value))))
+        return try encoder.encode(value)
     }
 }
 

@@ -1,0 +1,95 @@
+import Foundation
+import HTTPTypes
+import NIOCore
+import NIOHTTPTypes
+import TillService
+
+/// Refuses, on the connection's own event loop, a request whose credential's bucket is already empty — an API key, a
+/// client secret's payment, or the address's failed authentications (``API/admit(authorization:peerIP:now:)``, the
+/// same rule ``API/authenticate(_:_:)`` follows) — before it becomes a task, is routed, logged, or has its answer
+/// encoded. A flood from one exhausted credential then costs the server little more than reading it, and the
+/// payments of everyone else keep their cores.
+///
+/// - The answer is the one the API gives for the same refusal: `429` with the `rate_limited` body, `Retry-After`, an
+///   `X-Request-Id` (echoed, as ``RequestIDMiddleware`` does) and `nosniff`; `till_rate_limited_total{limit}` counts it.
+///   It is not logged line by line: the counter is the record of a flood.
+/// - Only routes that authenticate (``API/authenticates(path:)``), never a gateway's notification; never `HEAD`.
+/// - Only when no earlier request of the connection is still being answered: HTTP/1.1 answers in order, so a request
+///   pipelined behind one in progress goes the usual way (and is refused there).
+/// - A refused request's body is read and dropped; the connection stays open for the next request unless the request
+///   asked for `Connection: close`.
+final class EarlyRefusal: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    private let api: API
+    /// Requests passed on whose answer has not ended.
+    private var inFlight = 0
+    /// The answer to the request being refused, sent once its end arrives.
+    private var refusing: (head: HTTPResponse, body: ByteBuffer, close: Bool)?
+    /// The last refusal's body, by its message: a flood asks for the same one again and again.
+    private var lastBody: (message: String, bytes: ByteBuffer)?
+
+    init(api: API) { self.api = api }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let request):
+            if inFlight == 0, let answer = refusal(of: request, peerIP: context.channel.remoteAddress?.ipAddress) {
+                refusing = answer
+                return
+            }
+            inFlight += 1
+            context.fireChannelRead(data)
+        case .body:
+            if refusing == nil { context.fireChannelRead(data) }
+        case .end:
+            guard let answer = refusing else {
+                context.fireChannelRead(data)
+                return
+            }
+            refusing = nil
+            context.write(wrapOutboundOut(.head(answer.head)), promise: nil)
+            context.write(wrapOutboundOut(.body(answer.body)), promise: nil)
+            if answer.close {
+                let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+                context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in loopBound.value.close(promise: nil) }
+            } else {
+                context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            }
+        }
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .end = unwrapOutboundIn(data) { inFlight = max(0, inFlight - 1) }
+        context.write(data, promise: promise)
+    }
+
+    /// The answer that refuses `request`, or nil to pass it on.
+    private func refusal(of request: HTTPRequest, peerIP: String?) -> (head: HTTPResponse, body: ByteBuffer, close: Bool)? {
+        guard request.method != .head, let path = request.path, API.authenticates(path: path),
+              case .refused(let limit, let error) = api.admit(authorization: request.headerFields[.authorization], peerIP: peerIP,
+                                                              now: TokenBuckets.monotonicSeconds())
+        else { return nil }
+        api.limits.refused(limit)
+        let body: ByteBuffer
+        if let last = lastBody, last.message == error.message {
+            body = last.bytes
+        } else {
+            guard let bytes = try? API.jsonBytes(API.errorBody(error)) else { return nil }
+            body = ByteBuffer(bytes: bytes)
+            lastBody = (error.message, body)
+        }
+        let close = request.headerFields[.connection].map { $0.lowercased().contains("close") } ?? false
+        var head = HTTPResponse(status: error.status)
+        head.headerFields[.contentType] = "application/json"
+        head.headerFields[.contentLength] = String(body.readableBytes)
+        head.headerFields[.retryAfter] = error.retryAfterSeconds.map(String.init)
+        head.headerFields[.requestID] = requestID(given: request.headerFields[.requestID])
+        head.headerFields[.contentTypeOptions] = "nosniff"
+        if close { head.headerFields[.connection] = "close" }
+        return (head, body, close)
+    }
+}
