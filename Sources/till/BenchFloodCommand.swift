@@ -12,7 +12,7 @@ import TillServer
 struct FloodBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "flood",
-        abstract: "A flood from one client secret (and from made-up ones) against the default rate limits: others' latency and memory.",
+        abstract: "Floods of /healthz, one client secret and made-up ones against the default rate limits: others' latency, CPU and memory.",
         discussion: """
             One JSON object per line. Phase "quiet": a paced client (--paced-connections connections, each a request every \
             --interval-ms, cycling over --others payments, each with its own client secret) for --seconds. Phase \

@@ -239,6 +239,9 @@ extension RateLimitTests {
         #expect(API.authenticates(path: "/v1/payments?merchantReference=x"))
         #expect(!API.authenticates(path: "/v1/notifications/payfort?x=1"))
         #expect(!API.authenticates(path: "/healthz"))
+        #expect(API.authenticates(path: "//v1/payments/pay_1"), "split as the router splits")
+        #expect(!API.authenticates(path: "/v1//notifications/payfort"), "never a notification, however written")
+        #expect(EarlyRefusal.httpDate(784_111_777) == "Sun, 06 Nov 1994 08:49:37 GMT")
     }
 }
 
@@ -251,7 +254,7 @@ extension RateLimitTests {
         let (id, secret) = (try #require(created.json["id"] as? String), try #require(created.json["clientSecret"] as? String))
         let api = API(service: PaymentService(state: h.state, store: h.store))
         #expect(api.limits.clientSecrets.take(id, limit: RateLimit(perSecond: 0.001, burst: 1), now: TokenBuckets.monotonicSeconds()) == nil)
-        let channel = EmbeddedChannel(handler: EarlyRefusal(api: api))
+        let channel = EmbeddedChannel(handler: EarlyRefusal(api: api, serverName: "till"))
         func request(_ credential: String, method: HTTPRequest.Method = .get) -> HTTPRequestPart {
             var request = HTTPRequest(method: method, scheme: nil, authority: "127.0.0.1", path: "/v1/payments/\(id)")
             request.headerFields[.authorization] = "Bearer \(credential)"
@@ -266,6 +269,8 @@ extension RateLimitTests {
         guard case .head(let head) = try channel.readOutbound(as: HTTPResponsePart.self) else { Issue.record("no answer"); return }
         #expect(head.status == .tooManyRequests)
         #expect(head.headerFields[.retryAfter] != nil)
+        #expect(head.headerFields[.server] == "till")
+        #expect(head.headerFields[.date]?.hasSuffix(" GMT") == true)
         guard case .body(let body) = try channel.readOutbound(as: HTTPResponsePart.self) else { Issue.record("no body"); return }
         #expect(String(buffer: body).contains(#""code":"rate_limited""#))
         guard case .end = try channel.readOutbound(as: HTTPResponsePart.self) else { Issue.record("no end"); return }

@@ -64,7 +64,7 @@ package func buildApplication(
     return Application(
         router: router,
         // Per connection: the read deadline, then the early refusal of a credential whose bucket is already empty.
-        server: .http1(configuration: .init(additionalChannelHandlers: [RequestDeadline(limit: readLimit), EarlyRefusal(api: api)],
+        server: .http1(configuration: .init(additionalChannelHandlers: [RequestDeadline(limit: readLimit), EarlyRefusal(api: api, serverName: "till")],
                                             idleTimeout: .nanoseconds(Int64(settings.idleTimeoutSeconds * 1_000_000_000)))),
         configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: "till",
                                                 availableConnectionsDelegate: MaximumAvailableConnections(settings.maxConnections)),
@@ -518,9 +518,10 @@ struct API: Sendable {
     /// Whether a route authenticates its caller (``authenticate(_:_:)``): every route under `/v1/` but the gateways'
     /// notifications and their endpoint checks, which verify a gateway's signature instead. `path` may carry a query.
     static func authenticates(path: String) -> Bool {
-        let segments = path.prefix { $0 != "?" }.split(separator: "/", maxSplits: 2, omittingEmptySubsequences: false)
-        return segments.count >= 3 && segments[0].isEmpty && segments[1] == "v1"
-            && segments[2] != "notifications" && !segments[2].hasPrefix("notifications/")
+        // Split as the router splits: empty segments (`//v1//payments`) count for nothing.
+        let segments = path.prefix { $0 != "?" }.split(separator: "/", maxSplits: 1)
+        return segments.count == 2 && segments[0] == "v1"
+            && segments[1] != "notifications" && !segments[1].hasPrefix("notifications/") && !segments[1].hasPrefix("/")
     }
 
     /// The caller of a request: `Authorization: Bearer <merchant API key | client secret>` (the scheme

@@ -1,4 +1,9 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import HTTPTypes
 import NIOCore
 import NIOHTTPTypes
@@ -25,18 +30,34 @@ final class EarlyRefusal: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundOut = HTTPResponsePart
 
     private let api: API
+    /// `Server`, as the application's answers name it.
+    private let serverName: String?
     /// Requests passed on whose answer has not ended.
     private var inFlight = 0
+    /// A request asked to close the connection: nothing after it is read as a request.
+    private var closing = false
+    /// Answers written and not yet flushed (flushed once per read, not once per answer).
+    private var unflushed = false
+    /// A read held back while the connection cannot take more writes: a client that sends refused requests without
+    /// reading their answers stops being read, instead of having its answers queue in memory.
+    private var readHeld = false
+    /// `Date`, made at most once a second.
+    private var date: (second: Int, text: String) = (0, "")
     /// The answer to the request being refused, sent once its end arrives.
     private var refusing: (head: HTTPResponse, body: ByteBuffer, close: Bool)?
     /// The last refusal's body, by its message: a flood asks for the same one again and again.
     private var lastBody: (message: String, bytes: ByteBuffer)?
 
-    init(api: API) { self.api = api }
+    init(api: API, serverName: String?) {
+        self.api = api
+        self.serverName = serverName
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if closing && refusing == nil { return }
         switch unwrapInboundIn(data) {
         case .head(let request):
+            if request.headerFields[.connection].map({ $0.lowercased().contains("close") }) ?? false { closing = true }
             if inFlight == 0, let answer = refusal(of: request, peerIP: context.channel.remoteAddress?.ipAddress) {
                 refusing = answer
                 return
@@ -54,12 +75,40 @@ final class EarlyRefusal: ChannelDuplexHandler, RemovableChannelHandler {
             context.write(wrapOutboundOut(.head(answer.head)), promise: nil)
             context.write(wrapOutboundOut(.body(answer.body)), promise: nil)
             if answer.close {
+                // The output half closed once the answer is out: the client reads it whole, and no reset is sent over it.
                 let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
-                context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in loopBound.value.close(promise: nil) }
+                context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
+                    loopBound.value.close(mode: .output).whenFailure { _ in loopBound.value.close(promise: nil) }
+                }
             } else {
-                context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+                context.write(wrapOutboundOut(.end(nil)), promise: nil)
+                unflushed = true
             }
         }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if unflushed {
+            unflushed = false
+            context.flush()
+        }
+        context.fireChannelReadComplete()
+    }
+
+    func read(context: ChannelHandlerContext) {
+        if context.channel.isWritable {
+            context.read()
+        } else {
+            readHeld = true
+        }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable && readHeld {
+            readHeld = false
+            context.read()
+        }
+        context.fireChannelWritabilityChanged()
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
@@ -67,9 +116,22 @@ final class EarlyRefusal: ChannelDuplexHandler, RemovableChannelHandler {
         context.write(data, promise: promise)
     }
 
+    /// An HTTP date (RFC 9110 IMF-fixdate), `Sun, 06 Nov 1994 08:49:37 GMT`, of a time in whole seconds since 1970.
+    static func httpDate(_ seconds: Int) -> String {
+        var time = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        return "\(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(1900 + Int(parts.tm_year)) "
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
+    }
+
     /// The answer that refuses `request`, or nil to pass it on.
     private func refusal(of request: HTTPRequest, peerIP: String?) -> (head: HTTPResponse, body: ByteBuffer, close: Bool)? {
-        guard request.method != .head, let path = request.path, API.authenticates(path: path),
+        // Not HEAD (answered without a body) nor a request that waits for `100 Continue`: those go the usual way.
+        guard request.method != .head, request.headerFields[.expect] == nil, let path = request.path, API.authenticates(path: path),
               case .refused(let limit, let error) = api.admit(authorization: request.headerFields[.authorization], peerIP: peerIP,
                                                               now: TokenBuckets.monotonicSeconds())
         else { return nil }
@@ -82,8 +144,12 @@ final class EarlyRefusal: ChannelDuplexHandler, RemovableChannelHandler {
             body = ByteBuffer(bytes: bytes)
             lastBody = (error.message, body)
         }
-        let close = request.headerFields[.connection].map { $0.lowercased().contains("close") } ?? false
+        let close = closing
         var head = HTTPResponse(status: error.status)
+        let now = Int(Date().timeIntervalSince1970)
+        if date.second != now { date = (now, Self.httpDate(now)) }
+        head.headerFields[.date] = date.text
+        head.headerFields[.server] = serverName
         head.headerFields[.contentType] = "application/json"
         head.headerFields[.contentLength] = String(body.readableBytes)
         head.headerFields[.retryAfter] = error.retryAfterSeconds.map(String.init)
