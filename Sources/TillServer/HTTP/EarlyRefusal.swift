@@ -34,7 +34,9 @@ final class EarlyRefusal: ChannelDuplexHandler, RemovableChannelHandler {
     private let serverName: String?
     /// Requests passed on whose answer has not ended.
     private var inFlight = 0
-    /// A request asked to close the connection: nothing after it is read as a request.
+    /// The request being read asked to close the connection.
+    private var currentCloses = false
+    /// A request asked to close the connection and has been read whole: nothing after it is read as a request.
     private var closing = false
     /// Answers written and not yet flushed (flushed once per read, not once per answer).
     private var unflushed = false
@@ -54,10 +56,10 @@ final class EarlyRefusal: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if closing && refusing == nil { return }
+        if closing { return }
         switch unwrapInboundIn(data) {
         case .head(let request):
-            if request.headerFields[.connection].map({ $0.lowercased().contains("close") }) ?? false { closing = true }
+            currentCloses = request.headerFields[.connection].map { $0.lowercased().contains("close") } ?? false
             if inFlight == 0, let answer = refusal(of: request, peerIP: context.channel.remoteAddress?.ipAddress) {
                 refusing = answer
                 return
@@ -67,6 +69,7 @@ final class EarlyRefusal: ChannelDuplexHandler, RemovableChannelHandler {
         case .body:
             if refusing == nil { context.fireChannelRead(data) }
         case .end:
+            if currentCloses { closing = true }
             guard let answer = refusing else {
                 context.fireChannelRead(data)
                 return
@@ -144,7 +147,7 @@ final class EarlyRefusal: ChannelDuplexHandler, RemovableChannelHandler {
             body = ByteBuffer(bytes: bytes)
             lastBody = (error.message, body)
         }
-        let close = closing
+        let close = currentCloses
         var head = HTTPResponse(status: error.status)
         let now = Int(Date().timeIntervalSince1970)
         if date.second != now { date = (now, Self.httpDate(now)) }
