@@ -131,7 +131,7 @@ struct LoadMiddleware<Context: RequestContext>: RouterMiddleware {
 /// notification's acknowledgement included), so no browser guesses another type for what the server sends.
 struct RequestIDMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let id = Self.requestID(given: request.headers[.requestID])
+        let id = requestID(given: request.headers[.requestID])
         var context = context
         context.logger[metadataKey: "request_id"] = .string(id)
         let started = ContinuousClock.now
@@ -171,8 +171,6 @@ func requestID(given: String?) -> String {
 }
 
 extension RequestIDMiddleware {
-    static func requestID(given: String?) -> String { TillServer.requestID(given: given) }
-
     /// A duration in whole milliseconds.
     static func milliseconds(_ duration: Duration) -> Int64 {
         duration.components.seconds * 1_000 + duration.components.attoseconds / 1_000_000_000_000_000
