@@ -22,7 +22,9 @@ struct FloodBench: AsyncParsableCommand {
             "flood": the same flood with one payment's client secret on GET /v1/payments/{id}. Phase "distinctSecrets": the \
             same, with a made-up client secret per request. The flood's threads run at the lowest scheduling priority \
             (--flood-priority low, the default: a flooder's CPU is not the server's, as on a network) or at the server's \
-            (--flood-priority same: the flooder's own work on the server's cores). Each phase line: the paced client's p50 and p99 and their ratio to the quiet phase (the \
+            (--flood-priority same: the flooder's own work on the server's cores). The four phases run --rounds times, in order. \
+            Each phase line (per round, then "pooled": the phase's rounds together against the quiet rounds together, a p99 \
+            over rounds × the paced client's samples): the paced client's p50 and p99 and their ratio to the quiet phase (the \
             yardstick, measured in the same run), its failures (none expected), the flood's requests, answers 429 and \
             rate, how many of its threads ran at nice 19, the process's CPU time over the phase (server, paced client and \
             flooder together) and, over the quiet phase's, per flood request (microseconds), and the process's resident \
@@ -42,6 +44,8 @@ struct FloodBench: AsyncParsableCommand {
     var pacedConnections = 4
     @Option(name: .customLong("interval-ms"), help: "Each paced connection's interval between requests, in milliseconds.")
     var intervalMs = 20
+    @Option(help: "Rounds: the quiet phase and the three floods, in that order, this many times; then each phase over all its rounds (\"pooled\").")
+    var rounds = 3
     @Option(name: .customLong("flood-priority"), help: "The flood's threads: low (nice 19, CPU the server leaves idle) or same.")
     var floodPriority: FloodPriority = .low
 
@@ -49,6 +53,8 @@ struct FloodBench: AsyncParsableCommand {
 
     struct Line: Encodable {
         let phase: String
+        /// "1", "2", …: one round; "pooled": the phase's rounds together, against the quiet rounds together.
+        let round: String
         let othersRequests: Int
         let othersFailures: Int
         let othersP50Millis: Double
@@ -112,26 +118,51 @@ struct FloodBench: AsyncParsableCommand {
                 }
             }
         }
-        var started = Self.cpuSeconds()
-        let quiet = await pacedClient()
-        let quietCPU = Self.cpuSeconds() - started
-        try printJSONLine(line("quiet", quiet, quiet: quiet, flood: nil, cpu: quietCPU, quietCPU: quietCPU))
-        for (phase, kind) in [("floor", Flood.healthz), ("flood", .oneSecret), ("distinctSecrets", .madeUpSecrets)] {
-            started = Self.cpuSeconds()
-            async let others = pacedClient()
-            let flooding = await floodClient(kind)
-            let answered = await others
-            try printJSONLine(line(phase, answered, quiet: quiet, flood: flooding, cpu: Self.cpuSeconds() - started, quietCPU: quietCPU))
-            // A pause between phases, for the server to settle. Each phase empties buckets of its own (the one secret's
-            // payment's; the made-up secrets' address's failed authentication), so none needs a full refill.
-            try await Task.sleep(for: .seconds(2))
+        let floods: [(phase: String, kind: Flood)] = [("floor", .healthz), ("flood", .oneSecret), ("distinctSecrets", .madeUpSecrets)]
+        // Every phase's rounds: the paced client's samples, the flood's answers, the CPU time.
+        var measured: [String: (others: [LoadGenerator.Result], floods: [LoadGenerator.Result], cpu: Double)] = [:]
+        for round in 1...max(1, rounds) {
+            var started = Self.cpuSeconds()
+            let quiet = await pacedClient()
+            let quietCPU = Self.cpuSeconds() - started
+            measured["quiet", default: ([], [], 0)].others.append(quiet)
+            measured["quiet", default: ([], [], 0)].cpu += quietCPU
+            try printJSONLine(line("quiet", "\(round)", quiet, quiet: quiet, flood: nil, cpu: quietCPU, quietCPU: quietCPU))
+            for (phase, kind) in floods {
+                started = Self.cpuSeconds()
+                async let others = pacedClient()
+                let flooding = await floodClient(kind)
+                let answered = await others
+                let cpu = Self.cpuSeconds() - started
+                measured[phase, default: ([], [], 0)].others.append(answered)
+                // The flood's counts only: its latencies (50,000 a round) kept for nothing would show in the memory figure.
+                var counts = flooding
+                counts.latenciesNanos = []
+                measured[phase, default: ([], [], 0)].floods.append(counts)
+                measured[phase, default: ([], [], 0)].cpu += cpu
+                try printJSONLine(line(phase, "\(round)", answered, quiet: quiet, flood: flooding, cpu: cpu, quietCPU: quietCPU))
+                // A pause between phases, for the server to settle. Each phase empties buckets of its own (the one secret's
+                // payment's; the made-up secrets' address's failed authentication), refilled by the next round's.
+                try await Task.sleep(for: .seconds(2))
+            }
+        }
+        // Each phase over all its rounds against the quiet rounds together: a p99 of rounds × the paced client's samples,
+        // which one pause of the machine in one round does not decide alone.
+        guard let quiet = measured["quiet"] else { return }
+        let pooledQuiet = LoadGenerator.Result.pooled(quiet.others)
+        try printJSONLine(line("quiet", "pooled", pooledQuiet, quiet: pooledQuiet, flood: nil, cpu: quiet.cpu, quietCPU: quiet.cpu))
+        for (phase, _) in floods {
+            guard let phaseRounds = measured[phase] else { continue }
+            try printJSONLine(line(phase, "pooled", LoadGenerator.Result.pooled(phaseRounds.others), quiet: pooledQuiet,
+                                   flood: LoadGenerator.Result.pooled(phaseRounds.floods), cpu: phaseRounds.cpu, quietCPU: quiet.cpu))
         }
     }
 
-    func line(_ phase: String, _ others: LoadGenerator.Result, quiet: LoadGenerator.Result, flood: LoadGenerator.Result?,
+    /// One phase's line: one round's (`round` "1", "2", …) or all its rounds' ("pooled": the results and CPU times summed).
+    func line(_ phase: String, _ round: String, _ others: LoadGenerator.Result, quiet: LoadGenerator.Result, flood: LoadGenerator.Result?,
               cpu: Double, quietCPU: Double) -> Line {
         let (p50, p99) = (others.percentileMillis(50), others.percentileMillis(99))
-        return Line(phase: phase, othersRequests: others.requests, othersFailures: others.failures, othersP50Millis: p50, othersP99Millis: p99,
+        return Line(phase: phase, round: round, othersRequests: others.requests, othersFailures: others.failures, othersP50Millis: p50, othersP99Millis: p99,
                     p50RatioToQuiet: p50 / max(quiet.percentileMillis(50), 0.001), p99RatioToQuiet: p99 / max(quiet.percentileMillis(99), 0.001),
                     floodRequests: flood?.requests ?? 0, floodLimited: flood?.limited ?? 0, floodPerSecond: flood?.requestsPerSecond ?? 0,
                     floodThreadsAtLowPriority: flood?.lowPriorityThreads ?? 0, cpuSeconds: cpu,

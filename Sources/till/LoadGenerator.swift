@@ -21,6 +21,14 @@ struct LoadGenerator {
         var lowPriorityThreads = 0
 
         var requestsPerSecond: Double { Double(requests) / seconds }
+
+        /// Several runs as one: their requests, failures, refusals, seconds and latencies together (a rate over all
+        /// their time, percentiles over all their samples).
+        static func pooled(_ results: [Result]) -> Result {
+            Result(requests: results.reduce(0) { $0 + $1.requests }, failures: results.reduce(0) { $0 + $1.failures },
+                   seconds: results.reduce(0) { $0 + $1.seconds }, latenciesNanos: results.flatMap(\.latenciesNanos),
+                   limited: results.reduce(0) { $0 + $1.limited }, lowPriorityThreads: results.map(\.lowPriorityThreads).max() ?? 0)
+        }
         var p99Millis: Double { percentileMillis(99) }
 
         /// The `percent`-th percentile latency in milliseconds.
