@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Metrics
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -91,7 +92,8 @@ final class ServerHarness: @unchecked Sendable {
     let state: ServerState
 
     init(_ kind: StoreKind, gateways ids: [GatewayID] = ["fake"], maxAttempts: Int = 3, maxBodyBytes: Int = 16_384,
-         metrics: (any MetricsFactory)? = nil, flow: FakeFlow = .card, health: HealthSettings = HealthSettings(),
+         metrics: (any MetricsFactory)? = nil, logger: Logger = Logger(label: "till.server"), flow: FakeFlow = .card,
+         health: HealthSettings = HealthSettings(),
          clock: any TillClock = SystemClock(), operations: OperationCapabilities = FakeGateway.allOperations,
          notificationTiming: FakeNotificationTiming = .immediate,
          settings: (inout ServerSettings) -> Void = { _ in },
@@ -135,7 +137,7 @@ final class ServerHarness: @unchecked Sendable {
         self.state = state
         store = try await kind.open()
         let (stream, continuation) = AsyncStream<Int>.makeStream()
-        let app = try buildApplication(state: state, store: store, metrics: metrics ?? MetricsSystem.factory) { port in
+        let app = try buildApplication(state: state, store: store, logger: logger, metrics: metrics ?? MetricsSystem.factory) { port in
             continuation.yield(port)
         }
         task = Task { try await app.runService() }

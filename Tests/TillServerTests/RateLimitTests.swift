@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 #endif
 import HTTPTypes
+import Logging
 import NIOCore
 import NIOEmbedded
 import NIOHTTPTypes
@@ -116,6 +117,29 @@ struct RateLimitTests {
         let second = try await h.send("GET", "v1/payments", key: .some(h.environmentKey("SECOND_KEY")))
         #expect(second.status == 200)
         #expect((second.json["payments"] as? [Any])?.count == 3, "the refused create made nothing")
+    }
+
+    @Test("an API key refused inside the API (pipelined behind a request in progress, so not on the connection): its log line names the key's id, never the key")
+    func apiKeyRefusalLogged() async throws {
+        let logs = SecretAttackServer.Logs()
+        var logger = Logger(label: "till.server") { _ in SecretAttackServer.Capture(logs: logs) }
+        logger.logLevel = .info
+        let h = try await ServerHarness(.sqlite, logger: logger, merchantSettings: {
+            $0.apiKey = nil
+            $0.apiKeys = [APIKeyConfiguration(id: "backend-1", key: CredentialReference(env: "API_KEY"))]
+            $0.rateLimits = MerchantRateLimits(apiKey: RateLimit(perSecond: 0.01, burst: 1), clientSecret: nil)
+        })
+        defer { Task { await h.stop() } }
+        #expect(try await h.send("GET", "v1/payments").status == 200)
+        // /healthz is the application's; the key's request, in the same write, waits behind it and is refused by the API.
+        let connection = try RawConnection(port: h.baseURL.port!)
+        connection.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+                        + "GET /v1/payments?limit=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(h.apiKey)\r\n\r\n")
+        #expect(connection.statuses(count: 2) == [200, 429])
+        let refusals = logs.lines.filter { $0.contains("GET /v1/payments") && $0.contains("status=429") }
+        #expect(refusals.count == 1, "\(logs.lines)")
+        #expect(refusals.allSatisfy { $0.contains("key_id=backend-1") && $0.contains("merchant=\(h.merchant)") }, "\(refusals)")
+        #expect(!logs.lines.contains { $0.contains(h.apiKey) })
     }
 
     @Test("a client secret past its bucket: 429 for that payment only; the merchant's key and another payment's secret unaffected")

@@ -482,8 +482,9 @@ struct API: Sendable {
         /// Anything else — a client secret, a wrong credential, none (`token` nil) — from `address` (its bucket key),
         /// neither the address's failed-authentication bucket nor the client secret's payment's bucket empty.
         case other(token: String?, address: String)
-        /// Refused `429`: a bucket the request would pay from is already empty.
-        case refused(RequestLimits.Limit, ServiceError)
+        /// Refused `429`: a bucket the request would pay from is already empty; with the API key it was, when it was one
+        /// (its id goes in the request's log line).
+        case refused(RequestLimits.Limit, ServiceError, key: (merchant: MerchantRuntime, key: MerchantKey)? = nil)
     }
 
     /// The buckets, in order: an API key is recognised first (in memory, no store read), so a merchant's backend is
@@ -495,7 +496,7 @@ struct API: Sendable {
         if let token, let (merchant, key) = state.merchant(apiKey: token) {
             if let limit = access.limits(merchant: merchant.configuration.id).apiKey,
                let wait = limits.apiKeys.emptyFor(Self.apiKeyBucket(merchant, key), limit: limit, now: now) {
-                return .refused(.apiKey, .tooManyRequests("for API key \(key.id)", retryAfter: wait))
+                return .refused(.apiKey, .tooManyRequests("for API key \(key.id)", retryAfter: wait), key: (merchant, key))
             }
             return .apiKey(merchant, key)
         }
@@ -508,6 +509,11 @@ struct API: Sendable {
             return .refused(.clientSecret, .tooManyRequests("for this payment's client secret", retryAfter: wait))
         }
         return .other(token: token, address: address)
+    }
+
+    /// What a request's log line says of the API key it used: the merchant and the key's id, never the key.
+    static func keyNote(_ merchant: MerchantRuntime, _ key: MerchantKey) -> Logger.Metadata {
+        ["merchant": .string(merchant.configuration.id), "key_id": .string(key.id)]
     }
 
     /// An API key's bucket: by merchant and key id.
@@ -534,7 +540,8 @@ struct API: Sendable {
         let now = TokenBuckets.monotonicSeconds()
         let caller: PaymentService.Caller
         switch admit(authorization: request.headers[.authorization], peerIP: context.peerIP, now: now) {
-        case .refused(let limit, let error):
+        case .refused(let limit, let error, let key):
+            if let key { context.credential.note(Self.keyNote(key.merchant, key.key)) }
             limits.refused(limit)
             throw error
         case .apiKey(let merchant, let key):
@@ -554,7 +561,7 @@ struct API: Sendable {
         let merchantLimits = access.limits(merchant: caller.merchant.configuration.id)
         switch caller {
         case .merchant(let merchant, let key):
-            context.credential.note(["merchant": .string(merchant.configuration.id), "key_id": .string(key.id)])
+            context.credential.note(Self.keyNote(merchant, key))
             // The bucket first: a read-only key's refused writes are requests too.
             if let limit = merchantLimits.apiKey,
                let wait = limits.apiKeys.take(Self.apiKeyBucket(merchant, key), limit: limit, now: now) {

@@ -135,7 +135,7 @@ final class EarlyRefusal: ChannelDuplexHandler, RemovableChannelHandler {
     private func refusal(of request: HTTPRequest, peerIP: String?) -> (head: HTTPResponse, body: ByteBuffer, close: Bool)? {
         // Not HEAD (answered without a body) nor a request that waits for `100 Continue`: those go the usual way.
         guard request.method != .head, request.headerFields[.expect] == nil, let path = request.path, API.authenticates(path: path),
-              case .refused(let limit, let error) = api.admit(authorization: request.headerFields[.authorization], peerIP: peerIP,
+              case .refused(let limit, let error, _) = api.admit(authorization: request.headerFields[.authorization], peerIP: peerIP,
                                                               now: TokenBuckets.monotonicSeconds())
         else { return nil }
         api.limits.refused(limit)
