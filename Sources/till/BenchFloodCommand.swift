@@ -24,11 +24,11 @@ struct FloodBench: AsyncParsableCommand {
             (--flood-priority low, the default: a flooder's CPU is not the server's, as on a network) or at the server's \
             (--flood-priority same: the flooder's own work on the server's cores). The four phases run --rounds times, in order. \
             Each phase line (per round, then "pooled": the phase's rounds together against the quiet rounds together, a p99 \
-            over rounds × the paced client's samples): the paced client's p50 and p99 and their ratio to the quiet phase (the \
-            yardstick, measured in the same run), its failures (none expected), the flood's requests, answers 429 and \
-            rate, how many of its threads ran at nice 19, the process's CPU time over the phase (server, paced client and \
+            over rounds × the paced client's samples): the paced client's p50 and p99 and their ratio to that round's quiet \
+            phase (the yardstick, measured in the same run), its failures (none expected), the flood's requests, answers 429 and \
+            rate, how many of its threads ran at nice 19 (pooled: the fewest in any round), the process's CPU time over the phase (server, paced client and \
             flooder together) and, over the quiet phase's, per flood request (microseconds), and the process's resident \
-            memory (MiB). The paced client's \
+            memory (MiB) when the line is printed. The paced client's \
             latency counts from when each request was due, so a request sent late behind a slow one counts its wait. SQLite in a temporary folder.
             """)
 
@@ -71,6 +71,10 @@ struct FloodBench: AsyncParsableCommand {
         /// machine, its sending and reading included (0 in the quiet phase).
         let cpuMicrosPerFloodRequest: Double
         let residentMiB: Double
+    }
+
+    func validate() throws {
+        guard rounds >= 1 else { throw ValidationError("--rounds must be 1 or more") }
     }
 
     func run() async throws {
@@ -121,7 +125,7 @@ struct FloodBench: AsyncParsableCommand {
         let floods: [(phase: String, kind: Flood)] = [("floor", .healthz), ("flood", .oneSecret), ("distinctSecrets", .madeUpSecrets)]
         // Every phase's rounds: the paced client's samples, the flood's answers, the CPU time.
         var measured: [String: (others: [LoadGenerator.Result], floods: [LoadGenerator.Result], cpu: Double)] = [:]
-        for round in 1...max(1, rounds) {
+        for round in 1...rounds {
             var started = Self.cpuSeconds()
             let quiet = await pacedClient()
             let quietCPU = Self.cpuSeconds() - started

@@ -23,11 +23,11 @@ struct LoadGenerator {
         var requestsPerSecond: Double { Double(requests) / seconds }
 
         /// Several runs as one: their requests, failures, refusals, seconds and latencies together (a rate over all
-        /// their time, percentiles over all their samples).
+        /// their time, percentiles over all their samples), and the fewest threads any of them ran at nice 19.
         static func pooled(_ results: [Result]) -> Result {
             Result(requests: results.reduce(0) { $0 + $1.requests }, failures: results.reduce(0) { $0 + $1.failures },
                    seconds: results.reduce(0) { $0 + $1.seconds }, latenciesNanos: results.flatMap(\.latenciesNanos),
-                   limited: results.reduce(0) { $0 + $1.limited }, lowPriorityThreads: results.map(\.lowPriorityThreads).max() ?? 0)
+                   limited: results.reduce(0) { $0 + $1.limited }, lowPriorityThreads: results.map(\.lowPriorityThreads).min() ?? 0)
         }
         var p99Millis: Double { percentileMillis(99) }
 
