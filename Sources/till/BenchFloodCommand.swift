@@ -123,14 +123,16 @@ struct FloodBench: AsyncParsableCommand {
             }
         }
         let floods: [(phase: String, kind: Flood)] = [("floor", .healthz), ("flood", .oneSecret), ("distinctSecrets", .madeUpSecrets)]
-        // Every phase's rounds: the paced client's samples, the flood's answers, the CPU time.
-        var measured: [String: (others: [LoadGenerator.Result], floods: [LoadGenerator.Result], cpu: Double)] = [:]
+        // Every phase's rounds: the paced client's samples, the flood's counts, the CPU time.
+        struct Rounds { var others: [LoadGenerator.Result] = [], floods: [LoadGenerator.Result] = [], cpu = 0.0 }
+        var quietRounds = Rounds()
+        var measured: [String: Rounds] = [:]
         for round in 1...rounds {
             var started = Self.cpuSeconds()
             let quiet = await pacedClient()
             let quietCPU = Self.cpuSeconds() - started
-            measured["quiet", default: ([], [], 0)].others.append(quiet)
-            measured["quiet", default: ([], [], 0)].cpu += quietCPU
+            quietRounds.others.append(quiet)
+            quietRounds.cpu += quietCPU
             try printJSONLine(line("quiet", "\(round)", quiet, quiet: quiet, flood: nil, cpu: quietCPU, quietCPU: quietCPU))
             for (phase, kind) in floods {
                 started = Self.cpuSeconds()
@@ -138,12 +140,12 @@ struct FloodBench: AsyncParsableCommand {
                 let flooding = await floodClient(kind)
                 let answered = await others
                 let cpu = Self.cpuSeconds() - started
-                measured[phase, default: ([], [], 0)].others.append(answered)
                 // The flood's counts only: its latencies (50,000 a round) kept for nothing would show in the memory figure.
                 var counts = flooding
                 counts.latenciesNanos = []
-                measured[phase, default: ([], [], 0)].floods.append(counts)
-                measured[phase, default: ([], [], 0)].cpu += cpu
+                measured[phase, default: Rounds()].others.append(answered)
+                measured[phase, default: Rounds()].floods.append(counts)
+                measured[phase, default: Rounds()].cpu += cpu
                 try printJSONLine(line(phase, "\(round)", answered, quiet: quiet, flood: flooding, cpu: cpu, quietCPU: quietCPU))
                 // A pause between phases, for the server to settle. Each phase empties buckets of its own (the one secret's
                 // payment's; the made-up secrets' address's failed authentication), refilled by the next round's.
@@ -152,13 +154,12 @@ struct FloodBench: AsyncParsableCommand {
         }
         // Each phase over all its rounds against the quiet rounds together: a p99 of rounds × the paced client's samples,
         // which one pause of the machine in one round does not decide alone.
-        guard let quiet = measured["quiet"] else { return }
-        let pooledQuiet = LoadGenerator.Result.pooled(quiet.others)
-        try printJSONLine(line("quiet", "pooled", pooledQuiet, quiet: pooledQuiet, flood: nil, cpu: quiet.cpu, quietCPU: quiet.cpu))
+        let pooledQuiet = LoadGenerator.Result.pooled(quietRounds.others)
+        try printJSONLine(line("quiet", "pooled", pooledQuiet, quiet: pooledQuiet, flood: nil, cpu: quietRounds.cpu, quietCPU: quietRounds.cpu))
         for (phase, _) in floods {
-            guard let phaseRounds = measured[phase] else { continue }
+            let phaseRounds = measured[phase, default: Rounds()]
             try printJSONLine(line(phase, "pooled", LoadGenerator.Result.pooled(phaseRounds.others), quiet: pooledQuiet,
-                                   flood: LoadGenerator.Result.pooled(phaseRounds.floods), cpu: phaseRounds.cpu, quietCPU: quiet.cpu))
+                                   flood: LoadGenerator.Result.pooled(phaseRounds.floods), cpu: phaseRounds.cpu, quietCPU: quietRounds.cpu))
         }
     }
 
