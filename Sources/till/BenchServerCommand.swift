@@ -24,7 +24,8 @@ struct ServerBench: AsyncParsableCommand {
             PostgreSQL with its default synchronous_commit). PostgreSQL rows need TILL_BENCH_POSTGRES_URL \
             (or TILL_TEST_POSTGRES_URL). \
             The outbox rows measure createPayment and notification on a store that records events and on one that \
-            does not, alternately, twice each ("events": true/false), then an outboxCost line (1 − on/off, per row). \
+            does not, alternately, --outbox-rounds times each ("events": true/false), then an outboxCost line (1 − on/off \
+            over all rounds, per row, and each round's own in createPaymentRounds and notificationRounds). \
             The eventBacklog rows seed --backlog pending events, measure createPayment while the delivery service \
             drains them to a receiver on loopback and before it starts, and say how long the drain took.
             """)
@@ -37,6 +38,9 @@ struct ServerBench: AsyncParsableCommand {
 
     @Option(help: "Only these rows, comma-separated (trivial, createPayment, getPayment, getPaymentClientSecret, prepare, notification, capture, refund, outbox, eventBacklog); all by default. The trivial row is always measured: it is the yardstick.")
     var only: String?
+
+    @Option(help: "The outbox rows: rounds of createPayment and notification, each with events and without.")
+    var outboxRounds = 2
 
     @Option(help: "Pending events the eventBacklog rows seed.")
     var backlog = 100_000
@@ -81,6 +85,7 @@ struct ServerBench: AsyncParsableCommand {
         guard (1...120).contains(seconds) else { throw ValidationError("--seconds must be 1 to 120") }
         guard (1...256).contains(connections) else { throw ValidationError("--connections must be 1 to 256") }
         guard (0...10_000_000).contains(backlog) else { throw ValidationError("--backlog must be 0 to 10000000") }
+        guard (1...20).contains(outboxRounds) else { throw ValidationError("--outbox-rounds must be 1 to 20") }
         let known: Set = ["trivial", "createPayment", "getPayment", "getPaymentClientSecret", "prepare", "notification", "capture", "refund", "outbox", "eventBacklog"]
         if let only, let unknown = only.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }).first(where: { !known.contains($0) }) {
             throw ValidationError("--only: unknown row \(unknown)")
@@ -384,7 +389,7 @@ struct ServerBench: AsyncParsableCommand {
         return (Double(elapsed.components.seconds) * 1e6 + Double(elapsed.components.attoseconds) / 1e12) / Double(rounds)
     }
 
-    /// createPayment and notification on a store with the outbox and on one without, alternately, twice each.
+    /// createPayment and notification on a store with the outbox and on one without, alternately, `outboxRounds` times each.
     func benchOutbox(name: String, url: String, pool: Int?, trivial: Double, logger: Logger) async throws {
         struct Encoding: Encodable { let endpoint = "eventEncoding"; let microsecondsPerChange: Double }
         try printJSONLine(Encoding(microsecondsPerChange: (try eventCost() * 10).rounded() / 10))
@@ -392,7 +397,7 @@ struct ServerBench: AsyncParsableCommand {
         let off = try await startServer(url: url.hasPrefix("sqlite:") ? url + "-off.sqlite" : url, pool: pool, recordsEvents: false, logger: logger)
         var rates: [String: [Bool: [Double]]] = [:]
         let run = UUID().uuidString.prefix(8)
-        for round in 0..<2 {
+        for round in 0..<outboxRounds {
             for (server, events) in [(on, true), (off, false)] {
                 let create = await server.create(self, tag: "\(run)-\(events)-\(round)")
                 var row = line(name, "createPayment", create, trivial: trivial, pool: pool)
@@ -408,12 +413,21 @@ struct ServerBench: AsyncParsableCommand {
                 rates["notification", default: [:]][events, default: []].append(ingest.requestsPerSecond)
             }
         }
-        struct Cost: Encodable { let store: String; let endpoint = "outboxCost"; let createPayment: Double; let notification: Double }
-        func cost(_ row: String) -> Double {
-            let with = (rates[row]?[true] ?? []).reduce(0, +), without = (rates[row]?[false] ?? []).reduce(0, +)
+        struct Cost: Encodable {
+            let store: String; let endpoint = "outboxCost"; let createPayment: Double; let notification: Double
+            /// Each round's own cost: how far one pair of rows may stray from the pooled figure on this machine.
+            let createPaymentRounds: [Double]; let notificationRounds: [Double]
+        }
+        func cost(with: [Double], without: [Double]) -> Double {
+            let with = with.reduce(0, +), without = without.reduce(0, +)
             return without > 0 ? ((1 - with / without) * 1000).rounded() / 1000 : 0
         }
-        try printJSONLine(Cost(store: name, createPayment: cost("createPayment"), notification: cost("notification")))
+        func cost(_ row: String) -> Double { cost(with: rates[row]?[true] ?? [], without: rates[row]?[false] ?? []) }
+        func rounds(_ row: String) -> [Double] {
+            zip(rates[row]?[true] ?? [], rates[row]?[false] ?? []).map { cost(with: [$0], without: [$1]) }
+        }
+        try printJSONLine(Cost(store: name, createPayment: cost("createPayment"), notification: cost("notification"),
+                               createPaymentRounds: rounds("createPayment"), notificationRounds: rounds("notification")))
         try await on.stop()
         try await off.stop()
     }
